@@ -1,0 +1,72 @@
+import type { Sql } from '@bulkhead/db';
+import type { AuditEvent, Outcome } from './events.ts';
+
+/** Filters shared by `audit tail` and `audit export`. */
+export interface AuditFilter {
+  server?: string;
+  tokenId?: string;
+  tool?: string;
+  outcome?: Outcome;
+  since?: Date;
+  until?: Date;
+  /** Only events after this sequence number (used by `--follow`). */
+  afterSeq?: number;
+}
+
+const COLUMNS = `seq, id, at, server, chain_seq as "chainSeq", token_id as "tokenId", token_label as "tokenLabel",
+  client_name as "clientName", client_version as "clientVersion", method, tool, arguments, outcome,
+  result_summary as "resultSummary", duration_ms as "durationMs", request_id as "requestId",
+  approval_id as "approvalId", injection_suspected as "injectionSuspected", prev_hash as "prevHash", hash`;
+
+function where(sql: Sql, f: AuditFilter) {
+  return sql`
+    where true
+    ${f.server ? sql`and server = ${f.server}` : sql``}
+    ${f.tokenId ? sql`and token_id = ${f.tokenId}` : sql``}
+    ${f.tool ? sql`and tool = ${f.tool}` : sql``}
+    ${f.outcome ? sql`and outcome = ${f.outcome}` : sql``}
+    ${f.since ? sql`and at >= ${f.since}` : sql``}
+    ${f.until ? sql`and at < ${f.until}` : sql``}
+    ${f.afterSeq !== undefined ? sql`and seq > ${f.afterSeq}` : sql``}`;
+}
+
+function toEvent(row: Record<string, unknown>): AuditEvent {
+  return { ...(row as unknown as AuditEvent), seq: Number(row.seq), chainSeq: Number(row.chainSeq) };
+}
+
+/** The newest `limit` events matching `filter`, oldest first. */
+export async function readRecent(sql: Sql, filter: AuditFilter, limit = 50): Promise<AuditEvent[]> {
+  const rows =
+    await sql`select ${sql.unsafe(COLUMNS)} from audit_events ${where(sql, filter)} order by seq desc limit ${limit}`;
+  return rows.map(toEvent).reverse();
+}
+
+/** Streams every event matching `filter` in sequence order, a batch at a time, never holding the whole log. */
+export async function* streamEvents(
+  sql: Sql,
+  filter: AuditFilter,
+  batchSize = 1000,
+): AsyncGenerator<AuditEvent> {
+  let after = filter.afterSeq ?? 0;
+  for (;;) {
+    const rows = await sql`
+      select ${sql.unsafe(COLUMNS)} from audit_events ${where(sql, { ...filter, afterSeq: after })}
+      order by seq limit ${batchSize}`;
+    for (const row of rows) yield toEvent(row);
+    if (rows.length < batchSize) return;
+    after = Number(rows[rows.length - 1]!.seq);
+  }
+}
+
+/** Streams one server's chain in chain order (for verify). */
+export async function* streamChain(sql: Sql, server: string, batchSize = 2000): AsyncGenerator<AuditEvent> {
+  let after = 0;
+  for (;;) {
+    const rows = await sql`
+      select ${sql.unsafe(COLUMNS)} from audit_events where server = ${server} and chain_seq > ${after}
+      order by chain_seq limit ${batchSize}`;
+    for (const row of rows) yield toEvent(row);
+    if (rows.length < batchSize) return;
+    after = Number(rows[rows.length - 1]!.chainSeq);
+  }
+}

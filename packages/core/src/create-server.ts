@@ -1,0 +1,41 @@
+import type { AnyTool, ToolIcon } from './define-tool.ts';
+import { createCatalog, type ToolCatalog } from './catalog.ts';
+
+/** What a server is, independent of how it is served. */
+export interface ServerOptions {
+  /** The server's name, also the audience of its tokens (`admin`, `customer`, `dev-knowledge`). */
+  name: string;
+  version: string;
+  title?: string;
+  description: string;
+  icons?: ToolIcon[];
+  tools: readonly AnyTool[];
+  /** The tools/list size budget in characters, checked by the linter. */
+  toolsBudgetChars?: number;
+}
+
+/** A server ready to be served over HTTP (`createHttpApp`) or stdio (`serveStdio`). */
+export interface ServerDefinition extends Readonly<Omit<ServerOptions, 'tools'>> {
+  title: string;
+  catalog: ToolCatalog;
+  toolsBudgetChars: number;
+}
+
+const SERVER_NAME = /^[a-z][a-z0-9-]{0,39}$/;
+
+/**
+ * Builds a server definition from its tools: the tool listings and JSON
+ * schemas are computed here, once, because the MCP handler builds a fresh
+ * protocol instance per request.
+ */
+export function createServer(options: ServerOptions): ServerDefinition {
+  if (!SERVER_NAME.test(options.name))
+    throw new Error(`server name "${options.name}" must be lower-case letters, digits and -`);
+  const { tools, ...meta } = options;
+  return Object.freeze({
+    ...meta,
+    title: options.title ?? options.name,
+    toolsBudgetChars: options.toolsBudgetChars ?? 6000,
+    catalog: createCatalog(tools),
+  });
+}

@@ -1,0 +1,85 @@
+import type { Logger } from 'pino';
+import type { z } from 'zod';
+import type { Sql } from '@bulkhead/db';
+import type { Access } from './access.ts';
+
+/** What a handler gets besides its arguments. Handlers import no singletons: everything comes through here. */
+export interface ToolContext {
+  /** The caller, from its token. */
+  access: Access;
+  /** The database (inside an approved execution: the transaction that also records the decision's outcome). */
+  sql: Sql;
+  /** A child logger carrying the request id and tool name. */
+  logger: Logger;
+  /** Aborted when the tool's time limit expires or the client goes away. */
+  signal: AbortSignal;
+  /** The name of the server serving the call. */
+  server: string;
+  requestId: string;
+}
+
+/** MCP tool annotations; all four are required so that no tool is unmarked. */
+export interface ToolAnnotations {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/** An icon as MCP describes it (SEP-973). */
+export interface ToolIcon {
+  src: string;
+  mimeType?: string;
+  sizes?: string[];
+}
+
+/** Declares that a tool stops at a human approval gate before it acts. */
+export interface ApprovalSpec<I> {
+  /** The plain-language sentence a person approves ("Send invoice R-2026-0001 (€120.00) to ..."). */
+  preview: (args: I, ctx: ToolContext) => string | Promise<string>;
+  /** Hours until an undecided request expires (default 72). */
+  expiresInHours?: number;
+}
+
+type Output<O> = O extends z.ZodObject ? z.input<O> : string | Record<string, unknown>;
+
+/** Everything a tool is: what the model sees (name, title, description, schemas, annotations) and its handler. */
+export interface ToolSpec<I extends z.ZodObject, O extends z.ZodObject | undefined = undefined> {
+  /** snake_case verb and object (`list_open_invoices`). */
+  name: string;
+  title: string;
+  /** Written for the model: what comes back, what the arguments do, how it differs from its neighbour. */
+  description: string;
+  /** The scope a token needs to see and call this tool (`invoices:read`). */
+  scope: string;
+  input: I;
+  output?: O;
+  annotations: ToolAnnotations;
+  icons?: ToolIcon[];
+  /** Time limit in milliseconds (default 10 000). */
+  timeoutMs?: number;
+  /** Present on tools whose action leaves the house: the call is persisted and waits for a person. */
+  approval?: ApprovalSpec<z.output<I>>;
+  handler: (args: z.output<I>, ctx: ToolContext) => Promise<Output<O>>;
+}
+
+/** A defined tool; the kit serves any list of these. */
+export type ToolDefinition<
+  I extends z.ZodObject = z.ZodObject,
+  O extends z.ZodObject | undefined = z.ZodObject | undefined,
+> = Readonly<ToolSpec<I, O>>;
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a heterogeneous list of tools erases their argument types
+export type AnyTool = ToolDefinition<any, any>;
+
+const NAME = /^[a-z][a-z0-9_]{0,63}$/;
+
+/** Defines a tool. Checks the parts the type system cannot (name shape, a schema that is an object). */
+export function defineTool<I extends z.ZodObject, O extends z.ZodObject | undefined = undefined>(
+  spec: ToolSpec<I, O>,
+): ToolDefinition<I, O> {
+  if (!NAME.test(spec.name)) throw new Error(`tool name "${spec.name}" must be snake_case, 1-64 characters`);
+  if (spec.approval && spec.annotations.readOnlyHint)
+    throw new Error(`tool ${spec.name} has a gate but says readOnlyHint`);
+  return Object.freeze({ ...spec });
+}

@@ -1,0 +1,70 @@
+import type { z } from 'zod';
+
+/**
+ * A failure the model can act on: its message is shown to the client as an
+ * `isError` result, so it must say what went wrong and what to do instead
+ * ("customer C-9999 not found — check the customer number").
+ */
+export class ToolError extends Error {
+  override readonly name = 'ToolError';
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return 'missing';
+  const json = JSON.stringify(value);
+  return json.length > 80 ? `${json.slice(0, 77)}...` : json;
+}
+
+function at(args: unknown, path: PropertyKey[]): unknown {
+  let node: unknown = args;
+  for (const key of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<PropertyKey, unknown>)[key];
+  }
+  return node;
+}
+
+function expected(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case 'invalid_value':
+      return `one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'invalid_type':
+      return `a value of type ${issue.expected}`;
+    case 'too_small':
+      return issue.origin === 'string'
+        ? `at least ${String(issue.minimum)} characters`
+        : issue.origin === 'array'
+          ? `at least ${String(issue.minimum)} items`
+          : `a number ${issue.inclusive ? '>=' : '>'} ${String(issue.minimum)}`;
+    case 'too_big':
+      return issue.origin === 'string'
+        ? `at most ${String(issue.maximum)} characters`
+        : issue.origin === 'array'
+          ? `at most ${String(issue.maximum)} items`
+          : `a number ${issue.inclusive ? '<=' : '<'} ${String(issue.maximum)}`;
+    case 'invalid_format':
+      return issue.format === 'regex' && 'pattern' in issue
+        ? `a value matching ${String(issue.pattern)}`
+        : `a valid ${issue.format}`;
+    case 'unrecognized_keys':
+      return `no such field (${issue.keys.join(', ')} not accepted)`;
+    default:
+      return issue.message;
+  }
+}
+
+/**
+ * Turns a zod error into one sentence per problem naming the field, the value
+ * given and what would have been valid, e.g.
+ * `category: got "urgent", expected one of "question", "incident"`.
+ */
+export function formatIssues(error: z.ZodError, args: unknown): string {
+  const lines = error.issues.map((issue) => {
+    if (issue.code === 'unrecognized_keys') {
+      return `${issue.keys.map((k) => JSON.stringify(k)).join(', ')}: not an argument of this tool; remove ${issue.keys.length > 1 ? 'them' : 'it'}`;
+    }
+    const field = issue.path.length ? issue.path.map(String).join('.') : '(arguments)';
+    return `${field}: got ${describe(at(args, issue.path))}, expected ${expected(issue)}`;
+  });
+  return `Invalid arguments — ${lines.join('; ')}. Nothing was done; call again with corrected arguments.`;
+}

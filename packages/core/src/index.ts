@@ -1,0 +1,52 @@
+export type { Access } from './access.ts';
+export {
+  defineTool,
+  type AnyTool,
+  type ApprovalSpec,
+  type ToolAnnotations,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolIcon,
+  type ToolSpec,
+} from './define-tool.ts';
+export { createServer, type ServerDefinition, type ServerOptions } from './create-server.ts';
+export { createCatalog, type ToolCatalog, type ToolListing } from './catalog.ts';
+export {
+  callTool,
+  DEFAULT_TIMEOUT_MS,
+  type ApprovalRequester,
+  type CallKit,
+  type CallRequest,
+} from './call-tool.ts';
+export { createHttpApp, type HttpApp, type HttpAppOptions } from './http-app.ts';
+export { serveStdio, StartupError, type StdioOptions } from './stdio.ts';
+export { runServer, type RunOptions } from './run.ts';
+export { ToolError, formatIssues } from './errors.ts';
+export { secret, redactArguments, secretHash } from './secret.ts';
+export { untrusted, isUntrusted, type UntrustedText } from './untrusted.ts';
+export {
+  ConfigError,
+  parseEnv,
+  serverEnvSchema,
+  baseEnvShape,
+  workspaceRoot,
+  type ServerEnv,
+} from './config.ts';
+export { createLogger, REDACT, type Logger, type LoggerOptions } from './logger.ts';
+export {
+  createTokenVerifier,
+  getToken,
+  issueToken,
+  listTokens,
+  parseToken,
+  revokeToken,
+  rotateToken,
+  tokenState,
+  type IssueTokenOptions,
+  type TokenKind,
+  type TokenRecord,
+  type TokenRefusal,
+  type TokenState,
+  type TokenVerifier,
+} from './tokens.ts';
+export { createRateLimiter, type RateLimiter } from './rate-limit.ts';

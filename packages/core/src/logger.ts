@@ -1,0 +1,44 @@
+import pino, { type Logger } from 'pino';
+
+export type { Logger } from 'pino';
+
+/** Paths whose values never reach a log line. */
+export const REDACT = [
+  'req.headers.authorization',
+  'headers.authorization',
+  'authorization',
+  'token',
+  '*.token',
+  'secret',
+  '*.secret',
+  'password',
+  '*.password',
+];
+
+/** Options for {@link createLogger}. */
+export interface LoggerOptions {
+  level?: string;
+  name?: string;
+  /** Write to stderr (stdio mode: stdout belongs to the protocol). */
+  stderr?: boolean;
+  /** Human-readable output; defaults to on when the destination is a TTY. */
+  pretty?: boolean;
+}
+
+/** The process's root logger: JSON by default, pretty on a TTY, secrets redacted. */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const fd = options.stderr ? 2 : 1;
+  const pretty = options.pretty ?? Boolean(fd === 2 ? process.stderr.isTTY : process.stdout.isTTY);
+  const base = {
+    level: options.level ?? 'info',
+    ...(options.name ? { name: options.name } : {}),
+    redact: { paths: REDACT, censor: '[redacted]' },
+  };
+  if (pretty) {
+    return pino(
+      base,
+      pino.transport({ target: 'pino-pretty', options: { destination: fd, colorize: true } }),
+    );
+  }
+  return pino(base, pino.destination({ fd, sync: false }));
+}

@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto';
+import { serveStdio as serveSdkStdio, type StdioServerHandle } from '@modelcontextprotocol/server/stdio';
+import { createAuditWriter } from '@bulkhead/audit';
+import type { Sql } from '@bulkhead/db';
+import type { Logger } from 'pino';
+import type { ApprovalRequester } from './call-tool.ts';
+import type { ServerDefinition } from './create-server.ts';
+import { buildMcpServer } from './mcp-server.ts';
+import { createTokenVerifier } from './tokens.ts';
+
+/** What serving over stdio needs; the token comes from `BULKHEAD_TOKEN`. */
+export interface StdioOptions {
+  sql: Sql;
+  logger: Logger;
+  token: string | undefined;
+  auditFullResults?: boolean;
+  approvals?: ApprovalRequester;
+}
+
+/** The token given to a stdio server was refused: the server must not start. */
+export class StartupError extends Error {
+  override readonly name = 'StartupError';
+}
+
+const REASONS: Record<string, string> = {
+  malformed: 'is not a Bulkhead token (expected bh_<server>_<id>_<secret>)',
+  unknown: 'is not known to this database',
+  wrong_server: 'was issued for another server',
+  expired: 'has expired',
+  revoked: 'has been revoked',
+};
+
+/**
+ * Serves a definition on this process's stdin/stdout for local clients. The
+ * token is checked once at start with the same rules as HTTP; logs must go to
+ * stderr (the caller's logger does that in stdio mode).
+ */
+export async function serveStdio(def: ServerDefinition, options: StdioOptions): Promise<StdioServerHandle> {
+  if (!options.token)
+    throw new StartupError(
+      `BULKHEAD_TOKEN is not set: issue one with \`pnpm bulkhead tokens issue --server ${def.name} --label <who>\``,
+    );
+  const verifier = createTokenVerifier(options.sql, def.name);
+  const verdict = await verifier.verify(options.token);
+  await verifier.close();
+  if (!verdict.ok)
+    throw new StartupError(
+      `BULKHEAD_TOKEN ${REASONS[verdict.reason] ?? 'was refused'}; this server is ${def.name}`,
+    );
+  const kit = {
+    server: def.name,
+    catalog: def.catalog,
+    sql: options.sql,
+    logger: options.logger,
+    audit: createAuditWriter(options.sql),
+    auditFullResults: options.auditFullResults ?? false,
+    ...(options.approvals ? { approvals: options.approvals } : {}),
+  };
+  return serveSdkStdio(() => buildMcpServer(def, kit, verdict.access, randomUUID), {
+    onerror: (err) => options.logger.debug({ err }, 'stdio transport error'),
+  });
+}

@@ -1,0 +1,36 @@
+/**
+ * Text that came from users or documents: data, never instructions. In
+ * structured content it is `{ text, source, untrusted: true }`; in text
+ * content it becomes a delimited block that the text itself cannot close.
+ */
+export interface UntrustedText {
+  text: string;
+  source: string;
+  untrusted: true;
+  injection_suspected?: string[];
+}
+
+/** Wraps database text for a result. `source` names where it came from (`ticket T-1001 message 2`). */
+export function untrusted(text: string, options: { source: string }): UntrustedText {
+  return { text, source: options.source, untrusted: true };
+}
+
+export function isUntrusted(value: unknown): value is UntrustedText {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as UntrustedText).untrusted === true &&
+    typeof (value as UntrustedText).text === 'string' &&
+    typeof (value as UntrustedText).source === 'string'
+  );
+}
+
+/** Walks a result, returning it with untrusted values checked, and every reason found. */
+export function scanUntrusted(value: unknown): { value: unknown; suspected: string[] } {
+  return { value, suspected: [] };
+}
+
+/** The text content of a structured value: JSON, with untrusted text delimited. */
+export function renderText(value: unknown): string {
+  return JSON.stringify(value, null, 2);
+}

