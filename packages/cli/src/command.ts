@@ -1,0 +1,68 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { CliEnv } from './env.ts';
+import { UsageError, type Io } from './io.ts';
+
+/** What every command gets. */
+export interface CommandContext {
+  env: CliEnv;
+  io: Io;
+}
+
+/** One `bulkhead` command or subcommand. */
+export interface Command {
+  name: string;
+  /** One line for the command list. */
+  summary: string;
+  /** The full `--help` text. */
+  help: string;
+  run(argv: string[], ctx: CommandContext): Promise<number>;
+}
+
+/** A command made of subcommands (`tokens issue`, `tokens list`, ...). */
+export function group(name: string, summary: string, subcommands: Command[]): Command {
+  const help = [
+    `Usage: bulkhead ${name} <command> [options]`,
+    '',
+    summary,
+    '',
+    'Commands:',
+    ...subcommands.map((c) => `  ${c.name.padEnd(12)} ${c.summary}`),
+    '',
+    `Run \`bulkhead ${name} <command> --help\` for the options of one command.`,
+  ].join('\n');
+  return {
+    name,
+    summary,
+    help,
+    async run(argv, ctx) {
+      const [sub, ...rest] = argv;
+      if (!sub || sub === '--help' || sub === '-h' || sub === 'help') {
+        ctx.io.out(help);
+        return sub ? 0 : 2;
+      }
+      const command = subcommands.find((c) => c.name === sub);
+      if (!command)
+        throw new UsageError(
+          `unknown command "${name} ${sub}"; one of: ${subcommands.map((c) => c.name).join(', ')}`,
+        );
+      if (rest.includes('--help') || rest.includes('-h')) {
+        ctx.io.out(command.help);
+        return 0;
+      }
+      return command.run(rest, ctx);
+    },
+  };
+}
+
+/** `util.parseArgs` with strict options, turning its errors into usage errors. */
+export function parse<T extends NonNullable<ParseArgsConfig['options']>>(
+  argv: string[],
+  options: T,
+  allowPositionals = false,
+) {
+  try {
+    return parseArgs({ args: argv, options, allowPositionals, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message.replace(/^.*?: /, '').split('\n')[0]!);
+  }
+}

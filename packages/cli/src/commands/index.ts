@@ -1,0 +1,7 @@
+import type { Command } from '../command.ts';
+import { dbCommand } from './db.ts';
+import { startCommand } from './start.ts';
+import { tokensCommand } from './tokens.ts';
+
+/** Every top-level command, in the order `--help` lists them. */
+export const commands: Command[] = [startCommand, tokensCommand, dbCommand()];

@@ -1,0 +1,326 @@
+import {
+  getToken,
+  issueToken,
+  listTokens,
+  revokeToken,
+  rotateToken,
+  tokenState,
+  type TokenRecord,
+} from '@bulkhead/core';
+import type { Sql } from '@bulkhead/db';
+import { group, parse, type Command } from '../command.ts';
+import { withDatabase } from '../database.ts';
+import { parseExpiry } from '../duration.ts';
+import { table, when } from '../format.ts';
+import { CliError, UsageError, type Io } from '../io.ts';
+import { defaultUrl, discoverServers, type ServerManifest } from '../servers.ts';
+
+const SCOPE = /^[a-z][a-z0-9-]*:[a-z][a-z0-9-]*$/;
+
+function mcpServer(name: string | undefined): ServerManifest {
+  const servers = discoverServers().filter((s) => s.kind === 'mcp');
+  if (!name) throw new UsageError(`--server is required; one of: ${servers.map((s) => s.name).join(', ')}`);
+  const server = servers.find((s) => s.name === name);
+  if (!server)
+    throw new UsageError(
+      `--server: unknown server "${name}"; one of: ${servers.map((s) => s.name).join(', ')}`,
+    );
+  return server;
+}
+
+async function customerExists(sql: Sql, id: string): Promise<boolean> {
+  try {
+    const rows = await sql`select 1 from customers where id = ${id}`;
+    return rows.length === 1;
+  } catch (err) {
+    if ((err as { code?: string }).code === '42P01') return false;
+    throw err;
+  }
+}
+
+/** Ready-to-paste configuration for the common MCP clients. */
+export function clientConfigs(
+  server: string,
+  url: string,
+  token: string,
+): { client: string; where: string; text: string }[] {
+  const header = `Authorization: Bearer ${token}`;
+  return [
+    {
+      client: 'Claude Code',
+      where: 'run in a terminal',
+      text: `claude mcp add --transport http ${server} ${url} --header "${header}"`,
+    },
+    {
+      client: 'Claude Desktop',
+      where: 'claude_desktop_config.json (through the mcp-remote bridge)',
+      text: JSON.stringify(
+        { mcpServers: { [server]: { command: 'npx', args: ['-y', 'mcp-remote', url, '--header', header] } } },
+        null,
+        2,
+      ),
+    },
+    {
+      client: 'Cursor',
+      where: '~/.cursor/mcp.json',
+      text: JSON.stringify(
+        { mcpServers: { [server]: { url, headers: { Authorization: `Bearer ${token}` } } } },
+        null,
+        2,
+      ),
+    },
+    {
+      client: 'VS Code',
+      where: '.vscode/mcp.json',
+      text: JSON.stringify(
+        { servers: { [server]: { type: 'http', url, headers: { Authorization: `Bearer ${token}` } } } },
+        null,
+        2,
+      ),
+    },
+  ];
+}
+
+function json(record: TokenRecord, token?: string) {
+  return {
+    id: record.id,
+    ...(token ? { token } : {}),
+    server: record.server,
+    label: record.label,
+    scopes: record.scopes,
+    customer_id: record.customerId,
+    expires_at: record.expiresAt?.toISOString() ?? null,
+    ...(token
+      ? {}
+      : {
+          created_at: record.createdAt.toISOString(),
+          created_by: record.createdBy,
+          last_used_at: record.lastUsedAt?.toISOString() ?? null,
+          revoked_at: record.revokedAt?.toISOString() ?? null,
+          state: tokenState(record),
+        }),
+  };
+}
+
+function printIssued(io: Io, record: TokenRecord, token: string, url: string, verb: string) {
+  io.out(
+    `${verb} token ${record.id} for ${record.server} — "${record.label}"${record.customerId ? `, customer ${record.customerId}` : ''}`,
+  );
+  io.out('');
+  io.out(`  ${token}`);
+  io.out('');
+  io.out('This is the only time the token is shown: store it now (only its hash is kept).');
+  io.out(
+    `Scopes: ${record.scopes.join(', ')}. Expires: ${record.expiresAt ? when(record.expiresAt) + ' UTC' : 'never'}.`,
+  );
+  for (const c of clientConfigs(record.server, url, token)) {
+    io.out('');
+    io.out(`${c.client} — ${c.where}:`);
+    io.out(c.text.replace(/^/gm, '  '));
+  }
+}
+
+const issue: Command = {
+  name: 'issue',
+  summary: 'issue a token for one server and one client',
+  help: `Usage: bulkhead tokens issue --server <name> --label <text> [options]
+
+Issues an access token bound to one server. The token is printed once, with
+ready-to-paste configuration for Claude Code, Claude Desktop, Cursor and VS Code.
+
+Options:
+  --server <name>      the server the token opens (admin, customer, dev-knowledge)
+  --label <text>       who or what uses it ("Claude Code on Ana's laptop")
+  --customer <id>      the one customer a customer-server token sees (required
+                       there, refused elsewhere), e.g. C-1001
+  --scopes <a,b>       fewer scopes than the server's all (the default)
+  --expires <when>     30d, 12h, 2w, a date (2027-01-31) or never (default 90d)
+  --url <url>          the server's MCP URL for the client configuration
+                       (default http://127.0.0.1:<port>/mcp)
+  --json               print { id, token, server, label, scopes, customer_id, expires_at }`,
+  async run(argv, { env, io }) {
+    const { values } = parse(argv, {
+      server: { type: 'string' },
+      label: { type: 'string' },
+      customer: { type: 'string' },
+      scopes: { type: 'string' },
+      expires: { type: 'string', default: '90d' },
+      url: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    });
+    const server = mcpServer(values.server);
+    const label = values.label?.trim();
+    if (!label) throw new UsageError('--label is required: say which client or person will use the token');
+    if (label.length > 200) throw new UsageError('--label: at most 200 characters');
+    if (server.customerBound && !values.customer) {
+      throw new UsageError(
+        `--customer is required for the ${server.name} server: a ${server.name} token is bound to one customer`,
+      );
+    }
+    if (!server.customerBound && values.customer) {
+      throw new UsageError(
+        `--customer is only for customer-bound servers; ${server.name} tokens are not bound to a customer`,
+      );
+    }
+    let scopes = [...server.scopes];
+    if (values.scopes !== undefined) {
+      scopes = [
+        ...new Set(
+          values.scopes
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+        ),
+      ];
+      const unknown = scopes.filter((s) => !SCOPE.test(s) || !server.scopes.includes(s));
+      if (!scopes.length) throw new UsageError('--scopes: give at least one scope');
+      if (unknown.length)
+        throw new UsageError(
+          `--scopes: ${unknown.join(', ')} not a scope of ${server.name}; its scopes: ${server.scopes.join(', ')}`,
+        );
+    }
+    const expiresAt = parseExpiry(values.expires!, '--expires');
+    const url = values.url ?? defaultUrl(server);
+    return withDatabase(env, io, async ({ sql }) => {
+      if (values.customer && !(await customerExists(sql, values.customer))) {
+        throw new CliError(
+          `customer ${values.customer} does not exist — check the customer number (e.g. C-1001)`,
+        );
+      }
+      const { token, record } = await issueToken(sql, {
+        server: server.name,
+        label,
+        scopes,
+        customerId: values.customer ?? null,
+        expiresAt,
+        createdBy: env.operator,
+      });
+      if (values.json) io.out(JSON.stringify(json(record, token)));
+      else printIssued(io, record, token, url, 'Issued');
+      return 0;
+    });
+  },
+};
+
+const list: Command = {
+  name: 'list',
+  summary: 'list tokens (never their secrets)',
+  help: `Usage: bulkhead tokens list [--server <name>] [--all] [--json]
+
+Lists tokens with label, scopes, customer, expiry, last use and state.
+Secrets are never stored, so never shown.
+
+Options:
+  --server <name>   only tokens of this server
+  --all             include revoked and expired tokens
+  --json            one JSON array`,
+  async run(argv, { env, io }) {
+    const { values } = parse(argv, {
+      server: { type: 'string' },
+      all: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+    });
+    if (values.server) mcpServer(values.server);
+    return withDatabase(env, io, async ({ sql }) => {
+      const tokens = await listTokens(sql, {
+        kind: 'mcp',
+        all: values.all,
+        ...(values.server ? { server: values.server } : {}),
+      });
+      if (values.json) {
+        io.out(JSON.stringify(tokens.map((t) => json(t))));
+        return 0;
+      }
+      if (!tokens.length) {
+        io.out(values.all ? 'No tokens.' : 'No active tokens (--all shows revoked and expired ones).');
+        return 0;
+      }
+      io.out(
+        table(
+          ['ID', 'SERVER', 'LABEL', 'SCOPES', 'CUSTOMER', 'EXPIRES', 'LAST USED', 'STATE'],
+          tokens.map((t) => [
+            t.id,
+            t.server,
+            t.label,
+            t.scopes.join(','),
+            t.customerId ?? '-',
+            when(t.expiresAt),
+            when(t.lastUsedAt),
+            tokenState(t),
+          ]),
+        ),
+      );
+      return 0;
+    });
+  },
+};
+
+const revoke: Command = {
+  name: 'revoke',
+  summary: 'revoke a token; it is refused from the next request on',
+  help: `Usage: bulkhead tokens revoke <id> [--json]
+
+Revokes one token. Every server refuses it from its next request (within a
+second, on every replica). Other tokens, even for the same client, keep working.`,
+  async run(argv, { env, io }) {
+    const { values, positionals } = parse(argv, { json: { type: 'boolean', default: false } }, true);
+    const id = positionals[0];
+    if (!id || positionals.length > 1)
+      throw new UsageError('give exactly one token id (see `bulkhead tokens list`)');
+    return withDatabase(env, io, async ({ sql }) => {
+      const existing = await getToken(sql, id);
+      if (!existing || existing.kind !== 'mcp')
+        throw new CliError(`token ${id} does not exist — see \`bulkhead tokens list --all\``);
+      const done = await revokeToken(sql, id);
+      const after = (await getToken(sql, id))!;
+      if (values.json) io.out(JSON.stringify(json(after)));
+      else
+        io.out(
+          done
+            ? `Revoked token ${id} (${after.server}, "${after.label}").`
+            : `Token ${id} was already revoked on ${when(after.revokedAt)} UTC.`,
+        );
+      return 0;
+    });
+  },
+};
+
+const rotate: Command = {
+  name: 'rotate',
+  summary: 'replace a token’s secret; the old one is revoked',
+  help: `Usage: bulkhead tokens rotate <id> [--url <url>] [--json]
+
+Issues a new token with the same server, label, scopes, customer and lifetime,
+prints it once, and revokes the old one.`,
+  async run(argv, { env, io }) {
+    const { values, positionals } = parse(
+      argv,
+      { json: { type: 'boolean', default: false }, url: { type: 'string' } },
+      true,
+    );
+    const id = positionals[0];
+    if (!id || positionals.length > 1)
+      throw new UsageError('give exactly one token id (see `bulkhead tokens list`)');
+    return withDatabase(env, io, async ({ sql }) => {
+      const existing = await getToken(sql, id);
+      if (!existing || existing.kind !== 'mcp')
+        throw new CliError(`token ${id} does not exist — see \`bulkhead tokens list --all\``);
+      if (existing.revokedAt)
+        throw new CliError(`token ${id} is revoked; issue a new one with \`bulkhead tokens issue\``);
+      const rotated = await rotateToken(sql, id, env.operator);
+      if (!rotated) throw new CliError(`token ${id} was revoked meanwhile`);
+      const server = discoverServers().find((s) => s.name === rotated.record.server);
+      const url = values.url ?? (server ? defaultUrl(server) : '<server url>');
+      if (values.json) io.out(JSON.stringify({ ...json(rotated.record, rotated.token), rotated_from: id }));
+      else printIssued(io, rotated.record, rotated.token, url, `Rotated ${id} into`);
+      return 0;
+    });
+  },
+};
+
+export const tokensCommand = group('tokens', 'Issue, list, rotate and revoke per-client access tokens.', [
+  issue,
+  list,
+  revoke,
+  rotate,
+]);

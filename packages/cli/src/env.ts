@@ -1,0 +1,27 @@
+import { join } from 'node:path';
+import { baseEnvShape, parseEnv, workspaceRoot } from '@bulkhead/core';
+import { z } from 'zod';
+
+const schema = z
+  .object({
+    ...baseEnvShape,
+    LOG_LEVEL: baseEnvShape.LOG_LEVEL.default('warn'),
+    /** Signs audit prune checkpoints; defaults to a key kept in the data dir. */
+    BULKHEAD_AUDIT_KEY: z.string().min(16).optional(),
+    /** Who is at the keyboard, recorded as `created_by` / `decided_by`. */
+    BULKHEAD_OPERATOR: z.string().min(1).optional(),
+    USER: z.string().optional(),
+    NO_COLOR: z.string().optional(),
+  })
+  .transform((env) => ({
+    ...env,
+    BULKHEAD_DATA_DIR: env.BULKHEAD_DATA_DIR ?? join(workspaceRoot(), '.bulkhead'),
+    operator: env.BULKHEAD_OPERATOR ?? `cli:${env.USER ?? 'operator'}`,
+  }));
+
+export type CliEnv = z.output<typeof schema>;
+
+/** The CLI's one read of the environment. */
+export function loadEnv(env: Record<string, string | undefined> = process.env): CliEnv {
+  return parseEnv(schema, env);
+}

