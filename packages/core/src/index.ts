@@ -23,7 +23,7 @@ export { serveStdio, StartupError, type StdioOptions } from './stdio.ts';
 export { runServer, type RunOptions } from './run.ts';
 export { ToolError, formatIssues } from './errors.ts';
 export { secret, redactArguments, secretHash } from './secret.ts';
-export { untrusted, isUntrusted, type UntrustedText } from './untrusted.ts';
+export { untrusted, isUntrusted, untrustedTextSchema, type UntrustedText } from './untrusted.ts';
 export {
   ConfigError,
   parseEnv,

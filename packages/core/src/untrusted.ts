@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * Text that came from users or documents: data, never instructions. In
  * structured content it is `{ text, source, untrusted: true }`; in text
@@ -34,3 +36,11 @@ export function scanUntrusted(value: unknown): { value: unknown; suspected: stri
 export function renderText(value: unknown): string {
   return JSON.stringify(value, null, 2);
 }
+
+/** The output-schema shape of an {@link untrusted} value; use it for every database text field. */
+export const untrustedTextSchema = z.object({
+  text: z.string(),
+  source: z.string(),
+  untrusted: z.literal(true),
+  injection_suspected: z.array(z.string()).optional(),
+});

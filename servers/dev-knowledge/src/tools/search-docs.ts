@@ -1,4 +1,4 @@
-import { defineTool, untrusted } from '@bulkhead/core';
+import { defineTool, untrusted, untrustedTextSchema } from '@bulkhead/core';
 import { z } from 'zod';
 import { DOC_KINDS, searchDocuments } from '../queries.ts';
 
@@ -47,7 +47,7 @@ export const searchDocs = defineTool({
         tags: z.array(z.string()),
         updated: z.string().nullable(),
         rank: z.number(),
-        snippet: untrustedText,
+        snippet: untrustedTextSchema,
       }),
     ),
     count: z.number().int(),
