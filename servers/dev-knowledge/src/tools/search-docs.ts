@@ -2,13 +2,6 @@ import { defineTool, untrusted, untrustedTextSchema } from '@bulkhead/core';
 import { z } from 'zod';
 import { DOC_KINDS, searchDocuments } from '../queries.ts';
 
-const untrustedText = z.object({
-  text: z.string(),
-  source: z.string(),
-  untrusted: z.literal(true),
-  injection_suspected: z.array(z.string()).optional(),
-});
-
 export const searchDocs = defineTool({
   name: 'search_docs',
   title: 'Search engineering documents',
