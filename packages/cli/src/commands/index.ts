@@ -1,7 +1,8 @@
 import type { Command } from '../command.ts';
+import { auditCommand } from './audit.ts';
 import { dbCommand } from './db.ts';
 import { startCommand } from './start.ts';
 import { tokensCommand } from './tokens.ts';
 
 /** Every top-level command, in the order `--help` lists them. */
-export const commands: Command[] = [startCommand, tokensCommand, dbCommand()];
+export const commands: Command[] = [startCommand, tokensCommand, auditCommand, dbCommand()];

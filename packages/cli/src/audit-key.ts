@@ -1,0 +1,21 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { CliEnv } from './env.ts';
+
+/**
+ * The key that signs audit prune checkpoints: `BULKHEAD_AUDIT_KEY`, or one
+ * generated once into the data dir (fine for the embedded default; set the
+ * variable when several machines prune and verify the same database).
+ */
+export async function auditKey(env: CliEnv, create: boolean): Promise<string | undefined> {
+  if (env.BULKHEAD_AUDIT_KEY) return env.BULKHEAD_AUDIT_KEY;
+  const file = join(env.BULKHEAD_DATA_DIR, 'audit.key');
+  if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
+  if (!create) return undefined;
+  await mkdir(env.BULKHEAD_DATA_DIR, { recursive: true });
+  const key = randomBytes(32).toString('hex');
+  await writeFile(file, key, { mode: 0o600, flag: 'wx' });
+  return key;
+}
