@@ -17,17 +17,6 @@ create table bulkhead_tokens (
 
 create index bulkhead_tokens_server on bulkhead_tokens (server);
 
--- Every change to a token (revoke, rotate) is announced so that replicas drop cached lookups at once.
-create function bulkhead_tokens_notify() returns trigger language plpgsql as $$
-begin
-  perform pg_notify('bulkhead_tokens', coalesce(new.id, old.id));
-  return null;
-end $$;
-
-create trigger bulkhead_tokens_changed
-  after update of revoked_at, expires_at, scopes, server, customer_id or delete on bulkhead_tokens
-  for each row execute function bulkhead_tokens_notify();
-
 -- Per-token request counts in one-minute windows, shared by every replica.
 create table bulkhead_rate_limits (
   token_id text not null,
