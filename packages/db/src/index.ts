@@ -3,3 +3,14 @@ export { ensureEmbedded, embeddedUrlFile, type EmbeddedDatabase, type EmbeddedOp
 export { migrate, loadMigrations, migrationsDir, type Migration, type MigrateResult } from './migrate.ts';
 export { openDatabase, type Database, type OpenDatabaseOptions } from './open.ts';
 export { createTestDatabase, type TestDatabase } from './test-database.ts';
+export {
+  seedDemo,
+  generateDemoData,
+  DEMO_SEED,
+  DEMO_REFERENCE_DATE,
+  DEMO_INJECTION_TICKETS,
+  type DemoCounts,
+  type DemoData,
+  type SeedDemoOptions,
+  type SeedDemoResult,
+} from './demo/index.ts';
