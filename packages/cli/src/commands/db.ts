@@ -1,6 +1,7 @@
 import { migrate } from '@bulkhead/db';
 import { group, parse, type Command } from '../command.ts';
 import { withDatabase } from '../database.ts';
+import { seedCommand } from './seed.ts';
 
 const migrateCommand: Command = {
   name: 'migrate',
@@ -31,5 +32,5 @@ transaction, under an advisory lock (safe to run twice, or from two processes).`
 };
 
 /** `db` subcommands; `seed` joins them in its own file. */
-export const dbSubcommands: Command[] = [migrateCommand];
+export const dbSubcommands: Command[] = [migrateCommand, seedCommand];
 export const dbCommand = () => group('db', 'Database schema and data.', dbSubcommands);

@@ -1,8 +1,11 @@
 import type { Command } from '../command.ts';
 import { auditCommand } from './audit.ts';
 import { dbCommand } from './db.ts';
-import { startCommand } from './start.ts';
+import { demoStartHook } from './demo-start.ts';
+import { startCommand, startHooks } from './start.ts';
 import { tokensCommand } from './tokens.ts';
 
 /** Every top-level command, in the order `--help` lists them. */
 export const commands: Command[] = [startCommand, tokensCommand, auditCommand, dbCommand()];
+
+startHooks.push(demoStartHook);
