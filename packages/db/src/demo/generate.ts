@@ -296,6 +296,11 @@ const SECOND_REPLY = {
   de: 'Wir haben uns das noch einmal angesehen und Ihre Einstellungen angepasst. Melden Sie sich gern, falls noch etwas unklar ist.',
 } as const;
 
+const ESCALATED_NOTE = {
+  en: 'Your ticket has been passed on to our second-level support.',
+  de: 'Ihr Ticket wurde an unseren Second-Level-Support weitergegeben.',
+} as const;
+
 const ESCALATION_REASONS = [
   'Repeated outage affecting the customer’s month-end closing',
   'Customer disputes the invoice amount; needs a decision by accounting',
@@ -373,7 +378,8 @@ function helpdesk(rnd: Random, data: DemoData, people: CustomerRow[]): void {
       if (status === 'escalated') {
         escalatedAt = new Date(at).toISOString();
         reason = rnd.pick(ESCALATION_REASONS);
-        say('system', 'helpdesk', `Escalated to second-level support: ${reason}.`);
+        // The reason stays on the ticket (staff only); the thread says what the customer may read.
+        say('system', 'helpdesk', ESCALATED_NOTE[lang]);
       }
       row = {
         key,
