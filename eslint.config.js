@@ -9,6 +9,8 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
+      // Closures that run before the single assignment (e.g. an audit helper reading the caller) need `let`.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },
   },
 );

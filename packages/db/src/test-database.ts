@@ -16,7 +16,7 @@ export interface TestDatabase {
  * files can run in parallel without seeing each other's rows.
  */
 export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
-  // eslint-disable-next-line no-restricted-properties -- the test harness's one handshake with global setup
+  // The test harness's one handshake with the global setup, which sets this variable.
   const adminUrl = process.env.BULKHEAD_TEST_ADMIN_URL;
   if (!adminUrl)
     throw new Error('BULKHEAD_TEST_ADMIN_URL is not set: run tests through vitest with the global setup');
