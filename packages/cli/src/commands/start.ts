@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { migrate, openDatabase, type Sql } from '@bulkhead/db';
 import { parse, type Command } from '../command.ts';
 import type { CliEnv } from '../env.ts';
-import type { Io } from '../io.ts';
+import { UsageError, type Io } from '../io.ts';
 import { defaultUrl, discoverServers, type ServerManifest } from '../servers.ts';
 
 /** Steps `start` runs after migrating and before the servers start (the demo data joins here). */
@@ -38,7 +38,7 @@ async function waitHealthy(
 export const startCommand: Command = {
   name: 'start',
   summary: 'start the database (embedded unless DATABASE_URL) and every server',
-  help: `Usage: bulkhead start [--only <a,b>] [--quiet]
+  help: `Usage: bulkhead start [--only <a,b>] [--port-offset <n>] [--quiet]
 
 Starts the embedded PostgreSQL (unless DATABASE_URL is set), applies the
 migrations, prepares the demo data on a first start, then starts every server
@@ -46,16 +46,23 @@ under servers/ as its own process on its own port, and prints their URLs.
 Ctrl-C stops the servers, then the database.
 
 Options:
-  --only <a,b>   start only these servers
-  --quiet        do not relay the servers' log lines`,
+  --only <a,b>         start only these servers
+  --port-offset <n>    add n to every server's port (a second stack beside the first)
+  --quiet              do not relay the servers' log lines`,
   async run(argv, { env, io }) {
-    const { values } = parse(argv, { only: { type: 'string' }, quiet: { type: 'boolean', default: false } });
-    let servers = discoverServers();
+    const { values } = parse(argv, {
+      only: { type: 'string' },
+      'port-offset': { type: 'string', default: '0' },
+      quiet: { type: 'boolean', default: false },
+    });
+    const offset = Number(values['port-offset']);
+    if (!Number.isInteger(offset) || offset < 0 || offset > 60_000) throw new UsageError('--port-offset: a whole number from 0 to 60000');
+    let servers = discoverServers().map((s) => ({ ...s, port: s.port + offset }));
     if (values.only) {
       const only = values.only.split(',').map((s) => s.trim());
       const unknown = only.filter((n) => !servers.some((s) => s.name === n));
       if (unknown.length)
-        throw new Error(
+        throw new UsageError(
           `--only: unknown server ${unknown.join(', ')}; servers: ${servers.map((s) => s.name).join(', ')}`,
         );
       servers = servers.filter((s) => only.includes(s.name));

@@ -1,0 +1,86 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { afterAll, expect, it } from 'vitest';
+import { root } from './helpers.ts';
+
+const OFFSET = 1000;
+let dataDir = '';
+afterAll(async () => {
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+interface Started {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+}
+
+async function start(): Promise<Started> {
+  const env = { ...process.env, BULKHEAD_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+  delete env.DATABASE_URL;
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'packages/cli/src/main.ts'), 'start', '--port-offset', String(OFFSET), '--quiet'], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const deadline = Date.now() + 150_000;
+  while (!out.includes('Ctrl-C stops everything')) {
+    if (child.exitCode !== null) throw new Error(`start exited: ${err}`);
+    if (Date.now() > deadline) throw new Error(`start did not come up: ${out}\n${err}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { child, stdout: () => out, stderr: () => err };
+}
+
+async function stop(s: Started): Promise<number | null> {
+  const exited = new Promise<number | null>((resolve) => s.child.once('exit', (code) => resolve(code)));
+  s.child.kill('SIGINT');
+  return exited;
+}
+
+it('pnpm start brings up the embedded database, demo data and every server, and stops them cleanly', async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'bulkhead-start-'));
+  const first = await start();
+  const out = first.stdout();
+  for (const [name, port] of [['admin', 3101], ['customer', 3102], ['dev-knowledge', 3103]] as const) {
+    expect(out).toContain(`${name.padEnd(14)} http://127.0.0.1:${port + OFFSET}/mcp`);
+  }
+  const token = /^ {2}dev-knowledge +(bh_dev-knowledge_\S+)$/m.exec(out)?.[1];
+  expect(token).toBeDefined();
+  expect(existsSync(join(dataDir, 'database.url'))).toBe(true);
+
+  const client = new Client({ name: 'start-test', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${3103 + OFFSET}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }),
+  );
+  const result = await client.callTool({ name: 'search_docs', arguments: { query: 'rotate a leaked token' } });
+  expect(result.isError).toBeFalsy();
+  expect((result.structuredContent as { count: number }).count).toBeGreaterThan(0);
+  await client.close();
+
+  expect(await stop(first)).toBe(0);
+  expect(first.stderr()).toContain('Stopping the embedded PostgreSQL...');
+  expect(existsSync(join(dataDir, 'database.url'))).toBe(false);
+  await expect(fetch(`http://127.0.0.1:${3103 + OFFSET}/healthz`)).rejects.toThrow();
+
+  // A second start reuses the data: no demo data or tokens again, and the old token still works.
+  const second = await start();
+  expect(second.stdout()).not.toContain('Demo tokens');
+  const res = await fetch(`http://127.0.0.1:${3103 + OFFSET}/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+  });
+  expect(res.status).not.toBe(401);
+  expect(await stop(second)).toBe(0);
+}, 300_000);

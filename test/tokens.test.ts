@@ -1,0 +1,149 @@
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { revokeToken, type ServerDefinition } from '@bulkhead/core';
+import { issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
+import { createTestDatabase, seedDemo, type TestDatabase } from '@bulkhead/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminServer } from '../servers/admin/src/server.ts';
+import { customerServer } from '../servers/customer/src/server.ts';
+import { devKnowledgeServer } from '../servers/dev-knowledge/src/server.ts';
+
+/** Each server with a read tool call that succeeds on the demo data. */
+const SERVERS: { def: ServerDefinition; customerId: string | null; tool: string; args: Record<string, unknown> }[] = [
+  { def: adminServer, customerId: null, tool: 'find_customers', args: { query: 'C-1001' } },
+  { def: customerServer, customerId: 'C-1001', tool: 'get_account_balance', args: {} },
+  { def: devKnowledgeServer, customerId: null, tool: 'search_docs', args: { query: 'token rotation' } },
+];
+
+let db: TestDatabase;
+const running = new Map<string, TestServer>();
+const own = new Map<string, string>();
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await seedDemo(db.sql);
+  for (const s of SERVERS) {
+    running.set(s.def.name, await startTestServer(s.def, { sql: db.sql }));
+    own.set(s.def.name, await issueTestToken(db.sql, s.def, { customerId: s.customerId }));
+  }
+}, 60_000);
+afterAll(async () => {
+  for (const s of running.values()) await s.close();
+  await db.drop();
+});
+
+function rpcCall(tool: string, args: Record<string, unknown>) {
+  return JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: tool, arguments: args } });
+}
+
+async function post(url: URL, auth: string | undefined, body: string): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...(auth === undefined ? {} : { authorization: auth }),
+    },
+    body,
+  });
+}
+
+function connect(url: URL, token: string): Promise<Client> {
+  const client = new Client({ name: 'matrix', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  return client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${token}` } } })).then(() => client);
+}
+
+/** Events of calls that reached a handler or a gate. */
+async function ranCount(server: string): Promise<number> {
+  const [row] = await db.sql<{ n: number }[]>`
+    select count(*)::int as n from audit_events
+    where server = ${server} and outcome in ('ok', 'tool_error', 'timeout', 'internal_error', 'pending_approval', 'invalid_arguments')`;
+  return row!.n;
+}
+
+describe.each(SERVERS)('the token matrix on $def.name', ({ def, customerId, tool, args }) => {
+  it('accepts its own token and refuses every other, before any tool runs', async () => {
+    const server = running.get(def.name)!;
+    const scopes = [...def.catalog.scopes];
+    const otherScope = scopes.find((s) => s !== def.catalog.byName.get(tool)!.scope)!;
+    const revoked = await issueTestToken(db.sql, def, { customerId, label: 'revoked' });
+    const [revokedId] = revoked.split('_').slice(2, 3);
+    await revokeToken(db.sql, revokedId!);
+    const expired = await issueTestToken(db.sql, def, { customerId, label: 'expired', expiresAt: new Date(Date.now() - 1000) });
+    const narrow = await issueTestToken(db.sql, def, { customerId, label: 'narrow', scopes: [otherScope] });
+    const others = SERVERS.filter((s) => s.def.name !== def.name).map((s) => own.get(s.def.name)!);
+    const body = rpcCall(tool, args);
+
+    const client = await connect(server.url, own.get(def.name)!);
+    const ok = await client.callTool({ name: tool, arguments: args });
+    expect(ok.isError).toBeFalsy();
+    await client.close();
+    const ranBefore = await ranCount(def.name);
+
+    const cases: [string, string | undefined, URL, number][] = [
+      ...others.map((t, i) => [`another server's token #${i + 1}`, `Bearer ${t}`, server.url, 401] as [string, string, URL, number]),
+      ['revoked', `Bearer ${revoked}`, server.url, 401],
+      ['expired', `Bearer ${expired}`, server.url, 401],
+      ['wrong scopes', `Bearer ${narrow}`, server.url, 403],
+      ['malformed', 'Bearer not-a-token', server.url, 401],
+      ['malformed header', `Token ${own.get(def.name)}`, server.url, 401],
+      ['none', undefined, server.url, 401],
+      ['in query string', undefined, new URL(`${server.url.href}?access_token=${own.get(def.name)}`), 401],
+    ];
+    const statuses: Record<string, number> = {};
+    for (const [name, auth, url] of cases) {
+      const res = await post(url, auth, body);
+      statuses[name] = res.status;
+      const challenge = res.headers.get('www-authenticate') ?? '';
+      if (res.status === 401) expect(challenge).toMatch(/^Bearer realm="[a-z-]+", error="invalid_token", error_description="/);
+      if (res.status === 403) expect(challenge).toContain(`error="insufficient_scope", scope="${def.catalog.byName.get(tool)!.scope}"`);
+    }
+    expect(statuses).toEqual(Object.fromEntries(cases.map(([name, , , status]) => [name, status])));
+    expect(await ranCount(def.name)).toBe(ranBefore);
+    const refusals = await db.sql<{ outcome: string; n: number }[]>`
+      select outcome, count(*)::int as n from audit_events
+      where server = ${def.name} and outcome in ('unauthorized', 'forbidden') group by outcome order by outcome`;
+    expect(refusals).toEqual([
+      { outcome: 'forbidden', n: 1 },
+      { outcome: 'unauthorized', n: cases.length - 1 },
+    ]);
+  });
+});
+
+describe('separation', () => {
+  it('a customer token lists only customer tools; admin tools do not exist there', async () => {
+    const client = await connect(running.get('customer')!.url, own.get('customer')!);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual([...customerServer.catalog.byName.keys()].sort());
+    for (const adminTool of adminServer.catalog.byName.keys()) {
+      if (customerServer.catalog.byName.has(adminTool)) continue;
+      await expect(client.callTool({ name: adminTool, arguments: {} })).rejects.toMatchObject({ code: -32602 });
+    }
+    await client.close();
+  });
+
+  it('a token with fewer scopes does not see the other tools', async () => {
+    const token = await issueTestToken(db.sql, adminServer, { scopes: ['tickets:read'] });
+    const client = await connect(running.get('admin')!.url, token);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(
+      [...adminServer.catalog.tools].filter((t) => t.scope === 'tickets:read').map((t) => t.name),
+    );
+    await client.close();
+  });
+
+  it('revoking one client’s token fails its next call while another client goes on', async () => {
+    const url = running.get('dev-knowledge')!.url;
+    const a = await issueTestToken(db.sql, devKnowledgeServer, { label: 'client A' });
+    const b = await issueTestToken(db.sql, devKnowledgeServer, { label: 'client B' });
+    const clientA = await connect(url, a);
+    const clientB = await connect(url, b);
+    const call = { name: 'search_docs', arguments: { query: 'audit' } };
+    expect((await clientA.callTool(call)).isError).toBeFalsy();
+    expect((await clientB.callTool(call)).isError).toBeFalsy();
+    await revokeToken(db.sql, a.split('_')[2]!);
+    await expect(clientA.callTool(call)).rejects.toThrow(/401|nauthorized|invalid_token/);
+    expect((await clientB.callTool(call)).isError).toBeFalsy();
+    await clientB.close();
+    await clientA.close().catch(() => {});
+  });
+});
