@@ -4,6 +4,7 @@ import type { AuditEventInput, AuditWriter, Outcome } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
 import type { Access } from './access.ts';
+import { pendingApprovalOutput } from './approvals/pending-result.ts';
 import type { ToolCatalog } from './catalog.ts';
 import type { AnyTool, ToolContext } from './define-tool.ts';
 import { ToolError, formatIssues } from './errors.ts';
@@ -144,7 +145,11 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
         settleQuietly(kit.approvals.request({ tool, args: parsed.data, redacted: base.arguments, ctx })),
         deadline,
       ]);
-      const shaped = shapeResult(tool, gated.result, kit.auditFullResults);
+      const shaped = shapeResult(
+        { ...tool, output: pendingApprovalOutput },
+        gated.result,
+        kit.auditFullResults,
+      );
       return await finish('pending_approval', shaped.result, {
         approvalId: gated.approvalId,
         resultSummary: shaped.summary,

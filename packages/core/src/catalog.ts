@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { AnyTool } from './define-tool.ts';
+import { pendingApprovalOutput } from './approvals/pending-result.ts';
 
 /** The tools/list entry of one tool, computed once per process. */
 export interface ToolListing {
@@ -43,7 +44,12 @@ export function createCatalog(tools: readonly AnyTool[]): ToolCatalog {
       title: tool.title,
       description: tool.description,
       inputSchema: jsonSchema(tool.input, 'input'),
-      ...(tool.output ? { outputSchema: jsonSchema(tool.output, 'output') } : {}),
+      // A gated tool's call answers pending_approval; its own output comes later, from get_approval_status.
+      ...(tool.approval
+        ? { outputSchema: jsonSchema(pendingApprovalOutput, 'output') }
+        : tool.output
+          ? { outputSchema: jsonSchema(tool.output, 'output') }
+          : {}),
       annotations: { title: tool.title, ...tool.annotations },
       ...(tool.icons ? { icons: tool.icons } : {}),
     });

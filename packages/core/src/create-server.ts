@@ -1,5 +1,6 @@
 import type { AnyTool, ToolIcon } from './define-tool.ts';
 import { createCatalog, type ToolCatalog } from './catalog.ts';
+import { getApprovalStatus } from './approvals/get-approval-status.ts';
 
 /** What a server is, independent of how it is served. */
 export interface ServerOptions {
@@ -23,10 +24,16 @@ export interface ServerDefinition extends Readonly<Omit<ServerOptions, 'tools'>>
 
 const SERVER_NAME = /^[a-z][a-z0-9-]{0,39}$/;
 
+/** True when some tool of the server stops at an approval gate. */
+export function hasGatedTools(def: Pick<ServerDefinition, 'catalog'>): boolean {
+  return def.catalog.tools.some((t) => t.approval);
+}
+
 /**
  * Builds a server definition from its tools: the tool listings and JSON
  * schemas are computed here, once, because the MCP handler builds a fresh
- * protocol instance per request.
+ * protocol instance per request. A server with a gated tool also gets
+ * `get_approval_status`, so that the model can learn what became of a request.
  */
 export function createServer(options: ServerOptions): ServerDefinition {
   if (!SERVER_NAME.test(options.name))
@@ -36,6 +43,6 @@ export function createServer(options: ServerOptions): ServerDefinition {
     ...meta,
     title: options.title ?? options.name,
     toolsBudgetChars: options.toolsBudgetChars ?? 6000,
-    catalog: createCatalog(tools),
+    catalog: createCatalog(tools.some((t) => t.approval) ? [...tools, getApprovalStatus] : tools),
   });
 }

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { Sql } from '@bulkhead/db';
 import type { Access } from './access.ts';
+import type { Outbox } from './approvals/outbox.ts';
 
 /** What a handler gets besides its arguments. Handlers import no singletons: everything comes through here. */
 export interface ToolContext {
@@ -16,6 +17,10 @@ export interface ToolContext {
   /** The name of the server serving the call. */
   server: string;
   requestId: string;
+  /** Set only while an approved action runs: effects outside the database go here, in the same transaction. */
+  outbox?: Outbox;
+  /** Set only while an approved action runs: which approval, and who gave it. */
+  approval?: { id: string; decidedBy: string };
 }
 
 /** MCP tool annotations; all four are required so that no tool is unmarked. */

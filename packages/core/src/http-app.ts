@@ -6,6 +6,7 @@ import { isReachable, type Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
 import type { Access } from './access.ts';
 import type { ApprovalRequester, CallKit } from './call-tool.ts';
+import { approvalsFor } from './approvals/requester.ts';
 import type { ServerDefinition } from './create-server.ts';
 import { buildMcpServer } from './mcp-server.ts';
 import { createRateLimiter } from './rate-limit.ts';
@@ -28,7 +29,12 @@ export interface HttpAppOptions {
   auditFullResults?: boolean;
   audit?: AuditWriter;
   verifier?: TokenVerifier;
+  /** Files gated calls; created automatically when the server has a gated tool. */
   approvals?: ApprovalRequester;
+  /** `BULKHEAD_APPROVAL_WEBHOOK_URL`: approval requests are also sent there. */
+  approvalWebhookUrl?: string | undefined;
+  /** `BULKHEAD_CONSOLE_URL`: where approvers decide, linked from notifications. */
+  consoleUrl?: string | undefined;
 }
 
 /** A served server: the Hono app and how to release what it holds. */
@@ -103,7 +109,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     logger,
     audit,
     auditFullResults: options.auditFullResults ?? false,
-    ...(options.approvals ? { approvals: options.approvals } : {}),
+    ...approvalsFor(def, options),
   };
   const requestIds = new WeakMap<Request, string>();
   const handler = createMcpHandler(

@@ -9,7 +9,7 @@ export {
   type ToolIcon,
   type ToolSpec,
 } from './define-tool.ts';
-export { createServer, type ServerDefinition, type ServerOptions } from './create-server.ts';
+export { createServer, hasGatedTools, type ServerDefinition, type ServerOptions } from './create-server.ts';
 export { createCatalog, type ToolCatalog, type ToolListing } from './catalog.ts';
 export {
   callTool,
@@ -50,3 +50,42 @@ export {
   type TokenVerifier,
 } from './tokens.ts';
 export { createRateLimiter, type RateLimiter } from './rate-limit.ts';
+export {
+  APPROVAL_ID,
+  APPROVAL_METHODS,
+  APPROVAL_STATUSES,
+  ApprovalDecisionError,
+  approvalDeliveries,
+  approvalEvents,
+  approvalFacets,
+  argumentsHash,
+  consoleLink,
+  createApprovalRequester,
+  createOutbox,
+  decideApproval,
+  DEFAULT_CONSOLE_URL,
+  DEFAULT_EXPIRY_HOURS,
+  DeliveryError,
+  dispatchOutbox,
+  effectiveStatus,
+  getApproval,
+  getApprovalStatus,
+  listApprovals,
+  logEmail,
+  PENDING_NOTE,
+  pendingApprovalOutput,
+  startApprovalExecutor,
+  webhookDeliverer,
+  type ApprovalDelivery,
+  type ApprovalEvent,
+  type ApprovalExecutor,
+  type ApprovalExecutorOptions,
+  type ApprovalFilter,
+  type ApprovalRecord,
+  type ApprovalStatus,
+  type Decision,
+  type Deliverer,
+  type Outbox,
+  type OutboxItem,
+  type RetryPolicy,
+} from './approvals/index.ts';

@@ -1,7 +1,8 @@
 import { serve } from '@hono/node-server';
 import { migrate, openDatabase } from '@bulkhead/db';
 import type { ServerEnv } from './config.ts';
-import type { ServerDefinition } from './create-server.ts';
+import { startApprovalExecutor } from './approvals/executor.ts';
+import { hasGatedTools, type ServerDefinition } from './create-server.ts';
 import { createHttpApp } from './http-app.ts';
 import { createLogger } from './logger.ts';
 import { serveStdio, StartupError } from './stdio.ts';
@@ -16,7 +17,8 @@ export interface RunOptions {
 /**
  * Everything a server's `main.ts` does: open the database (the embedded
  * default when `DATABASE_URL` is unset), migrate, serve over HTTP or stdio,
- * and shut down cleanly on SIGINT/SIGTERM.
+ * run approved actions when a tool is gated, and shut down cleanly on
+ * SIGINT/SIGTERM.
  */
 export async function runServer(def: ServerDefinition, { env, stdio }: RunOptions): Promise<void> {
   const logger = createLogger({ level: env.LOG_LEVEL, name: def.name, stderr: stdio });
@@ -44,6 +46,21 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
   process.once('SIGINT', () => void stop(0));
   process.once('SIGTERM', () => void stop(0));
 
+  const approvalUrls = {
+    approvalWebhookUrl: env.BULKHEAD_APPROVAL_WEBHOOK_URL,
+    consoleUrl: env.BULKHEAD_CONSOLE_URL,
+  };
+  const startExecutor = () => {
+    // Every process serving a gated server runs approved actions; replicas share the work safely.
+    if (!hasGatedTools(def)) return;
+    const executor = startApprovalExecutor(def, {
+      sql: db.sql,
+      logger,
+      webhookUrl: env.BULKHEAD_APPROVAL_WEBHOOK_URL,
+    });
+    closers.push(() => executor.stop());
+  };
+
   if (stdio) {
     try {
       const handle = await serveStdio(def, {
@@ -51,8 +68,10 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
         logger,
         token: env.BULKHEAD_TOKEN,
         auditFullResults: env.BULKHEAD_AUDIT_FULL_RESULTS,
+        ...approvalUrls,
       });
       closers.push(() => handle.close());
+      startExecutor();
       process.stdin.once('end', () => void stop(0));
       logger.info('serving over stdio');
     } catch (err) {
@@ -72,6 +91,7 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
     maxBodyBytes: env.BULKHEAD_MAX_BODY_BYTES,
     rateLimitPerMinute: env.BULKHEAD_RATE_LIMIT_PER_MINUTE,
     auditFullResults: env.BULKHEAD_AUDIT_FULL_RESULTS,
+    ...approvalUrls,
     ...(env.BULKHEAD_ALLOWED_ORIGINS ? { allowedOrigins: env.BULKHEAD_ALLOWED_ORIGINS } : {}),
     ...(env.BULKHEAD_ALLOWED_HOSTS ? { allowedHosts: env.BULKHEAD_ALLOWED_HOSTS } : {}),
   });
@@ -84,5 +104,6 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
     () => new Promise((resolve) => server.close(resolve)),
     () => http.close(),
   );
+  startExecutor();
   logger.info({ url: `${env.BULKHEAD_PUBLIC_URL}/mcp` }, `${def.name} listening`);
 }

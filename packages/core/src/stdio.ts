@@ -4,6 +4,7 @@ import { createAuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
 import type { ApprovalRequester } from './call-tool.ts';
+import { approvalsFor } from './approvals/requester.ts';
 import type { ServerDefinition } from './create-server.ts';
 import { buildMcpServer } from './mcp-server.ts';
 import { createTokenVerifier } from './tokens.ts';
@@ -14,7 +15,10 @@ export interface StdioOptions {
   logger: Logger;
   token: string | undefined;
   auditFullResults?: boolean;
+  /** Files gated calls; created automatically when the server has a gated tool. */
   approvals?: ApprovalRequester;
+  approvalWebhookUrl?: string | undefined;
+  consoleUrl?: string | undefined;
 }
 
 /** The token given to a stdio server was refused: the server must not start. */
@@ -54,7 +58,7 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
     logger: options.logger,
     audit: createAuditWriter(options.sql),
     auditFullResults: options.auditFullResults ?? false,
-    ...(options.approvals ? { approvals: options.approvals } : {}),
+    ...approvalsFor(def, options),
   };
   return serveSdkStdio(() => buildMcpServer(def, kit, verdict.access, randomUUID), {
     onerror: (err) => options.logger.debug({ err }, 'stdio transport error'),

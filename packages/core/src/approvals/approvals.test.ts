@@ -1,0 +1,517 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { createAuditWriter, verifyChains } from '@bulkhead/audit';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createServer, defineTool, issueToken, ToolError } from '../index.ts';
+import { issueTestToken, startTestServer, type TestServer } from '../testing.ts';
+import {
+  ApprovalDecisionError,
+  decideApproval,
+  getApproval,
+  PENDING_NOTE,
+  startApprovalExecutor,
+  type ApprovalExecutor,
+} from './index.ts';
+
+const write = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
+const ro = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+const def = createServer({
+  name: 'gate-test',
+  version: '1.0.0',
+  description: 'A gated server built in the test.',
+  tools: [
+    defineTool({
+      name: 'send_note',
+      title: 'Send note',
+      description: 'Sends a note to a customer.',
+      scope: 'notes:write',
+      input: z.object({
+        customer_id: z.string().regex(/^C-\d{4}$/),
+        text: z.string().min(1).max(200),
+        urgent: z.boolean().default(false),
+      }),
+      output: z.object({ sent: z.literal(true), text: z.string() }),
+      annotations: write,
+      approval: { preview: ({ customer_id, text }) => `Send the note "${text}" to ${customer_id}.` },
+      handler: async ({ customer_id, text }, ctx) => {
+        await ctx.sql`insert into note_effects (approval_id, customer_id, text) values (${ctx.approval!.id}, ${customer_id}, ${text})`;
+        await ctx.outbox!.enqueue('email', { to: `${customer_id}@example.test`, subject: text });
+        return { sent: true as const, text };
+      },
+    }),
+    defineTool({
+      name: 'refuse_note',
+      title: 'Refuse note',
+      description: 'Always fails after approval, after writing.',
+      scope: 'notes:write',
+      input: z.object({ text: z.string() }),
+      annotations: write,
+      approval: { preview: ({ text }) => `Try "${text}".` },
+      handler: async ({ text }, ctx) => {
+        await ctx.sql`insert into note_effects (approval_id, customer_id, text) values (${ctx.approval!.id}, 'C-0000', ${text})`;
+        throw new ToolError(`note "${text}" cannot be sent — the mailbox is closed`);
+      },
+    }),
+    defineTool({
+      name: 'hang_note',
+      title: 'Hang note',
+      description: 'Writes, then never finishes.',
+      scope: 'notes:write',
+      input: z.object({ text: z.string() }),
+      annotations: write,
+      timeoutMs: 300,
+      approval: { preview: ({ text }) => `Hang on "${text}".` },
+      handler: async ({ text }, ctx) => {
+        await ctx.sql`insert into note_effects (approval_id, customer_id, text) values (${ctx.approval!.id}, 'C-0000', ${text})`;
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+        await ctx.sql`insert into note_effects (approval_id, customer_id, text) values (${ctx.approval!.id}, 'C-0000', 'late')`;
+        return {};
+      },
+    }),
+    defineTool({
+      name: 'fleeting_note',
+      title: 'Fleeting note',
+      description: 'A gate that lapses after a moment.',
+      scope: 'notes:write',
+      input: z.object({ text: z.string() }),
+      annotations: write,
+      approval: { preview: ({ text }) => `Fleeting "${text}".`, expiresInHours: 0.5 / 3600 },
+      handler: async ({ text }, ctx) => {
+        await ctx.sql`insert into note_effects (approval_id, customer_id, text) values (${ctx.approval!.id}, 'C-0000', ${text})`;
+        return {};
+      },
+    }),
+    defineTool({
+      name: 'count_notes',
+      title: 'Count notes',
+      description: 'Counts sent notes.',
+      scope: 'notes:read',
+      input: z.object({}),
+      annotations: ro,
+      handler: async (_args, ctx) => {
+        const [row] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from note_effects`;
+        return { count: row!.n };
+      },
+    }),
+  ],
+});
+
+const logger = pino({ level: 'silent' });
+let db: TestDatabase;
+let server: TestServer;
+let token: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.sql`create table note_effects (approval_id text not null, customer_id text not null, text text not null)`;
+  server = await startTestServer(def, { sql: db.sql });
+  token = await issueTestToken(db.sql, def, { label: 'Claude on Ana’s laptop' });
+});
+afterAll(async () => {
+  await server.close();
+  await db.drop();
+});
+
+async function connect(bearer = token): Promise<Client> {
+  const client = new Client(
+    { name: 'gate-test', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(server.url, {
+      requestInit: { headers: { Authorization: `Bearer ${bearer}` } },
+    }),
+  );
+  return client;
+}
+
+async function gate(
+  name: string,
+  args: Record<string, unknown>,
+  bearer = token,
+): Promise<Record<string, unknown>> {
+  const client = await connect(bearer);
+  const result = await client.callTool({ name, arguments: args });
+  await client.close();
+  expect(result.isError).toBeFalsy();
+  return result.structuredContent as Record<string, unknown>;
+}
+
+async function status(id: string, bearer = token) {
+  const client = await connect(bearer);
+  const result = await client.callTool({ name: 'get_approval_status', arguments: { approval_id: id } });
+  await client.close();
+  return result;
+}
+
+async function effects(id: string): Promise<string[]> {
+  const rows = await db.sql<{ text: string }[]>`select text from note_effects where approval_id = ${id}`;
+  return rows.map((r) => r.text);
+}
+
+async function story(id: string): Promise<string[]> {
+  const rows = await db.sql<{ method: string; outcome: string }[]>`
+    select method, outcome from audit_events where approval_id = ${id} order by seq`;
+  return rows.map((r) => `${r.method} ${r.outcome}`);
+}
+
+function executor(): ApprovalExecutor {
+  return startApprovalExecutor(def, {
+    sql: db.sql,
+    logger,
+    sweepIntervalMs: 60_000,
+    instanceId: 'test-executor',
+  });
+}
+
+const audit = () => createAuditWriter(db.sql);
+const decide = (id: string, decision: 'approve' | 'reject', reason?: string) =>
+  decideApproval(db.sql, audit(), { id, decision, reason, decidedBy: 'cli:ana' });
+
+async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 5000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (ok(v) || Date.now() > deadline) return v;
+    await sleep(50);
+  }
+}
+
+describe('the gate', () => {
+  it('lists get_approval_status and advertises the pending answer as the gated tools’ output', async () => {
+    const client = await connect();
+    const { tools } = await client.listTools();
+    await client.close();
+    expect(tools.map((t) => t.name)).toEqual([
+      'send_note',
+      'refuse_note',
+      'hang_note',
+      'fleeting_note',
+      'count_notes',
+      'get_approval_status',
+    ]);
+    const send = tools.find((t) => t.name === 'send_note')!;
+    expect(send.outputSchema?.required).toEqual(['status', 'approval_id', 'preview', 'expires_at', 'note']);
+    expect(tools.find((t) => t.name === 'get_approval_status')!.annotations?.readOnlyHint).toBe(true);
+    const plain = createServer({
+      name: 'plain',
+      version: '1',
+      description: 'x',
+      tools: [def.catalog.byName.get('count_notes')!],
+    });
+    expect(plain.catalog.tools.map((t) => t.name)).toEqual(['count_notes']);
+  });
+
+  it('persists the exact request, answers pending_approval, audits it, and runs nothing', async () => {
+    const pending = await gate('send_note', { customer_id: 'C-1001', text: 'Your invoice is attached' });
+    expect(pending).toEqual({
+      status: 'pending_approval',
+      approval_id: expect.stringMatching(/^ap_[a-z2-9]{12}$/),
+      preview: 'Send the note "Your invoice is attached" to C-1001.',
+      expires_at: expect.any(String),
+      note: PENDING_NOTE,
+    });
+    const id = pending.approval_id as string;
+    const hours = (Date.parse(pending.expires_at as string) - Date.now()) / 3_600_000;
+    expect(hours).toBeGreaterThan(71.9);
+    expect(hours).toBeLessThanOrEqual(72);
+    const stored = (await getApproval(db.sql, id))!;
+    expect(stored).toMatchObject({
+      server: 'gate-test',
+      tool: 'send_note',
+      status: 'pending',
+      arguments: { customer_id: 'C-1001', text: 'Your invoice is attached', urgent: false },
+      requestedByLabel: 'Claude on Ana’s laptop',
+      decidedAt: null,
+    });
+    expect(stored.argumentsHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(await effects(id)).toEqual([]);
+    expect(await story(id)).toEqual(['tools/call pending_approval']);
+    const seen = await status(id);
+    expect(seen.structuredContent).toMatchObject({
+      approval_id: id,
+      status: 'pending',
+      decided_by: null,
+      result: null,
+      note: 'Waiting for a person; nothing has happened yet.',
+    });
+  });
+});
+
+describe('approval', () => {
+  it('runs once with the approved arguments within a second, delivers the outbox, and tells the whole story', async () => {
+    const ex = executor();
+    await ex.ready;
+    const { approval_id: id } = await gate('send_note', {
+      customer_id: 'C-1002',
+      text: 'Credit note issued',
+    });
+    const started = Date.now();
+    const decided = await decide(id as string, 'approve', 'checked the amount');
+    expect(['approved', 'executed']).toContain(decided.status);
+    const done = await until(
+      () => getApproval(db.sql, id as string),
+      (a) => a?.status === 'executed',
+    );
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(done).toMatchObject({
+      status: 'executed',
+      executedBy: 'test-executor',
+      result: { sent: true, text: 'Credit note issued' },
+      decidedBy: 'cli:ana',
+      decisionReason: 'checked the amount',
+    });
+    await ex.drain();
+    expect(await effects(id as string)).toEqual(['Credit note issued']);
+    const [mail] =
+      await db.sql`select kind, status, attempts, payload from bulkhead_outbox where approval_id = ${id as string}`;
+    expect(mail).toEqual({
+      kind: 'email',
+      status: 'delivered',
+      attempts: 1,
+      payload: { to: 'C-1002@example.test', subject: 'Credit note issued' },
+    });
+    const seen = await status(id as string);
+    expect(seen.structuredContent).toMatchObject({
+      status: 'executed',
+      decided_by: 'cli:ana',
+      reason: 'checked the amount',
+      result: { sent: true, text: 'Credit note issued' },
+      error: null,
+    });
+    await ex.stop();
+    expect(await story(id as string)).toEqual([
+      'tools/call pending_approval',
+      'approvals/decide approved',
+      'approvals/execute executed',
+    ]);
+    const [approved] = await db.sql`
+      select token_label, result_summary from audit_events where approval_id = ${id as string} and outcome = 'approved'`;
+    expect(approved).toEqual({
+      token_label: 'cli:ana',
+      result_summary: {
+        status: 'approved',
+        decided_by: 'cli:ana',
+        reason: 'checked the amount',
+        arguments_hash: done!.argumentsHash,
+      },
+    });
+    const reports = await verifyChains(db.sql, { server: 'gate-test' });
+    expect(reports[0]!.break).toBeNull();
+  });
+
+  it('refuses a second decision, unknown ids and a rejection without reason', async () => {
+    const { approval_id: id } = await gate('send_note', { customer_id: 'C-1003', text: 'x' });
+    await expect(decide(id as string, 'reject', '  ')).rejects.toThrow(
+      'a reason is required to reject: say why, the requester will see it',
+    );
+    await decide(id as string, 'reject', 'wrong customer');
+    await expect(decide(id as string, 'approve')).rejects.toThrow(
+      new RegExp(
+        `^approval ${id} was already decided \\(rejected by cli:ana on \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} UTC\\)$`,
+      ),
+    );
+    await expect(decide('ap_aaaaaaaaaaaa', 'approve')).rejects.toThrow(
+      'approval ap_aaaaaaaaaaaa does not exist',
+    );
+    await expect(decide('nonsense', 'approve')).rejects.toBeInstanceOf(ApprovalDecisionError);
+  });
+});
+
+describe('what never runs', () => {
+  it('a rejected request', async () => {
+    const ex = executor();
+    const { approval_id: id } = await gate('send_note', { customer_id: 'C-1004', text: 'Refund €5,000' });
+    await decide(id as string, 'reject', 'not agreed with the customer');
+    await ex.ready;
+    await ex.drain();
+    await ex.stop();
+    expect(await effects(id as string)).toEqual([]);
+    expect((await getApproval(db.sql, id as string))!.status).toBe('rejected');
+    expect((await status(id as string)).structuredContent).toMatchObject({
+      status: 'rejected',
+      reason: 'not agreed with the customer',
+      result: null,
+    });
+    expect(await story(id as string)).toEqual(['tools/call pending_approval', 'approvals/decide rejected']);
+  });
+
+  it('an expired request, even when someone tries to approve it late', async () => {
+    const { approval_id: id, expires_at } = await gate('fleeting_note', { text: 'too late' });
+    expect(Date.parse(expires_at as string) - Date.now()).toBeLessThan(600);
+    await sleep(700);
+    expect((await status(id as string)).structuredContent).toMatchObject({ status: 'expired' });
+    await expect(decide(id as string, 'approve')).rejects.toThrow(
+      new RegExp(`^approval ${id} expired undecided on .* UTC; it will never run$`),
+    );
+    const ex = executor();
+    await ex.ready;
+    await ex.stop();
+    expect(await effects(id as string)).toEqual([]);
+    expect((await getApproval(db.sql, id as string))!.status).toBe('expired');
+    expect(await story(id as string)).toEqual(['tools/call pending_approval', 'approvals/expire expired']);
+  });
+
+  it('tampered arguments (changed alone, or changed with their hash after approval)', async () => {
+    const { approval_id: a } = await gate('send_note', { customer_id: 'C-1005', text: 'pay €10' });
+    await db.sql`update bulkhead_approvals set arguments = jsonb_set(arguments, '{text}', '"pay €10,000"') where id = ${a as string}`;
+    await decide(a as string, 'approve');
+
+    const { approval_id: b } = await gate('send_note', { customer_id: 'C-1006', text: 'pay €20' });
+    await decide(b as string, 'approve');
+    const forged = { customer_id: 'C-1006', text: 'pay €20,000', urgent: false };
+    const { argumentsHash } = await import('./store.ts');
+    await db.sql`update bulkhead_approvals set arguments = ${db.sql.json(forged)}, arguments_hash = ${argumentsHash(forged)} where id = ${b as string}`;
+
+    const ex = executor();
+    await ex.ready;
+    await ex.stop();
+    for (const id of [a, b] as string[]) {
+      expect(await effects(id)).toEqual([]);
+      expect(await story(id)).toEqual([
+        'tools/call pending_approval',
+        'approvals/decide approved',
+        'approvals/execute forbidden',
+      ]);
+    }
+    expect(await getApproval(db.sql, a as string)).toMatchObject({
+      status: 'failed',
+      failure: 'refused',
+      error:
+        'Refused: The stored arguments no longer match their hash: they were changed after the request. Nothing was done.',
+    });
+    expect(await getApproval(db.sql, b as string)).toMatchObject({
+      status: 'failed',
+      error: 'Refused: The arguments differ from those the audit log records as approved. Nothing was done.',
+    });
+  });
+
+  it('the changes of a handler that fails or runs out of time', async () => {
+    const { approval_id: failing } = await gate('refuse_note', { text: 'hello' });
+    const { approval_id: hanging } = await gate('hang_note', { text: 'wait' });
+    await decide(failing as string, 'approve');
+    await decide(hanging as string, 'approve');
+    const ex = executor();
+    await ex.ready;
+    await ex.stop();
+    expect(await effects(failing as string)).toEqual([]);
+    expect(await effects(hanging as string)).toEqual([]);
+    expect((await status(failing as string)).structuredContent).toMatchObject({
+      status: 'failed',
+      error: 'note "hello" cannot be sent — the mailbox is closed',
+      note: 'Approved, but it did not complete and none of its changes were kept; error says why.',
+    });
+    expect(await getApproval(db.sql, hanging as string)).toMatchObject({
+      status: 'failed',
+      failure: 'timeout',
+      error: 'hang_note did not finish within 0.3 s and was stopped; none of its changes were kept.',
+    });
+    expect(await story(hanging as string)).toEqual([
+      'tools/call pending_approval',
+      'approvals/decide approved',
+      'approvals/execute timeout',
+    ]);
+  });
+});
+
+describe('recovery', () => {
+  it('writes an event a dead decider or executor owed, once', async () => {
+    // A decider that committed its decision and died before writing the event:
+    const { approval_id: a } = await gate('send_note', { customer_id: 'C-1007', text: 'decided, unaudited' });
+    await db.sql`update bulkhead_approvals set status = 'approved', decided_at = now(), decided_by = 'cli:bo' where id = ${a as string}`;
+    const ex = executor();
+    await ex.ready;
+    expect(await story(a as string)).toEqual([
+      'tools/call pending_approval',
+      'approvals/decide approved',
+      'approvals/execute executed',
+    ]);
+    // An executor that committed and died before writing its event:
+    await db.sql`update bulkhead_approvals set audited_status = 'approved' where id = ${a as string}`;
+    await ex.drain();
+    await ex.stop();
+    expect(await story(a as string)).toEqual([
+      'tools/call pending_approval',
+      'approvals/decide approved',
+      'approvals/execute executed',
+    ]);
+    expect(await effects(a as string)).toEqual(['decided, unaudited']);
+    expect((await getApproval(db.sql, a as string))!.auditedStatus).toBe('executed');
+  });
+});
+
+describe('who sees what', () => {
+  it('a customer-bound token sees only approvals requested for its customer', async () => {
+    const ana = await issueTestToken(db.sql, def, { customerId: 'C-2001', label: 'customer C-2001' });
+    const bo = await issueTestToken(db.sql, def, { customerId: 'C-2002', label: 'customer C-2002' });
+    const { approval_id: id } = await gate('send_note', { customer_id: 'C-2001', text: 'mine' }, ana);
+    expect((await status(id as string, ana)).structuredContent).toMatchObject({ status: 'pending' });
+    expect(await status(id as string, bo)).toMatchObject({
+      isError: true,
+      content: [
+        {
+          type: 'text',
+          text: `approval ${id} not found on this server — check the approval_id from the pending_approval answer`,
+        },
+      ],
+    });
+    expect((await status(id as string)).structuredContent).toMatchObject({ status: 'pending' });
+  });
+
+  it('another server’s approval does not exist here', async () => {
+    const other = createServer({
+      name: 'gate-other',
+      version: '1',
+      description: 'x',
+      tools: [def.catalog.byName.get('send_note')!],
+    });
+    const otherServer = await startTestServer(other, { sql: db.sql });
+    const otherToken = await issueTestToken(db.sql, other);
+    const client = new Client(
+      { name: 't', version: '1' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(otherServer.url, {
+        requestInit: { headers: { Authorization: `Bearer ${otherToken}` } },
+      }),
+    );
+    const filed = await client.callTool({
+      name: 'send_note',
+      arguments: { customer_id: 'C-3001', text: 'x' },
+    });
+    await client.close();
+    await otherServer.close();
+    const id = (filed.structuredContent as { approval_id: string }).approval_id;
+    expect((await status(id)).isError).toBe(true);
+  });
+
+  it('an approver token is refused at /mcp with 401', async () => {
+    const { token: approver } = await issueToken(db.sql, {
+      kind: 'approver',
+      server: 'console',
+      label: 'Ana (approver)',
+      scopes: ['approvals:decide'],
+      expiresAt: null,
+      createdBy: 'test',
+    });
+    const res = await fetch(server.url, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${approver}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual({
+      error: 'invalid_token',
+      error_description: 'A valid access token for this server is required.',
+    });
+  });
+});

@@ -1,0 +1,312 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { createAuditWriter, type AuditWriter } from '@bulkhead/audit';
+import type { Sql } from '@bulkhead/db';
+import type { Logger } from 'pino';
+import { DEFAULT_TIMEOUT_MS } from '../call-tool.ts';
+import type { ServerDefinition } from '../create-server.ts';
+import type { AnyTool, ToolContext } from '../define-tool.ts';
+import { ToolError, formatIssues } from '../errors.ts';
+import { scanUntrusted } from '../untrusted.ts';
+import { auditApproval, unauditedApprovals } from './audit-trail.ts';
+import { expireOverdue } from './decide.ts';
+import {
+  DEFAULT_RETRY,
+  createOutbox,
+  dispatchOutbox,
+  logEmail,
+  type Deliverer,
+  type RetryPolicy,
+} from './outbox.ts';
+import {
+  APPROVAL_COLUMNS,
+  argumentsHash,
+  storedForm,
+  type ApprovalFailure,
+  type ApprovalRecord,
+} from './store.ts';
+import { APPROVAL_WEBHOOK, webhookDeliverer } from './webhook.ts';
+
+/** What {@link startApprovalExecutor} needs. */
+export interface ApprovalExecutorOptions {
+  sql: Sql;
+  logger: Logger;
+  audit?: AuditWriter;
+  /** `BULKHEAD_APPROVAL_WEBHOOK_URL`; without it queued notifications fail as undeliverable. */
+  webhookUrl?: string | undefined;
+  /** Extra or replacement deliverers by outbox kind (defaults: `email` to the log, `approval_webhook`). */
+  deliverers?: Record<string, Deliverer>;
+  /** The safety-net sweep interval (default 5 s); NOTIFY normally wakes the executor at once. */
+  sweepIntervalMs?: number;
+  retry?: Partial<RetryPolicy>;
+  /** Recorded as `executed_by`; defaults to host:pid:random. */
+  instanceId?: string;
+}
+
+/** A running executor. */
+export interface ApprovalExecutor {
+  readonly instanceId: string;
+  /** Resolves once LISTEN is established and the start-up pass is done. */
+  readonly ready: Promise<void>;
+  /** Runs passes until no work is left (tests; the executor does this by itself). */
+  drain(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+class Timeout extends Error {}
+
+/** postgres.js's transaction type, reached through `begin` so that core needs no direct dependency on postgres. */
+type TransactionSql = Parameters<Parameters<Sql['begin']>[1]>[0];
+
+/**
+ * Guards the handler's transaction: after the time limit no further query is
+ * accepted (so a late query cannot slip into the commit), and `begin` opens a
+ * savepoint, so handlers written with `ctx.sql.begin` work unchanged.
+ */
+function guard(tx: TransactionSql, signal: AbortSignal): Sql {
+  const refuse = () => {
+    if (signal.aborted) throw new Error('the action was stopped at its time limit; no further queries');
+  };
+  return new Proxy(tx, {
+    apply(target, self, args) {
+      refuse();
+      return Reflect.apply(target as never, self, args) as unknown;
+    },
+    get(target, prop, receiver) {
+      if (prop === 'begin')
+        return (a: unknown, b: unknown) => {
+          refuse();
+          return target.savepoint((typeof a === 'function' ? a : b) as never);
+        };
+      if (prop === 'unsafe')
+        return (...args: Parameters<typeof target.unsafe>) => {
+          refuse();
+          return target.unsafe(...args);
+        };
+      return Reflect.get(target, prop, receiver) as unknown;
+    },
+  }) as unknown as Sql;
+}
+
+interface Outcome {
+  status: 'executed' | 'failed';
+  result: unknown;
+  error: string | null;
+  failure: ApprovalFailure | null;
+}
+
+/**
+ * Runs the approved actions of `def`'s gated tools, exactly once each:
+ *
+ * - wakes on NOTIFY (a decision) within a second, at start (anything approved
+ *   while no process ran) and every few seconds as a safety net;
+ * - claims one approval at a time with `FOR UPDATE SKIP LOCKED`, so replicas
+ *   share the work and never run the same approval;
+ * - checks the arguments against their stored hash and against the hash the
+ *   decider approved (recorded in the hash-chained audit log);
+ * - runs the handler under its time limit inside the claiming transaction
+ *   (`ctx.sql`), so its database effects and the status `executed` commit
+ *   together; a kill before the commit rolls both back and the approval runs
+ *   on the next start; effects outside the database go through `ctx.outbox`;
+ * - records the result (or the failure), writes the audit events, expires
+ *   overdue requests and delivers the outbox (webhook notifications, e-mails).
+ */
+export function startApprovalExecutor(
+  def: ServerDefinition,
+  options: ApprovalExecutorOptions,
+): ApprovalExecutor {
+  const { sql } = options;
+  const server = def.name;
+  const logger = options.logger.child({ component: 'approvals' });
+  const audit = options.audit ?? createAuditWriter(sql);
+  const instanceId = options.instanceId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  const sweepMs = options.sweepIntervalMs ?? 5_000;
+  const retry: RetryPolicy = { ...DEFAULT_RETRY, ...options.retry };
+  const deliverers: Record<string, Deliverer> = {
+    email: logEmail,
+    ...(options.webhookUrl ? { [APPROVAL_WEBHOOK]: webhookDeliverer(options.webhookUrl) } : {}),
+    ...options.deliverers,
+  };
+
+  async function check(a: ApprovalRecord): Promise<{ refused: string } | { tool: AnyTool; args: unknown }> {
+    const tool = def.catalog.byName.get(a.tool);
+    if (!tool?.approval) return { refused: `${a.tool} is no longer a gated tool of ${server}.` };
+    if (argumentsHash(a.arguments) !== a.argumentsHash)
+      return {
+        refused: 'The stored arguments no longer match their hash: they were changed after the request.',
+      };
+    const [approved] = await sql<{ hash: string | null }[]>`
+      select result_summary->>'arguments_hash' as hash from audit_events
+      where approval_id = ${a.id} and server = ${server} and method = 'approvals/decide' and outcome = 'approved'
+      order by seq desc limit 1`;
+    if (approved?.hash !== a.argumentsHash)
+      return { refused: 'The arguments differ from those the audit log records as approved.' };
+    const parsed = tool.input.safeParse(a.arguments);
+    if (!parsed.success) return { refused: formatIssues(parsed.error, a.arguments) };
+    return { tool, args: parsed.data };
+  }
+
+  async function run(tx: TransactionSql, a: ApprovalRecord, tool: AnyTool, args: unknown): Promise<Outcome> {
+    const log = logger.child({ approvalId: a.id, tool: a.tool, requestId: a.requestId });
+    const controller = new AbortController();
+    const timeoutMs = tool.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(new Timeout());
+        controller.abort(new Timeout('time limit'));
+      }, timeoutMs);
+    });
+    try {
+      const value = await tx.savepoint(async (sp) => {
+        const guarded = guard(sp, controller.signal);
+        const ctx: ToolContext = {
+          access: {
+            tokenId: a.requestedByTokenId ?? 'unknown',
+            label: a.requestedByLabel ?? 'unknown',
+            server,
+            scopes: a.requestedScopes,
+            customerId: a.customerId,
+          },
+          sql: guarded,
+          logger: log,
+          signal: controller.signal,
+          server,
+          requestId: a.requestId,
+          outbox: createOutbox(guarded, server, a.id),
+          approval: { id: a.id, decidedBy: a.decidedBy ?? 'unknown' },
+        };
+        const running = tool.handler(args, ctx);
+        running.catch(() => {});
+        return (await Promise.race([running, deadline])) as unknown;
+      });
+      return {
+        status: 'executed',
+        result: storedForm(scanUntrusted(value).value),
+        error: null,
+        failure: null,
+      };
+    } catch (err) {
+      if (err instanceof Timeout)
+        return {
+          status: 'failed',
+          result: null,
+          failure: 'timeout',
+          error: `${tool.name} did not finish within ${timeoutMs / 1000} s and was stopped; none of its changes were kept.`,
+        };
+      if (err instanceof ToolError)
+        return { status: 'failed', result: null, failure: 'tool_error', error: err.message };
+      const incident = randomUUID().slice(0, 8);
+      log.error({ err, incident }, 'approved action failed');
+      return {
+        status: 'failed',
+        result: null,
+        failure: 'internal_error',
+        error: `Internal error, incident ${incident}; none of its changes were kept. The details are in the server's log under that id.`,
+      };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Claims and runs the oldest runnable approval; returns its id, or null when there is none. */
+  async function runNext(): Promise<string | null> {
+    return sql.begin(async (tx) => {
+      const [a] = await tx<ApprovalRecord[]>`
+        select ${tx.unsafe(APPROVAL_COLUMNS)} from bulkhead_approvals
+        where server = ${server} and status = 'approved' and audited_status = 'approved'
+        order by decided_at, id limit 1
+        for update skip locked`;
+      if (!a) return null;
+      const started = performance.now();
+      const verdict = await check(a);
+      const outcome: Outcome =
+        'refused' in verdict
+          ? {
+              status: 'failed',
+              result: null,
+              failure: 'refused',
+              error: `Refused: ${verdict.refused} Nothing was done.`,
+            }
+          : await run(tx, a, verdict.tool, verdict.args);
+      const ms = Math.round(performance.now() - started);
+      await tx`
+        update bulkhead_approvals set status = ${outcome.status}, executed_at = now(), executed_by = ${instanceId},
+          duration_ms = ${ms}, result = ${outcome.result === null ? null : tx.json(outcome.result as never)},
+          error = ${outcome.error}, failure = ${outcome.failure}
+        where id = ${a.id}`;
+      const line = { approvalId: a.id, tool: a.tool, status: outcome.status, durationMs: ms, instanceId };
+      if (outcome.status === 'executed') logger.info(line, 'approved action executed');
+      else logger.warn({ ...line, error: outcome.error }, 'approved action failed');
+      return a.id;
+    });
+  }
+
+  let stopped = false;
+  let running: Promise<void> | null = null;
+  let again = false;
+  let retryTimer: NodeJS.Timeout | undefined;
+
+  async function pass(): Promise<void> {
+    await expireOverdue(sql, server);
+    for (const id of await unauditedApprovals(sql, server))
+      await auditApproval(sql, audit, id, { wait: false });
+    for (let id = await runNext(); id && !stopped; id = await runNext())
+      await auditApproval(sql, audit, id, { wait: true });
+    const { nextDueAt } = await dispatchOutbox(sql, server, deliverers, logger, retry);
+    clearTimeout(retryTimer);
+    if (nextDueAt && !stopped) {
+      retryTimer = setTimeout(kick, Math.min(Math.max(nextDueAt.getTime() - Date.now(), 0) + 20, sweepMs));
+      retryTimer.unref();
+    }
+  }
+
+  function kick(): void {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          await pass();
+        } catch (err) {
+          logger.error({ err }, 'approval pass failed; retrying at the next sweep');
+        }
+      } while (again && !stopped);
+      running = null;
+    })();
+  }
+
+  const wake = (payload: string) => {
+    if (payload === server) kick();
+  };
+  const listening = Promise.all([
+    sql.listen('bulkhead_approvals', wake, kick),
+    sql.listen('bulkhead_outbox', wake, kick),
+  ]);
+  const sweep = setInterval(kick, sweepMs);
+  sweep.unref();
+  const drain = async () => {
+    kick();
+    while (running) await running;
+  };
+  const ready = listening.then(drain);
+  ready.catch((err: unknown) => logger.error({ err }, 'approval executor could not LISTEN'));
+
+  return {
+    instanceId,
+    ready,
+    drain,
+    async stop() {
+      stopped = true;
+      clearInterval(sweep);
+      clearTimeout(retryTimer);
+      while (running) await running;
+      const listeners = await listening.catch(() => []);
+      await Promise.all(listeners.map((l) => l.unlisten().catch(() => {})));
+    },
+  };
+}

@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import type { Sql } from '@bulkhead/db';
+import { defineTool } from '../define-tool.ts';
+import { ToolError } from '../errors.ts';
+import {
+  APPROVAL_COLUMNS,
+  APPROVAL_ID,
+  APPROVAL_STATUSES,
+  effectiveStatus,
+  type ApprovalRecord,
+  type ApprovalStatus,
+} from './store.ts';
+
+const NOTES: Record<ApprovalStatus, string> = {
+  pending: 'Waiting for a person; nothing has happened yet.',
+  approved: 'Approved and about to run; ask again in a few seconds for the result.',
+  executed: 'Approved and carried out; result holds what the tool returned.',
+  rejected: 'Rejected by a person; nothing was done. reason says why.',
+  expired: 'Nobody decided before expires_at; nothing was done and it will never run.',
+  failed: 'Approved, but it did not complete and none of its changes were kept; error says why.',
+};
+
+async function findApproval(
+  sql: Sql,
+  server: string,
+  id: string,
+  customerId: string | null,
+): Promise<ApprovalRecord | undefined> {
+  const [row] = await sql<ApprovalRecord[]>`
+    select ${sql.unsafe(APPROVAL_COLUMNS)} from bulkhead_approvals
+    where id = ${id} and server = ${server}
+    ${customerId === null ? sql`` : sql`and customer_id = ${customerId}`}`;
+  return row;
+}
+
+/**
+ * Added by `createServer` to every server with a gated tool: the model's way
+ * to learn what became of a `pending_approval` answer. It sees only the
+ * server's own approvals, and a customer-bound token only those requested for
+ * its customer.
+ */
+export const getApprovalStatus = defineTool({
+  name: 'get_approval_status',
+  title: 'Get approval status',
+  description:
+    'Looks up a request that a gated tool of this server filed (its answer was pending_approval). Returns status (pending, approved, rejected, expired, executed or failed), preview, decided_at, decided_by, reason, and for an executed request the result the tool returned, for a failed one the error. Read-only: it neither approves nor repeats the action.',
+  scope: 'approvals:read',
+  input: z.object({
+    approval_id: z
+      .string()
+      .regex(APPROVAL_ID)
+      .describe('The approval_id from the pending_approval answer, e.g. ap_k3n8q2x7m4tz.'),
+  }),
+  output: z.object({
+    approval_id: z.string(),
+    tool: z.string().describe('The gated tool that filed the request.'),
+    status: z.enum(APPROVAL_STATUSES),
+    preview: z.string(),
+    requested_at: z.string(),
+    expires_at: z.string(),
+    decided_at: z.string().nullable(),
+    decided_by: z.string().nullable(),
+    reason: z.string().nullable().describe('Why the person decided as they did, when they said.'),
+    result: z.unknown().describe('What the tool returned; null until executed.'),
+    error: z.string().nullable().describe('Why an approved request did not complete.'),
+    note: z.string(),
+  }),
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  handler: async ({ approval_id }, ctx) => {
+    const a = await findApproval(ctx.sql, ctx.server, approval_id, ctx.access.customerId);
+    if (!a)
+      throw new ToolError(
+        `approval ${approval_id} not found on this server — check the approval_id from the pending_approval answer`,
+      );
+    const status = effectiveStatus(a);
+    return {
+      approval_id: a.id,
+      tool: a.tool,
+      status,
+      preview: a.preview,
+      requested_at: a.requestedAt.toISOString(),
+      expires_at: a.expiresAt.toISOString(),
+      decided_at: a.decidedAt?.toISOString() ?? null,
+      decided_by: a.decidedBy,
+      reason: a.decisionReason,
+      result: a.result ?? null,
+      error: a.error,
+      note: NOTES[status],
+    };
+  },
+});

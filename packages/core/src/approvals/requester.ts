@@ -1,0 +1,103 @@
+import type { Sql } from '@bulkhead/db';
+import type { Logger } from 'pino';
+import type { ApprovalRequester } from '../call-tool.ts';
+import { hasGatedTools, type ServerDefinition } from '../create-server.ts';
+import { redactArguments } from '../secret.ts';
+import { PENDING_NOTE, type PendingApprovalResult } from './pending-result.ts';
+import { APPROVAL_COLUMNS, argumentsHash, newApprovalId, storedForm, type ApprovalRecord } from './store.ts';
+import { APPROVAL_WEBHOOK, approvalWebhookPayload, consoleLink } from './webhook.ts';
+
+/** Hours until an undecided approval lapses, unless the tool says otherwise. */
+export const DEFAULT_EXPIRY_HOURS = 72;
+
+const MAX_PREVIEW = 2000;
+
+/** What {@link createApprovalRequester} needs. */
+export interface ApprovalRequesterOptions {
+  sql: Sql;
+  logger: Logger;
+  /** The server that owns the gated tools (and will run them). */
+  server: string;
+  /** `BULKHEAD_APPROVAL_WEBHOOK_URL`: when set, every request is also sent there. */
+  webhookUrl?: string | undefined;
+  /** `BULKHEAD_CONSOLE_URL`: where people approve; linked from log line and webhook. */
+  consoleUrl?: string | undefined;
+}
+
+/**
+ * Files gated calls: computes the preview, stores the exact arguments with
+ * their hash, the redacted arguments, requester and expiry, queues the
+ * webhook notification in the same transaction, writes a log line, and
+ * answers `pending_approval` (a normal result, not an error).
+ */
+export function createApprovalRequester(options: ApprovalRequesterOptions): ApprovalRequester {
+  const { sql, logger, server } = options;
+  return {
+    async request({ tool, args, ctx }) {
+      const spec = tool.approval!;
+      const preview = (await spec.preview(args, ctx)).trim().slice(0, MAX_PREVIEW);
+      const stored = storedForm(args);
+      const id = newApprovalId();
+      const hours = spec.expiresInHours ?? DEFAULT_EXPIRY_HOURS;
+      const record = await sql.begin(async (tx) => {
+        const [row] = await tx<ApprovalRecord[]>`
+          insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
+            expires_at, request_id, requested_by_token_id, requested_by_label, requested_scopes, customer_id)
+          values (${id}, ${server}, ${tool.name}, ${tx.json(stored as never)},
+            ${tx.json(storedForm(redactArguments(tool.input, args)) as never)}, ${argumentsHash(stored)}, ${preview},
+            now() + ${hours} * interval '1 hour', ${ctx.requestId}, ${ctx.access.tokenId}, ${ctx.access.label},
+            ${[...ctx.access.scopes]}, ${ctx.access.customerId})
+          returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
+        if (options.webhookUrl) {
+          await tx`
+            insert into bulkhead_outbox (server, approval_id, kind, payload)
+            values (${server}, ${id}, ${APPROVAL_WEBHOOK},
+              ${tx.json(approvalWebhookPayload(row!, options.consoleUrl) as never)})`;
+        }
+        return row!;
+      });
+      logger.info(
+        {
+          approvalId: id,
+          tool: tool.name,
+          requestedBy: ctx.access.label,
+          expiresAt: record.expiresAt,
+          review: consoleLink(options.consoleUrl, id),
+        },
+        `approval needed: ${preview}`,
+      );
+      const result: PendingApprovalResult = {
+        status: 'pending_approval',
+        approval_id: id,
+        preview,
+        expires_at: record.expiresAt.toISOString(),
+        note: PENDING_NOTE,
+      };
+      return { approvalId: id, result };
+    },
+  };
+}
+
+/** The given requester, or the kit's own when the server has a gated tool: servers write no code for this. */
+export function approvalsFor(
+  def: ServerDefinition,
+  options: {
+    sql: Sql;
+    logger: Logger;
+    approvals?: ApprovalRequester | undefined;
+    approvalWebhookUrl?: string | undefined;
+    consoleUrl?: string | undefined;
+  },
+): { approvals?: ApprovalRequester } {
+  if (options.approvals) return { approvals: options.approvals };
+  if (!hasGatedTools(def)) return {};
+  return {
+    approvals: createApprovalRequester({
+      sql: options.sql,
+      logger: options.logger,
+      server: def.name,
+      webhookUrl: options.approvalWebhookUrl,
+      consoleUrl: options.consoleUrl,
+    }),
+  };
+}

@@ -1,0 +1,68 @@
+import { DeliveryError, type Deliverer } from './outbox.ts';
+import type { ApprovalRecord } from './store.ts';
+
+/** The console address a notification links to when `BULKHEAD_CONSOLE_URL` is unset. */
+export const DEFAULT_CONSOLE_URL = 'http://127.0.0.1:3100';
+
+/** The outbox kind of an approval notification. */
+export const APPROVAL_WEBHOOK = 'approval_webhook';
+
+/** Where an approval is reviewed in the console. */
+export function consoleLink(consoleUrl: string | undefined, id: string): string {
+  return `${(consoleUrl ?? DEFAULT_CONSOLE_URL).replace(/\/+$/, '')}/approvals/${id}`;
+}
+
+/**
+ * The webhook body: the approval (redacted arguments only), a link to the
+ * console, and a Slack-compatible `text` so that a Slack incoming webhook
+ * shows a readable message without any adapter.
+ */
+export function approvalWebhookPayload(a: ApprovalRecord, consoleUrl: string | undefined) {
+  const url = consoleLink(consoleUrl, a.id);
+  return {
+    type: 'approval.requested',
+    text: `Approval needed on ${a.server}: ${a.preview}\nRequested by ${a.requestedByLabel ?? 'unknown'} with ${a.tool}; expires ${a.expiresAt.toISOString()}.\n<${url}|Review ${a.id} in the console>`,
+    url,
+    approval: {
+      id: a.id,
+      server: a.server,
+      tool: a.tool,
+      status: a.status,
+      preview: a.preview,
+      arguments: a.argumentsRedacted,
+      arguments_hash: a.argumentsHash,
+      requested_by: a.requestedByLabel,
+      requested_at: a.requestedAt.toISOString(),
+      expires_at: a.expiresAt.toISOString(),
+    },
+  };
+}
+
+/**
+ * POSTs the payload as JSON to `url` with the outbox id as `Idempotency-Key`;
+ * any answer other than 2xx, a network error or 10 s without an answer is a
+ * failed attempt (retried by the dispatcher).
+ */
+export function webhookDeliverer(url: string, timeoutMs = 10_000): Deliverer {
+  return async (item) => {
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'idempotency-key': `bulkhead-outbox-${item.id}`,
+          'x-bulkhead-delivery-attempt': String(item.attempt),
+        },
+        body: JSON.stringify(item.payload),
+        signal: AbortSignal.timeout(timeoutMs),
+        redirect: 'error',
+      });
+    } catch (err) {
+      throw new DeliveryError(`webhook unreachable: ${(err as Error).message}`);
+    }
+    await res.body?.cancel();
+    if (!res.ok) throw new DeliveryError(`webhook answered HTTP ${res.status}`, res.status);
+    return { statusCode: res.status };
+  };
+}
