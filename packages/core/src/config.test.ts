@@ -1,0 +1,31 @@
+import { expect, it } from 'vitest';
+import { ConfigError, parseEnv, serverEnvSchema, workspaceRoot } from './config.ts';
+
+it('fills defaults from the server port', () => {
+  const env = parseEnv(serverEnvSchema(3103), {});
+  expect(env).toMatchObject({
+    HOST: '127.0.0.1',
+    PORT: 3103,
+    BULKHEAD_PUBLIC_URL: 'http://127.0.0.1:3103',
+    BULKHEAD_DATA_DIR: `${workspaceRoot()}/.bulkhead`,
+    BULKHEAD_MAX_BODY_BYTES: 1048576,
+    BULKHEAD_MIGRATE: true,
+    LOG_LEVEL: 'info',
+  });
+});
+
+it('names every bad variable on a line of its own', () => {
+  let error: unknown;
+  try {
+    parseEnv(serverEnvSchema(3103), { PORT: 'eighty', LOG_LEVEL: 'loud', DATABASE_URL: 'mysql://x', BULKHEAD_MIGRATE: 'maybe' });
+  } catch (err) {
+    error = err;
+  }
+  expect(error).toBeInstanceOf(ConfigError);
+  const lines = (error as ConfigError).problems;
+  expect(lines).toHaveLength(4);
+  expect(lines.find((l) => l.startsWith('PORT:'))).toMatch(/\(got "eighty"\)$/);
+  expect(lines.find((l) => l.startsWith('LOG_LEVEL:'))).toContain('"loud"');
+  expect(lines.find((l) => l.startsWith('DATABASE_URL:'))).toContain('"mysql://x"');
+  expect(lines.find((l) => l.startsWith('BULKHEAD_MIGRATE:'))).toContain('"maybe"');
+});
