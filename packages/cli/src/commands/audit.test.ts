@@ -1,0 +1,130 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createAuditWriter } from '@bulkhead/audit';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../run-cli.ts';
+
+let db: TestDatabase;
+let dir: string;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  dir = await mkdtemp(join(tmpdir(), 'bulkhead-audit-cli-'));
+  env = { DATABASE_URL: db.url, BULKHEAD_DATA_DIR: dir };
+  const audit = createAuditWriter(db.sql);
+  for (let i = 1; i <= 6; i++) {
+    await audit.append({
+      server: i % 2 ? 'admin' : 'customer',
+      method: 'tools/call',
+      tool: i === 3 ? 'send_invoice' : 'get_ticket',
+      outcome: i === 3 ? 'pending_approval' : 'ok',
+      requestId: `req-${i}`,
+      durationMs: i,
+      tokenId: 'tok123',
+      tokenLabel: 'Claude on Ana’s laptop',
+      arguments: { key: `T-100${i}`, note: 'comma, "quoted"' },
+    });
+  }
+});
+afterAll(async () => {
+  await db.drop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('bulkhead audit', () => {
+  it('tails with filters, readable or as JSON', async () => {
+    const readable = await runCli(['audit', 'tail', '--server', 'admin'], env);
+    expect(readable.code).toBe(0);
+    const lines = readable.stdout.trim().split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[1]).toMatch(/#3 {2}admin {2}send_invoice {2}pending_approval {2}3ms {2}tok123 "Claude on Ana’s laptop" \{"key":"T-1003"/);
+    const json = await runCli(['audit', 'tail', '--outcome', 'pending_approval', '--json'], env);
+    const events = json.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(events.map((e) => [e.seq, e.tool, e.outcome])).toEqual([[3, 'send_invoice', 'pending_approval']]);
+    const bad = await runCli(['audit', 'tail', '--outcome', 'fine'], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--outcome: "fine" is not an outcome; one of: ok, tool_error');
+  });
+
+  it('exports JSON Lines and CSV, streaming to a file', async () => {
+    const jsonl = join(dir, 'out.jsonl');
+    const run = await runCli(['audit', 'export', '--since', '1d', '--format', 'jsonl', '--output', jsonl], env);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain(`Exported 6 events to ${jsonl}.`);
+    const rows = (await readFile(jsonl, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    expect(rows.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    const csv = await runCli(['audit', 'export', '--since', '2020-01-01', '--format', 'csv', '--server', 'customer'], env);
+    const csvLines = csv.stdout.trim().split('\n');
+    expect(csvLines[0]).toBe('seq,id,at,server,chain_seq,token_id,token_label,client_name,client_version,method,tool,arguments,outcome,result_summary,duration_ms,request_id,approval_id,injection_suspected,prev_hash,hash');
+    expect(csvLines).toHaveLength(4);
+    expect(csvLines[1]).toContain(',"{""key"":""T-1002"",""note"":""comma, \\""quoted\\""""}",ok,');
+    expect((await runCli(['audit', 'export', '--format', 'csv'], env)).stderr).toContain('--since is required');
+  });
+
+  it('verifies, names a broken position, and prunes with a checkpoint that still verifies', async () => {
+    const ok = await runCli(['audit', 'verify'], env);
+    expect(ok).toMatchObject({ code: 0, stdout: 'admin: ok, 3 events\ncustomer: ok, 3 events\n' });
+
+    await db.sql`alter table audit_events disable trigger audit_events_append_only_row`;
+    await db.sql`update audit_events set duration_ms = 999 where server = 'customer' and chain_seq = 2`;
+    const broken = await runCli(['audit', 'verify', '--json'], env);
+    expect(broken.code).toBe(1);
+    expect(JSON.parse(broken.stdout).chains[1].break).toEqual({
+      server: 'customer',
+      chainSeq: 2,
+      seq: 4,
+      reason: 'event content does not match its hash (changed)',
+    });
+    await db.sql`update audit_events set duration_ms = 4 where server = 'customer' and chain_seq = 2`;
+    await db.sql`alter table audit_events enable trigger audit_events_append_only_row`;
+
+    const pruned = await runCli(['audit', 'prune', '--before', new Date(Date.now() + 86_400_000).toISOString(), '--json'], env);
+    expect(pruned.code).toBe(2);
+    expect(pruned.stderr).toContain('--before lies in the future');
+
+    // Prune at the time of admin's third event: its first two go, the rest of every chain stays.
+    const cut = (await db.sql`select at from audit_events where server = 'admin' and chain_seq = 3`)[0]!.at as Date;
+    const real = await runCli(['audit', 'prune', '--before', cut.toISOString(), '--json'], env);
+    expect(real.code).toBe(0);
+    expect(JSON.parse(real.stdout)).toEqual(
+      expect.arrayContaining([{ server: 'admin', removed: 2, checkpoint: 2 }]),
+    );
+    const after = await runCli(['audit', 'verify'], env);
+    expect(after.code).toBe(0);
+    expect(after.stdout).toContain('admin: ok, 1 events (after checkpoint at position 2)');
+
+    await db.sql`update audit_checkpoints set signature = repeat('0', 64) where server = 'admin'`;
+    const forged = await runCli(['audit', 'verify', '--server', 'admin'], env);
+    expect(forged.code).toBe(1);
+    expect(forged.stdout).toBe('admin: BROKEN at chain position 2: checkpoint signature does not match\n');
+  });
+});
+
+describe('bulkhead audit export at volume', () => {
+  it('streams 60,000 events (~70 MB of JSON) in a process limited to a 64 MB heap', async () => {
+    const big = await createTestDatabase();
+    try {
+      await big.sql`
+        insert into audit_events (id, at, server, chain_seq, method, tool, arguments, outcome, duration_ms, request_id, prev_hash, hash)
+        select gen_random_uuid(), now() - interval '1 hour' + i * interval '1 ms', 'admin', i, 'tools/call', 'get_ticket',
+          jsonb_build_object('key', 'T-1001', 'padding', repeat('x', 1000)), 'ok', 1, 'r' || i, 'p', 'h'
+        from generate_series(1, 60000) as i`;
+      const file = join(dir, 'big.jsonl');
+      const run = await runCli(['audit', 'export', '--since', '2h', '--output', file], {
+        DATABASE_URL: big.url,
+        BULKHEAD_DATA_DIR: dir,
+        NODE_OPTIONS: '--max-old-space-size=64',
+      });
+      expect(run.stderr).toContain(`Exported 60000 events to ${file}.`);
+      expect(run.code).toBe(0);
+      const text = await readFile(file, 'utf8');
+      expect(text.length).toBeGreaterThan(60_000_000);
+      expect(text.trimEnd().split('\n')).toHaveLength(60000);
+    } finally {
+      await big.drop();
+    }
+  }, 120_000);
+});
