@@ -252,3 +252,59 @@ describe('health', () => {
     await done;
   });
 });
+
+describe('request guards', () => {
+  it('refuses foreign Host and Origin headers (DNS rebinding) and accepts configured ones', async () => {
+    const { app, close } = createHttpApp(def, {
+      sql: db.sql,
+      logger: pino({ level: 'silent' }),
+      publicUrl: 'https://mcp.example.com',
+      allowedOrigins: ['https://inspector.example.com'],
+    });
+    const post = (headers: Record<string, string>) =>
+      app.request('http://127.0.0.1/mcp', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{}' });
+    expect((await post({ host: 'attacker.example' })).status).toBe(403);
+    expect((await post({ host: '127.0.0.1:3103', origin: 'http://attacker.example' })).status).toBe(403);
+    // Allowed host/origin pairs pass the guard and reach the token check.
+    expect((await post({ host: '127.0.0.1:3103', origin: 'http://localhost:5173' })).status).toBe(401);
+    expect((await post({ host: 'mcp.example.com', origin: 'https://mcp.example.com' })).status).toBe(401);
+    expect((await post({ host: 'mcp.example.com', origin: 'https://inspector.example.com' })).status).toBe(401);
+    const big = await post({ host: '127.0.0.1', 'content-length': String(2 * 1024 * 1024) });
+    expect(big.status).toBe(413);
+    const query = await app.request(`http://127.0.0.1/mcp?access_token=${token}`, {
+      method: 'POST',
+      headers: { host: '127.0.0.1', 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(query.status).toBe(401);
+    expect(query.headers.get('www-authenticate')).toContain('error="invalid_token"');
+    await close();
+  });
+});
+
+describe('rate limit', () => {
+  it('answers 429 with Retry-After past the per-token limit and audits it', async () => {
+    const limited = await startTestServer(def, { sql: db.sql, rateLimitPerMinute: 3 });
+    const own = await issueTestToken(db.sql, def, { label: 'limited' });
+    const statuses: number[] = [];
+    let retryAfter: string | null = null;
+    // Stay inside one one-minute window.
+    const second = new Date().getSeconds();
+    if (second > 55) await new Promise((r) => setTimeout(r, (61 - second) * 1000));
+    for (let i = 0; i < 4; i++) {
+      const res = await fetch(limited.url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${own}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/list', params: {} }),
+      });
+      statuses.push(res.status);
+      if (res.status === 429) retryAfter = res.headers.get('retry-after');
+    }
+    await limited.close();
+    expect(statuses.map((s) => s === 429)).toEqual([false, false, false, true]);
+    expect(Number(retryAfter)).toBeGreaterThan(0);
+    expect(Number(retryAfter)).toBeLessThanOrEqual(60);
+    const [row] = await db.sql`select outcome, token_label from audit_events where outcome = 'rate_limited'`;
+    expect(row).toEqual({ outcome: 'rate_limited', token_label: 'limited' });
+  }, 15_000);
+});
