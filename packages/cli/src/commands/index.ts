@@ -1,4 +1,6 @@
 import type { Command } from '../command.ts';
+import { approvalsCommand } from './approvals.ts';
+import { approversCommand } from './approvers.ts';
 import { auditCommand } from './audit.ts';
 import { dbCommand } from './db.ts';
 import { demoStartHook } from './demo-start.ts';
@@ -6,6 +8,13 @@ import { startCommand, startHooks } from './start.ts';
 import { tokensCommand } from './tokens.ts';
 
 /** Every top-level command, in the order `--help` lists them. */
-export const commands: Command[] = [startCommand, tokensCommand, auditCommand, dbCommand()];
+export const commands: Command[] = [
+  startCommand,
+  tokensCommand,
+  approvalsCommand,
+  approversCommand,
+  auditCommand,
+  dbCommand(),
+];
 
 startHooks.push(demoStartHook);

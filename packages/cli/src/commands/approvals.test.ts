@@ -1,0 +1,299 @@
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import {
+  createLogger,
+  createServer,
+  defineTool,
+  startApprovalExecutor,
+  type ApprovalExecutor,
+} from '@bulkhead/core';
+import { issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { loadEnv } from '../env.ts';
+import { CliError, UsageError, type Io } from '../io.ts';
+import { runCli } from '../run-cli.ts';
+import { commands } from './index.ts';
+
+/**
+ * Runs a command in this process (fast) with main.ts's exit codes; the real
+ * binary is spawned (runCli) for the paths that matter most.
+ */
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const io: Io = { out: (l) => (stdout += `${l}\n`), err: (l) => (stderr += `${l}\n`), progress: () => {} };
+  const command = commands.find((c) => c.name === args[0])!;
+  try {
+    const code = await command.run(args.slice(1), { env: loadEnv(env), io });
+    return { code, stdout, stderr };
+  } catch (err) {
+    if (err instanceof UsageError)
+      return { code: 2, stdout, stderr: `bulkhead ${args[0]}: ${err.message}\n` };
+    if (err instanceof CliError) return { code: 1, stdout, stderr: `bulkhead ${args[0]}: ${err.message}\n` };
+    throw err;
+  }
+}
+
+const def = createServer({
+  name: 'cli-gate',
+  version: '1.0.0',
+  description: 'A gated server built in the CLI test.',
+  tools: [
+    defineTool({
+      name: 'issue_refund',
+      title: 'Issue refund',
+      description: 'Refunds an amount to a customer.',
+      scope: 'refunds:write',
+      input: z.object({ customer_id: z.string(), amount_cents: z.number().int().positive() }),
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: false,
+        openWorldHint: true,
+      },
+      approval: {
+        preview: ({ customer_id, amount_cents }) =>
+          `Refund €${(amount_cents / 100).toFixed(2)} to ${customer_id}.`,
+      },
+      handler: async ({ customer_id, amount_cents }, ctx) => {
+        await ctx.sql`insert into refunds (approval_id, customer_id, amount_cents) values (${ctx.approval!.id}, ${customer_id}, ${amount_cents})`;
+        return { refunded_cents: amount_cents };
+      },
+    }),
+    defineTool({
+      name: 'fleeting_refund',
+      title: 'Fleeting refund',
+      description: 'A refund whose request lapses at once.',
+      scope: 'refunds:write',
+      input: z.object({ customer_id: z.string() }),
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: false,
+        openWorldHint: true,
+      },
+      approval: { preview: ({ customer_id }) => `Refund ${customer_id}.`, expiresInHours: 0.1 / 3600 },
+      handler: async () => ({}),
+    }),
+  ],
+});
+
+let db: TestDatabase;
+let server: TestServer;
+let executor: ApprovalExecutor;
+let env: Record<string, string>;
+let token: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.sql`create table refunds (approval_id text not null, customer_id text not null, amount_cents int not null)`;
+  const logger = createLogger({ level: 'silent' });
+  server = await startTestServer(def, { sql: db.sql, logger });
+  executor = startApprovalExecutor(def, { sql: db.sql, logger });
+  await executor.ready;
+  token = await issueTestToken(db.sql, def, { label: 'Claude Desktop (billing)' });
+  env = { DATABASE_URL: db.url, BULKHEAD_OPERATOR: 'ops:ana' };
+});
+afterAll(async () => {
+  await executor.stop();
+  await server.close();
+  await db.drop();
+});
+
+async function gate(name: string, args: Record<string, unknown>): Promise<string> {
+  const client = new Client(
+    { name: 'cli-test', version: '1' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(server.url, {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }),
+  );
+  const result = await client.callTool({ name, arguments: args });
+  await client.close();
+  return (result.structuredContent as { approval_id: string }).approval_id;
+}
+
+const refunds = async (id: string) =>
+  (await db.sql<{ n: number }[]>`select count(*)::int as n from refunds where approval_id = ${id}`)[0]!.n;
+
+describe('bulkhead approvals', () => {
+  it('lists, shows, approves once and runs exactly once', async () => {
+    expect((await cli(['approvals', 'list'])).stdout).toBe(
+      'Nothing waits for approval (--status all shows every request).\n',
+    );
+    const id = await gate('issue_refund', { customer_id: 'C-1001', amount_cents: 12_000 });
+
+    const listed = JSON.parse((await cli(['approvals', 'list', '--json'])).stdout);
+    expect(listed).toEqual([
+      expect.objectContaining({
+        id,
+        server: 'cli-gate',
+        tool: 'issue_refund',
+        status: 'pending',
+        preview: 'Refund €120.00 to C-1001.',
+        arguments: { customer_id: 'C-1001', amount_cents: 12_000 },
+        requested_by: 'Claude Desktop (billing)',
+        decided_by: null,
+      }),
+    ]);
+    const table = (await cli(['approvals', 'list', '--server', 'cli-gate'])).stdout.split('\n');
+    expect(table[0]).toMatch(/^ID +SERVER +TOOL +STATUS +REQUESTED BY +AGE +PREVIEW$/);
+    expect(table[2]).toMatch(
+      new RegExp(
+        `^${id} +cli-gate +issue_refund +pending +Claude Desktop \\(billing\\) +\\d+s +Refund €120.00 to C-1001.$`,
+      ),
+    );
+
+    const shown = await cli(['approvals', 'show', id]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain(
+      `Approval ${id} — pending\n  server      cli-gate\n  tool        issue_refund\n  preview     Refund €120.00 to C-1001.\n`,
+    );
+    expect(shown.stdout).toMatch(
+      /Audit trail:\n {2}\d{4}-\d\d-\d\d \d\d:\d\d UTC {2}tools\/call +pending_approval +Claude Desktop \(billing\)\n/,
+    );
+
+    const approved = await runCli(
+      ['approvals', 'approve', id, '--reason', 'agreed on the phone', '--wait', '--json'],
+      env,
+    );
+    expect(approved.code).toBe(0);
+    expect(JSON.parse(approved.stdout)).toMatchObject({
+      id,
+      status: 'executed',
+      decided_by: 'ops:ana',
+      reason: 'agreed on the phone',
+      result: { refunded_cents: 12_000 },
+      error: null,
+    });
+    expect(await refunds(id)).toBe(1);
+
+    const again = await runCli(['approvals', 'approve', id], env);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(
+      new RegExp(
+        `^bulkhead approvals: approval ${id} was already decided \\(executed by ops:ana on .* UTC\\)\n$`,
+      ),
+    );
+    expect(await refunds(id)).toBe(1);
+
+    const story = JSON.parse((await cli(['approvals', 'show', id, '--json'])).stdout);
+    expect(
+      story.events.map((e: { method: string; outcome: string; by: string }) => [e.method, e.outcome, e.by]),
+    ).toEqual([
+      ['tools/call', 'pending_approval', 'Claude Desktop (billing)'],
+      ['approvals/decide', 'approved', 'ops:ana'],
+      ['approvals/execute', 'executed', 'Claude Desktop (billing)'],
+    ]);
+  });
+
+  it('rejects only with a reason, and a rejected request never runs', async () => {
+    const id = await gate('issue_refund', { customer_id: 'C-1002', amount_cents: 500 });
+    const bare = await runCli(['approvals', 'reject', id], env);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain('--reason is required to reject: say why, the requester will see it');
+    const rejected = await cli(['approvals', 'reject', id, '--reason', 'duplicate of last week’s refund']);
+    expect(rejected).toMatchObject({
+      code: 0,
+      stdout: `Rejected ${id} (issue_refund on cli-gate): it will never run.\n`,
+    });
+    await executor.drain();
+    expect(await refunds(id)).toBe(0);
+    const shown = JSON.parse((await cli(['approvals', 'show', id, '--json'])).stdout);
+    expect(shown).toMatchObject({
+      status: 'rejected',
+      reason: 'duplicate of last week’s refund',
+      executed_at: null,
+    });
+  });
+
+  it('explains unknown, expired and malformed requests', async () => {
+    const id = await gate('fleeting_refund', { customer_id: 'C-1003' });
+    await new Promise((r) => setTimeout(r, 200));
+    const cases: [string[], number, string][] = [
+      [
+        ['approvals', 'approve', 'ap_aaaaaaaaaaaa'],
+        1,
+        'approval ap_aaaaaaaaaaaa does not exist — see `bulkhead approvals list --status all`',
+      ],
+      [
+        ['approvals', 'show', 'ap_aaaaaaaaaaaa'],
+        1,
+        'approval ap_aaaaaaaaaaaa does not exist — see `bulkhead approvals list --status all`',
+      ],
+      [['approvals', 'approve', id], 1, `approval ${id} expired undecided on`],
+      [['approvals', 'approve'], 2, 'give exactly one approval id'],
+      [
+        ['approvals', 'list', '--status', 'done'],
+        2,
+        '--status: "done" is not a status; one of: pending (default), approved, rejected, executed, expired, failed or all',
+      ],
+    ];
+    for (const [args, code, message] of cases) {
+      const run = await cli(args);
+      expect({ args, code: run.code }).toEqual({ args, code });
+      expect(run.stderr).toContain(message);
+    }
+    const expired = JSON.parse((await cli(['approvals', 'list', '--status', 'expired', '--json'])).stdout);
+    expect(expired.map((a: { id: string }) => a.id)).toEqual([id]);
+  });
+
+  it('has --help on every subcommand', async () => {
+    for (const sub of ['list', 'show', 'approve', 'reject']) {
+      const run = await cli(['approvals', sub, '--help']);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(new RegExp(`^Usage: bulkhead approvals ${sub}`));
+    }
+  });
+});
+
+describe('bulkhead approvers', () => {
+  it('adds a console token shown once, lists and revokes it', async () => {
+    const added = await cli([
+      'approvers',
+      'add',
+      '--label',
+      'Ana Berg (finance)',
+      '--expires',
+      '30d',
+      '--json',
+    ]);
+    expect(added.code).toBe(0);
+    const out = JSON.parse(added.stdout);
+    expect(out.token).toMatch(new RegExp(`^bh_console_${out.id}_[A-Za-z0-9_-]{43}$`));
+    const [row] =
+      await db.sql`select kind, server, scopes, created_by from bulkhead_tokens where id = ${out.id}`;
+    expect(row).toEqual({
+      kind: 'approver',
+      server: 'console',
+      scopes: ['approvals:decide'],
+      created_by: 'ops:ana',
+    });
+
+    const text = await runCli(['approvers', 'add', '--label', 'Bo'], env);
+    expect(text.stdout).toMatch(
+      /^Issued approver token \w{12} — "Bo"\n\n {2}bh_console_\S+\n\nThis is the only time/,
+    );
+    expect(text.stdout).toContain('Sign in at http://127.0.0.1:3100/login.');
+
+    const listed = JSON.parse((await cli(['approvers', 'list', '--json'])).stdout);
+    expect(listed.map((t: { label: string }) => t.label)).toEqual(['Bo', 'Ana Berg (finance)']);
+    expect(listed[0].token).toBeUndefined();
+    const mcpList = JSON.parse((await cli(['tokens', 'list', '--json'])).stdout);
+    expect(mcpList.some((t: { id: string }) => t.id === out.id)).toBe(false);
+
+    const revoked = await cli(['approvers', 'revoke', out.id]);
+    expect(revoked.stdout).toBe(
+      `Revoked approver token ${out.id} ("Ana Berg (finance)"); its console sessions are closed.\n`,
+    );
+    const unknown = await cli(['approvers', 'revoke', 'nosuchtoken1']);
+    expect(unknown).toMatchObject({ code: 1 });
+    expect(unknown.stderr).toContain('approver token nosuchtoken1 does not exist');
+    const missing = await cli(['approvers', 'add']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('--label is required');
+  });
+});

@@ -1,0 +1,316 @@
+import { createAuditWriter } from '@bulkhead/audit';
+import {
+  APPROVAL_STATUSES,
+  ApprovalDecisionError,
+  approvalDeliveries,
+  approvalEvents,
+  decideApproval,
+  effectiveStatus,
+  getApproval,
+  listApprovals,
+  type ApprovalRecord,
+  type ApprovalStatus,
+} from '@bulkhead/core';
+import type { Sql } from '@bulkhead/db';
+import { group, parse, type Command } from '../command.ts';
+import { withDatabase } from '../database.ts';
+import { age, table, when } from '../format.ts';
+import { CliError, UsageError, type Io } from '../io.ts';
+
+/** The JSON form of an approval for scripts: snake_case, ISO times, redacted arguments only. */
+export function approvalJson(a: ApprovalRecord) {
+  return {
+    id: a.id,
+    server: a.server,
+    tool: a.tool,
+    status: effectiveStatus(a),
+    preview: a.preview,
+    arguments: a.argumentsRedacted,
+    arguments_hash: a.argumentsHash,
+    requested_at: a.requestedAt.toISOString(),
+    requested_by: a.requestedByLabel,
+    requested_by_token_id: a.requestedByTokenId,
+    customer_id: a.customerId,
+    expires_at: a.expiresAt.toISOString(),
+    decided_at: a.decidedAt?.toISOString() ?? null,
+    decided_by: a.decidedBy,
+    reason: a.decisionReason,
+    executed_at: a.executedAt?.toISOString() ?? null,
+    executed_by: a.executedBy,
+    duration_ms: a.durationMs,
+    result: a.result ?? null,
+    error: a.error,
+  };
+}
+
+function oneId(positionals: string[]): string {
+  const id = positionals[0];
+  if (!id || positionals.length > 1)
+    throw new UsageError('give exactly one approval id (see `bulkhead approvals list`)');
+  return id;
+}
+
+async function mustGet(sql: Sql, id: string): Promise<ApprovalRecord> {
+  const a = await getApproval(sql, id);
+  if (!a) throw new CliError(`approval ${id} does not exist — see \`bulkhead approvals list --status all\``);
+  return a;
+}
+
+function indent(text: string, by = 14): string {
+  return text.replace(/\n/g, `\n${' '.repeat(by)}`);
+}
+
+function printApproval(io: Io, a: ApprovalRecord) {
+  const row = (name: string, value: string) => io.out(`  ${name.padEnd(11)} ${indent(value)}`);
+  io.out(`Approval ${a.id} — ${effectiveStatus(a)}`);
+  row('server', a.server);
+  row('tool', a.tool);
+  row('preview', a.preview);
+  row('arguments', JSON.stringify(a.argumentsRedacted, null, 2));
+  row('hash', `sha256:${a.argumentsHash}`);
+  row(
+    'requested',
+    `${when(a.requestedAt)} UTC by "${a.requestedByLabel ?? 'unknown'}" (token ${a.requestedByTokenId ?? '-'})${a.customerId ? `, customer ${a.customerId}` : ''}`,
+  );
+  row('expires', `${when(a.expiresAt)} UTC`);
+  if (a.decidedAt)
+    row(
+      'decided',
+      `${when(a.decidedAt)} UTC by ${a.decidedBy}${a.decisionReason ? ` — "${a.decisionReason}"` : ''}`,
+    );
+  if (a.executedAt) row('ran', `${when(a.executedAt)} UTC on ${a.executedBy} in ${a.durationMs} ms`);
+  if (a.result !== null && a.result !== undefined) row('result', JSON.stringify(a.result, null, 2));
+  if (a.error) row('error', a.error);
+}
+
+const STATUS_HELP = `pending (default), approved, rejected, executed, expired, failed or all`;
+
+function statusOption(value: string | undefined): ApprovalStatus | undefined {
+  if (value === undefined || value === 'all') return undefined;
+  if (!(APPROVAL_STATUSES as readonly string[]).includes(value))
+    throw new UsageError(`--status: "${value}" is not a status; one of: ${STATUS_HELP}`);
+  return value as ApprovalStatus;
+}
+
+const list: Command = {
+  name: 'list',
+  summary: 'list approvals, pending ones by default',
+  help: `Usage: bulkhead approvals list [--status <s>] [--server <name>] [--tool <name>] [--limit <n>] [--json]
+
+Lists approval requests, newest first: id, server, tool, status, who asked,
+age and the preview a person approves.
+
+Options:
+  --status <s>      ${STATUS_HELP}
+  --server <name>   only requests of this server
+  --tool <name>     only requests of this tool
+  --limit <n>       at most n rows (default 50, at most 500)
+  --json            one JSON array (redacted arguments, never secret values)`,
+  async run(argv, { env, io }) {
+    const { values } = parse(argv, {
+      status: { type: 'string', default: 'pending' },
+      server: { type: 'string' },
+      tool: { type: 'string' },
+      limit: { type: 'string', default: '50' },
+      json: { type: 'boolean', default: false },
+    });
+    const status = statusOption(values.status);
+    const limit = Number(values.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500)
+      throw new UsageError('--limit: a whole number from 1 to 500');
+    return withDatabase(env, io, async ({ sql }) => {
+      const { approvals, truncated } = await listApprovals(sql, {
+        limit,
+        ...(status ? { status } : {}),
+        ...(values.server ? { server: values.server } : {}),
+        ...(values.tool ? { tool: values.tool } : {}),
+      });
+      if (values.json) {
+        io.out(JSON.stringify(approvals.map(approvalJson)));
+        return 0;
+      }
+      if (!approvals.length) {
+        io.out(
+          status === 'pending'
+            ? 'Nothing waits for approval (--status all shows every request).'
+            : 'No approvals match.',
+        );
+        return 0;
+      }
+      io.out(
+        table(
+          ['ID', 'SERVER', 'TOOL', 'STATUS', 'REQUESTED BY', 'AGE', 'PREVIEW'],
+          approvals.map((a) => [
+            a.id,
+            a.server,
+            a.tool,
+            effectiveStatus(a),
+            a.requestedByLabel ?? '-',
+            age(a.requestedAt),
+            a.preview.length > 70 ? `${a.preview.slice(0, 69)}…` : a.preview,
+          ]),
+        ),
+      );
+      if (truncated) io.out(`(first ${limit} shown; narrow with --server, --tool or raise --limit)`);
+      return 0;
+    });
+  },
+};
+
+const show: Command = {
+  name: 'show',
+  summary: 'show one approval with its audit trail and deliveries',
+  help: `Usage: bulkhead approvals show <id> [--json]
+
+Shows one approval: preview, arguments (secret fields as hashes) and their
+hash, who asked, the decision, the result, every audit event that names it,
+and its notifications and other deliveries.`,
+  async run(argv, { env, io }) {
+    const { values, positionals } = parse(argv, { json: { type: 'boolean', default: false } }, true);
+    const id = oneId(positionals);
+    return withDatabase(env, io, async ({ sql }) => {
+      const a = await mustGet(sql, id);
+      const events = await approvalEvents(sql, id);
+      const deliveries = await approvalDeliveries(sql, id);
+      if (values.json) {
+        io.out(
+          JSON.stringify({
+            ...approvalJson(a),
+            events: events.map((e) => ({
+              at: e.at.toISOString(),
+              server: e.server,
+              method: e.method,
+              outcome: e.outcome,
+              by: e.tokenLabel,
+              summary: e.resultSummary,
+            })),
+            deliveries: deliveries.map((d) => ({
+              id: d.id,
+              kind: d.kind,
+              status: d.status,
+              attempts: d.attempts,
+              delivered_at: d.deliveredAt?.toISOString() ?? null,
+              last_error: d.lastError,
+            })),
+          }),
+        );
+        return 0;
+      }
+      printApproval(io, a);
+      io.out('');
+      io.out('Audit trail:');
+      if (!events.length) io.out('  (no events)');
+      for (const e of events)
+        io.out(
+          `  ${when(e.at)} UTC  ${e.method.padEnd(18)} ${e.outcome.padEnd(17)} ${e.tokenLabel ?? ''}`.trimEnd(),
+        );
+      if (deliveries.length) {
+        io.out('');
+        io.out('Deliveries:');
+        for (const d of deliveries)
+          io.out(
+            `  #${d.id} ${d.kind}: ${d.status} after ${d.attempts} attempt${d.attempts === 1 ? '' : 's'}${d.lastError ? ` (last error: ${d.lastError})` : ''}`,
+          );
+      }
+      return 0;
+    });
+  },
+};
+
+async function settle(sql: Sql, id: string, timeoutMs: number): Promise<ApprovalRecord> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const a = (await getApproval(sql, id))!;
+    if (a.status !== 'approved' || Date.now() > deadline) return a;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function decision(kind: 'approve' | 'reject'): Command {
+  const approve = kind === 'approve';
+  return {
+    name: kind,
+    summary: approve
+      ? 'approve a pending request; its server runs it within a second'
+      : 'reject a pending request with a reason; it never runs',
+    help: approve
+      ? `Usage: bulkhead approvals approve <id> [--reason <text>] [--wait] [--json]
+
+Approves a pending request. The server that owns the tool runs it exactly
+once, with exactly the arguments shown by \`approvals show\`, within a second
+(or at its next start when it is not running). You are recorded as the
+decider (BULKHEAD_OPERATOR, else cli:$USER).
+
+Options:
+  --reason <text>   why (optional when approving; kept in the audit log)
+  --wait            wait up to 30 s for the outcome and print it
+  --json            print the approval as JSON`
+      : `Usage: bulkhead approvals reject <id> --reason <text> [--json]
+
+Rejects a pending request; it never runs. The reason is required: the
+requester sees it through get_approval_status.
+
+Options:
+  --reason <text>   why (required)
+  --json            print the approval as JSON`,
+    async run(argv, { env, io }) {
+      const { values, positionals } = parse(
+        argv,
+        {
+          reason: { type: 'string' },
+          json: { type: 'boolean', default: false },
+          ...(approve ? { wait: { type: 'boolean', default: false } } : {}),
+        },
+        true,
+      );
+      const id = oneId(positionals);
+      if (!approve && !values.reason?.trim())
+        throw new UsageError('--reason is required to reject: say why, the requester will see it');
+      return withDatabase(env, io, async ({ sql }) => {
+        let a: ApprovalRecord;
+        try {
+          a = await decideApproval(sql, createAuditWriter(sql), {
+            id,
+            decision: kind,
+            reason: values.reason,
+            decidedBy: env.operator,
+          });
+        } catch (err) {
+          if (err instanceof ApprovalDecisionError)
+            throw new CliError(
+              err.code === 'unknown'
+                ? `${err.message} — see \`bulkhead approvals list --status all\``
+                : err.message,
+            );
+          throw err;
+        }
+        if ((values as { wait?: boolean }).wait) a = await settle(sql, id, 30_000);
+        if (values.json) {
+          io.out(JSON.stringify(approvalJson(a)));
+          return 0;
+        }
+        if (!approve) {
+          io.out(`Rejected ${a.id} (${a.tool} on ${a.server}): it will never run.`);
+          return 0;
+        }
+        io.out(`Approved ${a.id} (${a.tool} on ${a.server}): ${a.preview}`);
+        if (a.status === 'executed') io.out(`Executed on ${a.executedBy} in ${a.durationMs} ms.`);
+        else if (a.status === 'failed') {
+          io.out(`It failed: ${a.error}`);
+          return 1;
+        } else
+          io.out(
+            `The ${a.server} server runs it within a second (or at its next start); \`bulkhead approvals show ${a.id}\` shows the outcome.`,
+          );
+        return 0;
+      });
+    },
+  };
+}
+
+export const approvalsCommand = group('approvals', 'List, inspect, approve and reject gated actions.', [
+  list,
+  show,
+  decision('approve'),
+  decision('reject'),
+]);
