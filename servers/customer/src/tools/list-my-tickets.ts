@@ -1,0 +1,52 @@
+import { defineTool, untrusted } from '@bulkhead/core';
+import { z } from 'zod';
+import { listTickets, TICKET_CATEGORIES, TICKET_STATUSES } from '../queries.ts';
+import { customerOf, icons, limit, offset, ro, untrustedText } from './shared.ts';
+
+export const listMyTickets = defineTool({
+  name: 'list_my_tickets',
+  title: 'My tickets',
+  description:
+    'This account’s tickets, latest activity first. Returns tickets (key, subject, category, status, created_at, ' +
+    'updated_at, message_count; no text), count, total, truncated. status: filter, default all; limit, offset page. ' +
+    'get_ticket shows the messages.',
+  scope: 'tickets:read',
+  input: z.strictObject({
+    status: z.enum(TICKET_STATUSES).optional().describe('Only this status (default: all).'),
+    limit: limit(20, 100),
+    offset,
+  }),
+  output: z.object({
+    tickets: z.array(
+      z.object({
+        key: z.string(),
+        subject: untrustedText,
+        category: z.enum(TICKET_CATEGORIES).nullable(),
+        status: z.enum(TICKET_STATUSES),
+        created_at: z.string(),
+        updated_at: z.string(),
+        message_count: z.number(),
+      }),
+    ),
+    count: z.number(),
+    total: z.number(),
+    truncated: z.boolean(),
+  }),
+  annotations: ro,
+  icons: icons.tickets,
+  timeoutMs: 5_000,
+  handler: async ({ status, limit, offset }, ctx) => {
+    const customerId = await customerOf(ctx);
+    const { rows, total } = await listTickets(ctx.sql, { customerId, status, limit, offset });
+    const tickets = rows.map((t) => ({
+      key: t.key,
+      subject: untrusted(t.subject, { source: `ticket ${t.key} subject` }),
+      category: t.category,
+      status: t.status,
+      created_at: t.createdAt.toISOString(),
+      updated_at: t.updatedAt.toISOString(),
+      message_count: t.messageCount,
+    }));
+    return { tickets, count: tickets.length, total, truncated: offset + tickets.length < total };
+  },
+});
