@@ -1,0 +1,10 @@
+import { ConfigError, runServer } from '@bulkhead/core';
+import { loadEnv } from './env.ts';
+import { adminServer } from './server.ts';
+
+try {
+  await runServer(adminServer, { env: loadEnv(), stdio: process.argv.includes('--stdio') });
+} catch (err) {
+  process.stderr.write(`${adminServer.name}: ${err instanceof ConfigError ? err.message : String(err)}\n`);
+  process.exit(1);
+}

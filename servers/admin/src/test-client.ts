@@ -1,0 +1,69 @@
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { HttpAppOptions } from '@bulkhead/core';
+import { issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
+import { createTestDatabase, seedDemo, type TestDatabase } from '@bulkhead/db';
+import { adminServer } from './server.ts';
+
+/** A tool result as the tests read it. */
+export interface CallResult {
+  isError: boolean;
+  text: string;
+  structured: Record<string, unknown> | undefined;
+}
+
+/** A seeded database, the admin server on a random port, and an MCP client with a token for it. */
+export interface AdminHarness {
+  db: TestDatabase;
+  server: TestServer;
+  client: Client;
+  call(name: string, args?: Record<string, unknown>): Promise<CallResult>;
+  close(): Promise<void>;
+}
+
+/** Connects a 2026-07-28 client with `token` to `url`. */
+export async function connectClient(url: URL, token: string): Promise<Client> {
+  const client = new Client(
+    { name: 'admin-test', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(url, {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }),
+  );
+  return client;
+}
+
+/** Calls a tool and flattens the result to `{ isError, text, structured }`. */
+export async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<CallResult> {
+  const result = await client.callTool({ name, arguments: args });
+  const content = result.content as { type: string; text?: string }[];
+  return {
+    isError: result.isError === true,
+    text: content.map((c) => c.text ?? '').join('\n'),
+    structured: result.structuredContent as Record<string, unknown> | undefined,
+  };
+}
+
+/** Everything a test file needs: a fresh database with the demo data and a connected client. */
+export async function startAdmin(options: Partial<HttpAppOptions> = {}): Promise<AdminHarness> {
+  const db = await createTestDatabase();
+  await seedDemo(db.sql);
+  const server = await startTestServer(adminServer, { ...options, sql: db.sql });
+  const client = await connectClient(server.url, await issueTestToken(db.sql, adminServer));
+  return {
+    db,
+    server,
+    client,
+    call: (name, args) => callTool(client, name, args),
+    close: async () => {
+      await client.close();
+      await server.close();
+      await db.drop();
+    },
+  };
+}

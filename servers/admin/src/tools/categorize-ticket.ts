@@ -1,0 +1,31 @@
+import { defineTool } from '@bulkhead/core';
+import { z } from 'zod';
+import { setTicketCategory, TICKET_CATEGORIES } from '../queries.ts';
+import { icons, notFound, ticketKey } from './shared.ts';
+
+export const categorizeTicket = defineTool({
+  name: 'categorize_ticket',
+  title: 'Categorize ticket',
+  description:
+    'Sets the category of the ticket with this key, replacing an earlier one; the same category again changes nothing. ' +
+    'Returns key, previous_category, category, changed. The status stays; escalate_ticket changes it.',
+  scope: 'tickets:write',
+  input: z.strictObject({
+    key: ticketKey.describe('Ticket key.'),
+    category: z.enum(TICKET_CATEGORIES).describe('The new category.'),
+  }),
+  output: z.object({
+    key: z.string(),
+    previous_category: z.enum(TICKET_CATEGORIES).nullable(),
+    category: z.enum(TICKET_CATEGORIES),
+    changed: z.boolean(),
+  }),
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  icons: icons.tag,
+  timeoutMs: 5_000,
+  handler: async ({ key, category }, ctx) => {
+    const row = await setTicketCategory(ctx.sql, key, category);
+    if (!row) throw notFound.ticket(key);
+    return { key, previous_category: row.previous, category, changed: row.previous !== category };
+  },
+});

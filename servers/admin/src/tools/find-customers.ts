@@ -1,0 +1,50 @@
+import { defineTool, untrusted } from '@bulkhead/core';
+import { z } from 'zod';
+import { findCustomers as findCustomerRows } from '../queries.ts';
+import { icons, limit, untrustedOrNull, untrustedText } from './shared.ts';
+
+export const findCustomers = defineTool({
+  name: 'find_customers',
+  title: 'Find customers',
+  description:
+    'Searches customers: query matches part of the customer number, name or e-mail, any case; an exact number comes first. ' +
+    'Returns customers (customer_id, name, email, city, open_invoices, open_tickets), count, truncated; limit caps the list. ' +
+    'get_customer returns one customer in full, with balance.',
+  scope: 'customers:read',
+  input: z.strictObject({
+    query: z.string().trim().min(2).max(100).describe('Fragment of name, e-mail or number, any case.'),
+    limit: limit(10, 50),
+  }),
+  output: z.object({
+    customers: z.array(
+      z.object({
+        customer_id: z.string(),
+        name: untrustedText,
+        email: untrustedText,
+        city: untrustedOrNull,
+        open_invoices: z.number(),
+        open_tickets: z.number(),
+      }),
+    ),
+    count: z.number(),
+    truncated: z.boolean(),
+  }),
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  icons: icons.customer,
+  timeoutMs: 5_000,
+  handler: async ({ query, limit }, ctx) => {
+    const rows = await findCustomerRows(ctx.sql, { query, limit: limit + 1 });
+    const customers = rows.slice(0, limit).map((c) => {
+      const source = `customer ${c.id}`;
+      return {
+        customer_id: c.id,
+        name: untrusted(c.name, { source }),
+        email: untrusted(c.email, { source }),
+        city: c.city === null ? null : untrusted(c.city, { source }),
+        open_invoices: c.openInvoices,
+        open_tickets: c.openTickets,
+      };
+    });
+    return { customers, count: customers.length, truncated: rows.length > limit };
+  },
+});

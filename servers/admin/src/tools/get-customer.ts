@@ -1,0 +1,55 @@
+import { defineTool, untrusted } from '@bulkhead/core';
+import { z } from 'zod';
+import { getCustomer as getCustomerRow } from '../queries.ts';
+import { customerId, icons, notFound, untrustedOrNull, untrustedText } from './shared.ts';
+
+export const getCustomer = defineTool({
+  name: 'get_customer',
+  title: 'Get customer',
+  description:
+    'Returns the customer with this customer_id: name, email, phone, street, postal_code, city, country, language, ' +
+    'due_cents and overdue_cents (unpaid), open_invoices, overdue_invoices, open_tickets. find_customers searches by name.',
+  scope: 'customers:read',
+  input: z.strictObject({ customer_id: customerId.describe('Customer number.') }),
+  output: z.object({
+    customer_id: z.string(),
+    name: untrustedText,
+    email: untrustedText,
+    phone: untrustedOrNull,
+    street: untrustedOrNull,
+    postal_code: untrustedOrNull,
+    city: untrustedOrNull,
+    country: z.string(),
+    language: z.string(),
+    due_cents: z.number(),
+    overdue_cents: z.number(),
+    open_invoices: z.number(),
+    overdue_invoices: z.number(),
+    open_tickets: z.number(),
+  }),
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  icons: icons.customer,
+  timeoutMs: 5_000,
+  handler: async ({ customer_id }, ctx) => {
+    const c = await getCustomerRow(ctx.sql, customer_id);
+    if (!c) throw notFound.customer(customer_id);
+    const source = `customer ${c.id}`;
+    const text = (value: string | null) => (value === null ? null : untrusted(value, { source }));
+    return {
+      customer_id: c.id,
+      name: untrusted(c.name, { source }),
+      email: untrusted(c.email, { source }),
+      phone: text(c.phone),
+      street: text(c.street),
+      postal_code: text(c.postalCode),
+      city: text(c.city),
+      country: c.country,
+      language: c.language,
+      due_cents: c.dueCents,
+      overdue_cents: c.overdueCents,
+      open_invoices: c.openInvoices,
+      overdue_invoices: c.overdueInvoices,
+      open_tickets: c.openTickets,
+    };
+  },
+});

@@ -1,0 +1,69 @@
+import { defineTool, untrusted } from '@bulkhead/core';
+import { z } from 'zod';
+import {
+  customerExists,
+  listTickets as listTicketRows,
+  TICKET_CATEGORIES,
+  TICKET_STATUSES,
+} from '../queries.ts';
+import { customerId, icons, limit, notFound, offset, untrustedText } from './shared.ts';
+
+export const listTickets = defineTool({
+  name: 'list_tickets',
+  title: 'List tickets',
+  description:
+    'Lists helpdesk tickets newest first, filtered by status, category and customer_id; limit and offset page. ' +
+    'Returns short forms only, not the text: key, subject, sender (customer name), customer_id, received, category, status; ' +
+    'count, total, truncated. get_ticket returns one ticket with its messages.',
+  scope: 'tickets:read',
+  input: z.strictObject({
+    status: z.enum(TICKET_STATUSES).optional().describe('Only this status.'),
+    category: z
+      .enum([...TICKET_CATEGORIES, 'uncategorized'])
+      .optional()
+      .describe('Only this category; uncategorized = none set yet.'),
+    customer_id: customerId.optional().describe('Only this customer.'),
+    limit: limit(20, 100),
+    offset,
+  }),
+  output: z.object({
+    tickets: z.array(
+      z.object({
+        key: z.string(),
+        subject: untrustedText,
+        sender: untrustedText,
+        customer_id: z.string(),
+        received: z.string(),
+        category: z.enum(TICKET_CATEGORIES).nullable(),
+        status: z.enum(TICKET_STATUSES),
+      }),
+    ),
+    count: z.number(),
+    total: z.number(),
+    truncated: z.boolean(),
+  }),
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  icons: icons.tickets,
+  timeoutMs: 5_000,
+  handler: async ({ status, category, customer_id, limit, offset }, ctx) => {
+    const { rows, total } = await listTicketRows(ctx.sql, {
+      status,
+      category,
+      customerId: customer_id,
+      limit,
+      offset,
+    });
+    if (total === 0 && customer_id && !(await customerExists(ctx.sql, customer_id)))
+      throw notFound.customer(customer_id);
+    const tickets = rows.map((t) => ({
+      key: t.key,
+      subject: untrusted(t.subject, { source: `ticket ${t.key} subject` }),
+      sender: untrusted(t.sender, { source: `customer ${t.customerId}` }),
+      customer_id: t.customerId,
+      received: t.receivedAt.toISOString(),
+      category: t.category,
+      status: t.status,
+    }));
+    return { tickets, count: tickets.length, total, truncated: offset + tickets.length < total };
+  },
+});

@@ -1,0 +1,52 @@
+import { defineTool, ToolError, type ToolContext } from '@bulkhead/core';
+import { z } from 'zod';
+import { lockInvoice, markInvoiceSent } from '../queries.ts';
+import { GATED, icons, invoiceNumber, money, notFound } from './shared.ts';
+
+async function sendableInvoice(ctx: ToolContext, number: string) {
+  const invoice = await lockInvoice(ctx.sql, number);
+  if (!invoice) throw notFound.invoice(number);
+  if (invoice.status === 'paid' || invoice.status === 'void')
+    throw new ToolError(`invoice ${number} is ${invoice.status}; only draft or open invoices can be sent`);
+  return invoice;
+}
+
+export const sendInvoice = defineTool({
+  name: 'send_invoice',
+  title: 'Send invoice',
+  description:
+    "E-mails the invoice with this invoice_number to the customer's address on file; a draft becomes open, an open one " +
+    'goes again as a reminder; paid and void are refused. Executed result: invoice_number, status, email, sent_at. ' +
+    `issue_credit_note lowers the amount instead. ${GATED}`,
+  scope: 'invoices:write',
+  input: z.strictObject({ invoice_number: invoiceNumber.describe('Invoice number.') }),
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  icons: icons.send,
+  timeoutMs: 5_000,
+  approval: {
+    preview: async ({ invoice_number }, ctx) => {
+      const i = await sendableInvoice(ctx, invoice_number);
+      const draft = i.status === 'draft' ? ' (a draft: it becomes open)' : '';
+      return (
+        `Send invoice ${i.number}${draft} over ${money(i.totalCents, i.currency)}, ${money(i.dueCents, i.currency)} due on ${i.dueOn}, ` +
+        `to ${i.customerName} (${i.customerId}) at ${i.email}.`
+      );
+    },
+  },
+  handler: async ({ invoice_number }, ctx) => {
+    if (!ctx.outbox) throw new Error('send_invoice runs only as an approved action');
+    const i = await sendableInvoice(ctx, invoice_number);
+    const { sentAt } = await markInvoiceSent(ctx.sql, i.number);
+    // The e-mail leaves after the commit, and only if the update above commits too.
+    await ctx.outbox.enqueue('email', {
+      to: i.email,
+      subject: `Invoice ${i.number}`,
+      text:
+        `Dear ${i.customerName},\n\nplease find invoice ${i.number} over ${money(i.totalCents, i.currency)} attached; ` +
+        `${money(i.dueCents, i.currency)} are due on ${i.dueOn}.\n`,
+      invoice_number: i.number,
+      customer_id: i.customerId,
+    });
+    return { invoice_number: i.number, status: 'open', email: i.email, sent_at: sentAt.toISOString() };
+  },
+});
