@@ -301,7 +301,7 @@ describe('issue_credit_note', () => {
     await refused(
       'issue_credit_note',
       { invoice_number: 'R-2026-0499', amount_cents: 100, reason },
-      'invoice R-2026-0499 is draft; credit notes apply to issued invoices only',
+      'invoice R-2026-0499 is a draft, not yet sent; credit notes apply to issued invoices only',
     );
     await refused(
       'issue_credit_note',

@@ -7,7 +7,9 @@ async function creditableInvoice(ctx: ToolContext, number: string, amountCents: 
   const invoice = await lockInvoice(ctx.sql, number);
   if (!invoice) throw notFound.invoice(number);
   if (invoice.status === 'draft' || invoice.status === 'void')
-    throw new ToolError(`invoice ${number} is ${invoice.status}; credit notes apply to issued invoices only`);
+    throw new ToolError(
+      `invoice ${number} is ${invoice.status === 'draft' ? 'a draft, not yet sent' : 'void'}; credit notes apply to issued invoices only`,
+    );
   if (invoice.dueCents <= 0)
     throw new ToolError(
       `invoice ${number} has nothing left to pay (status ${invoice.status}); no credit note is possible`,
