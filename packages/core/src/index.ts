@@ -23,7 +23,27 @@ export { serveStdio, StartupError, type StdioOptions } from './stdio.ts';
 export { runServer, type RunOptions } from './run.ts';
 export { ToolError, formatIssues } from './errors.ts';
 export { secret, redactArguments, secretHash } from './secret.ts';
-export { untrusted, isUntrusted, untrustedTextSchema, type UntrustedText } from './untrusted.ts';
+export {
+  untrusted,
+  isUntrusted,
+  untrustedTextSchema,
+  detectInjection,
+  findHiddenCharacters,
+  scanUntrusted,
+  renderText,
+  INJECTION_REASONS,
+  type InjectionReason,
+  type UntrustedText,
+} from './untrusted.ts';
+export {
+  lintTools,
+  lintServer,
+  type LintableTool,
+  type LintFinding,
+  type LintOptions,
+  type LintResult,
+} from './lint/lint-tools.ts';
+export { RULES, type LintRule, type RuleId } from './lint/rules.ts';
 export {
   ConfigError,
   parseEnv,

@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createServer } from '../create-server.ts';
+import { defineTool } from '../define-tool.ts';
+import { untrustedTextSchema } from '../untrusted.ts';
+import { lintServer } from './lint-tools.ts';
+
+const ro = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+const listTickets = defineTool({
+  name: 'list_tickets',
+  title: 'List tickets',
+  description:
+    'Returns tickets, newest first, each with ticket_id, subject and status, plus truncated. ' +
+    'status: open, waiting or closed (default open). limit: default 20, at most 100. Summaries only: get_ticket returns one ticket with its messages.',
+  scope: 'tickets:read',
+  input: z.object({
+    status: z.enum(['open', 'waiting', 'closed']).default('open').describe('Which tickets (default open).'),
+    limit: z.number().int().min(1).max(100).default(20).describe('How many (default 20, at most 100).'),
+  }),
+  output: z.object({
+    tickets: z.array(z.object({ ticket_id: z.string(), subject: untrustedTextSchema, status: z.string() })),
+    truncated: z.boolean(),
+  }),
+  annotations: ro,
+  handler: async () => ({ tickets: [], truncated: false }),
+});
+
+const getTicket = defineTool({
+  name: 'get_ticket',
+  title: 'Get ticket',
+  description:
+    'Returns one ticket by ticket_id with subject, status and every message (author, sent_at, body). ' +
+    'ticket_id: e.g. T-1001. One ticket only; list_tickets returns several.',
+  scope: 'tickets:read',
+  input: z.object({
+    ticket_id: z
+      .string()
+      .regex(/^T-\d{4}$/)
+      .describe('Ticket number, e.g. T-1001.'),
+  }),
+  annotations: ro,
+  handler: async ({ ticket_id }) => ({ ticket_id }),
+});
+
+const answerTicket = defineTool({
+  name: 'answer_ticket',
+  title: 'Answer ticket',
+  description:
+    'Files an answer to ticket_id for a person to approve; returns pending_approval with approval_id. ' +
+    'body: the answer the customer will read. Nothing is sent before approval; get_ticket shows the thread.',
+  scope: 'tickets:write',
+  input: z.object({
+    ticket_id: z
+      .string()
+      .regex(/^T-\d{4}$/)
+      .describe('Ticket number, e.g. T-1001.'),
+    body: z.string().min(1).max(4000).describe('The answer, plain text.'),
+  }),
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  approval: { preview: ({ ticket_id }) => `Answer ${ticket_id}` },
+  handler: async () => ({ sent: true }),
+});
+
+describe('lintServer', () => {
+  it('passes a server whose zod-built tools are well described, and measures it', () => {
+    const def = createServer({
+      name: 'helpdesk-test',
+      version: '1.0.0',
+      description: 'Tickets.',
+      tools: [listTickets, getTicket],
+    });
+    const result = lintServer(def);
+    const chars = JSON.stringify([...def.catalog.listings.values()]).length;
+    expect(result).toEqual({
+      findings: [],
+      size: { chars, tokens: Math.ceil(chars / 4) },
+      budgetChars: 6000,
+    });
+  });
+
+  it('fails a server over its own budget', () => {
+    const def = createServer({
+      name: 'helpdesk-test',
+      version: '1.0.0',
+      description: 'Tickets.',
+      tools: [listTickets, getTicket],
+      toolsBudgetChars: 1500,
+    });
+    const { findings, size } = lintServer(def);
+    expect(findings).toEqual([
+      {
+        tool: null,
+        rule: 'tools-budget',
+        message: `tools/list is ${size.chars.toLocaleString('en-US')} characters (~${size.tokens.toLocaleString('en-US')} tokens), over the budget of 1,500`,
+        path: 'tools',
+      },
+    ]);
+  });
+
+  it('knows which tools are gated: a gated tool that claims read-only is a finding', () => {
+    // defineTool refuses this combination; a tool object built by hand reaches createServer without it.
+    expect(() =>
+      defineTool({ ...answerTicket, annotations: { ...answerTicket.annotations, readOnlyHint: true } }),
+    ).toThrow('tool answer_ticket has a gate but says readOnlyHint');
+    const handMade = { ...answerTicket, annotations: { ...answerTicket.annotations, readOnlyHint: true } };
+    const def = createServer({
+      name: 'helpdesk-test',
+      version: '1.0.0',
+      description: 'T.',
+      tools: [getTicket, handMade],
+    });
+    // A gated server also gets the kit's get_approval_status; only this tool is under test here.
+    expect(lintServer(def).findings.filter((f) => f.tool === 'answer_ticket')).toEqual([
+      {
+        tool: 'answer_ticket',
+        rule: 'annotations-consistent',
+        message: 'the tool waits for an approval gate but says readOnlyHint: true',
+        path: 'annotations.readOnlyHint',
+      },
+    ]);
+  });
+});
