@@ -4,6 +4,7 @@ import { approversCommand } from './approvers.ts';
 import { auditCommand } from './audit.ts';
 import { dbCommand } from './db.ts';
 import { demoStartHook } from './demo-start.ts';
+import { lintToolsCommand } from './lint-tools.ts';
 import { startCommand, startHooks } from './start.ts';
 import { tokensCommand } from './tokens.ts';
 
@@ -14,6 +15,7 @@ export const commands: Command[] = [
   approvalsCommand,
   approversCommand,
   auditCommand,
+  lintToolsCommand,
   dbCommand(),
 ];
 
