@@ -107,6 +107,9 @@ Options:
     if (applied.length) io.err(`Applied migrations: ${applied.join(', ')}`);
     for (const hook of startHooks) await hook({ sql: db.sql, env, io, embedded: db.embedded, servers });
 
+    // MCP servers link approval notifications to the console that this start runs.
+    const approvalConsole = servers.find((s) => s.kind === 'console');
+    const consoleUrl = process.env.BULKHEAD_CONSOLE_URL ?? (approvalConsole && defaultUrl(approvalConsole));
     for (const server of servers) {
       const child = spawn(process.execPath, ['--import', 'tsx', join(server.dir, 'src', 'main.ts')], {
         cwd: server.dir,
@@ -117,6 +120,7 @@ Options:
           PORT: String(server.port),
           BULKHEAD_MIGRATE: 'false',
           LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+          ...(consoleUrl ? { BULKHEAD_CONSOLE_URL: consoleUrl } : {}),
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
@@ -143,6 +147,10 @@ Options:
     io.out('Bulkhead is running:');
     for (const s of servers) io.out(`  ${s.name.padEnd(14)} ${defaultUrl(s)}`);
     io.out('');
+    if (approvalConsole)
+      io.out(
+        `Approve gated actions at ${defaultUrl(approvalConsole)} with an approver token: pnpm bulkhead approvers add --label <who>.`,
+      );
     io.out(
       'Issue a token: pnpm bulkhead tokens issue --server <name> --label <who>. Ctrl-C stops everything.',
     );

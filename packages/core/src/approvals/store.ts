@@ -100,10 +100,12 @@ export interface ApprovalFilter {
   tool?: string;
   /** Default 50, at most 500. */
   limit?: number;
+  /** `newest` first (default), or `oldest` first (what waits longest, closest to expiry). */
+  order?: 'newest' | 'oldest';
 }
 
 /**
- * Approvals newest first. `pending` means still decidable (not past expiry);
+ * Approvals, newest first unless asked otherwise. `pending` means still decidable (not past expiry);
  * `expired` includes pending ones past their expiry that no sweep has marked yet.
  */
 export async function listApprovals(
@@ -124,7 +126,7 @@ export async function listApprovals(
     where true ${status}
     ${filter.server ? sql`and server = ${filter.server}` : sql``}
     ${filter.tool ? sql`and tool = ${filter.tool}` : sql``}
-    order by requested_at desc, id
+    order by ${filter.order === 'oldest' ? sql`requested_at, id` : sql`requested_at desc, id`}
     limit ${limit + 1}`;
   return { approvals: rows.slice(0, limit), truncated: rows.length > limit };
 }

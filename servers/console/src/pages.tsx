@@ -1,0 +1,511 @@
+/** @jsxImportSource hono/jsx */
+import { createHash } from 'node:crypto';
+import type { ApprovalDelivery, ApprovalEvent, ApprovalRecord, ApprovalStatus } from '@bulkhead/core';
+import { APPROVAL_STATUSES, effectiveStatus } from '@bulkhead/core';
+import type { Child } from 'hono/jsx';
+import type { Approver } from './sessions.ts';
+
+const CSS = `
+:root{--fg:#1b1b1f;--muted:#4a4a55;--bg:#f5f6f8;--line:#c9ced6;--link:#0b57d0;--ok:#146c2e;--bad:#a50e0e;--head:#1b2a41}
+*{box-sizing:border-box}
+body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+a{color:var(--link)}
+:focus-visible{outline:3px solid #ffbf47;outline-offset:2px;box-shadow:0 0 0 5px var(--fg)}
+.skip{position:absolute;left:-9999px}.skip:focus{left:1rem;top:1rem;background:#fff;color:var(--fg);padding:.5rem 1rem;z-index:1}
+header{background:var(--head);color:#fff}
+header .bar{max-width:62rem;margin:0 auto;padding:.75rem 1rem;display:flex;gap:1.5rem;align-items:center;flex-wrap:wrap}
+header .brand{font-weight:700;font-size:1.1rem;color:#fff;text-decoration:none}
+header nav ul{list-style:none;display:flex;gap:1.25rem;margin:0;padding:0}
+header nav a{color:#fff}
+header nav a[aria-current=page]{font-weight:700;text-decoration-thickness:3px}
+header .who{margin-left:auto;display:flex;gap:.75rem;align-items:center}
+header form{margin:0}
+main{max-width:62rem;margin:0 auto;padding:1.5rem 1rem 3rem}
+h1{font-size:1.6rem;margin:0 0 1rem}
+h2{font-size:1.15rem;margin:0 0 .5rem}
+.card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:1rem 1.25rem;margin:0 0 1rem}
+dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem;margin:.5rem 0}
+dt{color:var(--muted);font-weight:600}
+dd{margin:0;min-width:0}
+pre{background:#f0f2f5;border:1px solid var(--line);border-radius:6px;padding:.6rem .75rem;overflow:auto;font-size:.875rem;margin:0;white-space:pre-wrap;word-break:break-word}
+code{font-size:.95em}
+.preview{font-size:1.1rem;border-left:4px solid var(--head);padding:.25rem 0 .25rem .75rem;margin:.25rem 0 1rem}
+.badge{display:inline-block;padding:.05rem .6rem;border-radius:999px;font-size:.85rem;font-weight:600;border:1px solid currentColor}
+.badge.pending{background:#fff4ce;color:#5c4400}
+.badge.approved,.badge.executed{background:#e6f4ea;color:#0d5223}
+.badge.rejected,.badge.failed{background:#fce8e6;color:#8c1d18}
+.badge.expired{background:#eceff1;color:#3c4043}
+button,.button{font:inherit;font-weight:600;padding:.5rem 1.1rem;border-radius:6px;border:2px solid transparent;cursor:pointer;text-decoration:none;display:inline-block;line-height:1.4}
+.approve{background:var(--ok);color:#fff}
+.reject{background:var(--bad);color:#fff}
+.primary{background:var(--link);color:#fff}
+.secondary{background:#fff;color:var(--fg);border-color:var(--line)}
+header .secondary{padding:.25rem .75rem}
+label{display:block;font-weight:600;margin-bottom:.25rem}
+textarea,input,select{font:inherit;padding:.5rem;border:2px solid #5f6368;border-radius:6px;width:100%;background:#fff;color:var(--fg)}
+.hint{color:var(--muted);font-size:.9rem;margin:.25rem 0 .75rem}
+.actions{display:flex;gap:.75rem;margin-top:.75rem;flex-wrap:wrap}
+.error,.notice{padding:.75rem 1rem;border-radius:6px;margin:0 0 1rem;border:2px solid}
+.error{border-color:var(--bad);background:#fce8e6;color:#5f0f0b}
+.notice{border-color:var(--ok);background:#e6f4ea;color:#0d3d1c}
+table{width:100%;border-collapse:collapse;background:#fff;border:1px solid var(--line)}
+caption{text-align:left;color:var(--muted);padding:.25rem 0}
+th,td{text-align:left;padding:.5rem .6rem;border-bottom:1px solid var(--line);vertical-align:top}
+th{background:#eef0f3}
+.filters{display:flex;gap:1rem;flex-wrap:wrap;align-items:flex-end;margin-bottom:1rem}
+.filters div{min-width:11rem}
+.narrow{max-width:28rem}
+.later{margin-top:1rem}
+`;
+
+/** The Content-Security-Policy source for the one inline stylesheet: no other style or script can run. */
+export const STYLE_HASH = `'sha256-${createHash('sha256').update(CSS).digest('base64')}'`;
+
+/** `2026-11-29 14:03 UTC`. */
+export function when(d: Date): string {
+  return `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+/** How long ago, in words a person reads at a glance. */
+export function ago(d: Date, now = new Date()): string {
+  const s = Math.max(0, Math.round((now.getTime() - d.getTime()) / 1000));
+  if (s < 60) return 'just now';
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+  return `${Math.round(s / 86400)} d ago`;
+}
+
+function until(d: Date, now = new Date()): string {
+  const s = Math.round((d.getTime() - now.getTime()) / 1000);
+  if (s <= 0) return 'lapsed';
+  if (s < 3600) return `in ${Math.max(1, Math.round(s / 60))} min`;
+  if (s < 86400) return `in ${Math.round(s / 3600)} h`;
+  return `in ${Math.round(s / 86400)} d`;
+}
+
+const STATUS_WORDS: Record<ApprovalStatus, string> = {
+  pending: 'Waiting for a decision',
+  approved: 'Approved, about to run',
+  executed: 'Approved and executed',
+  rejected: 'Rejected',
+  expired: 'Expired undecided',
+  failed: 'Approved, but failed',
+};
+
+function Badge({ status }: { status: ApprovalStatus }) {
+  return <span class={`badge ${status}`}>{STATUS_WORDS[status]}</span>;
+}
+
+function Json({ value }: { value: unknown }) {
+  return <pre>{JSON.stringify(value, null, 2)}</pre>;
+}
+
+/** The page frame: skip link, header with navigation and sign-out, one main landmark. */
+export function Layout(props: {
+  title: string;
+  approver?: Approver | undefined;
+  pending?: number | undefined;
+  current?: 'pending' | 'history' | undefined;
+  children?: Child;
+}) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>{`${props.title} — Bulkhead approvals`}</title>
+        <style dangerouslySetInnerHTML={{ __html: CSS }} />
+      </head>
+      <body>
+        <a class="skip" href="#main">
+          Skip to content
+        </a>
+        <header>
+          <div class="bar">
+            <a class="brand" href="/">
+              Bulkhead approvals
+            </a>
+            {props.approver && (
+              <nav aria-label="Main">
+                <ul>
+                  <li>
+                    <a href="/" aria-current={props.current === 'pending' ? 'page' : undefined}>
+                      Pending ({props.pending ?? 0})
+                    </a>
+                  </li>
+                  <li>
+                    <a href="/history" aria-current={props.current === 'history' ? 'page' : undefined}>
+                      History
+                    </a>
+                  </li>
+                </ul>
+              </nav>
+            )}
+            {props.approver && (
+              <div class="who">
+                <span>Signed in as {props.approver.label}</span>
+                {props.approver.csrf && (
+                  <form method="post" action="/logout">
+                    <input type="hidden" name="_csrf" value={props.approver.csrf} />
+                    <button class="secondary" type="submit">
+                      Sign out
+                    </button>
+                  </form>
+                )}
+              </div>
+            )}
+          </div>
+        </header>
+        <main id="main">{props.children}</main>
+      </body>
+    </html>
+  );
+}
+
+/** The sign-in form; `csrf` is the double-submit value also set as a cookie. */
+export function LoginPage({ csrf, error }: { csrf: string; error?: string | undefined }) {
+  return (
+    <Layout title="Sign in">
+      <div class="narrow">
+        <h1>Sign in to approve</h1>
+        {error && (
+          <div class="error" role="alert" id="login-error">
+            {error}
+          </div>
+        )}
+        <form method="post" action="/login" class="card">
+          <input type="hidden" name="_csrf" value={csrf} />
+          <label for="token">Approver token</label>
+          <p class="hint" id="token-hint">
+            Issued once with <code>pnpm bulkhead approvers add --label "your name"</code>. MCP tokens do not
+            open this console.
+          </p>
+          <input
+            id="token"
+            name="token"
+            type="password"
+            autocomplete="off"
+            spellcheck={false}
+            required
+            aria-describedby={error ? 'token-hint login-error' : 'token-hint'}
+            aria-invalid={error ? 'true' : undefined}
+          />
+          <div class="actions">
+            <button class="primary" type="submit">
+              Sign in
+            </button>
+          </div>
+        </form>
+      </div>
+    </Layout>
+  );
+}
+
+/** Every request waiting for a decision, oldest first: what it does, with what, who asked, how long ago. */
+export function PendingPage(props: { approver: Approver; approvals: ApprovalRecord[]; truncated: boolean }) {
+  return (
+    <Layout title="Pending" approver={props.approver} pending={props.approvals.length} current="pending">
+      <h1>Waiting for approval</h1>
+      {props.approvals.length === 0 ? (
+        <p>Nothing waits for approval.</p>
+      ) : (
+        <p class="hint">Oldest first: the first one expires soonest. Nothing here has happened yet.</p>
+      )}
+      {props.approvals.map((a) => (
+        <article class="card" aria-labelledby={`p-${a.id}`}>
+          <h2 id={`p-${a.id}`}>
+            <a href={`/approvals/${a.id}`}>{a.preview}</a>
+          </h2>
+          <dl class="meta">
+            <dt>Tool</dt>
+            <dd>
+              <code>{a.tool}</code> on {a.server}
+            </dd>
+            <dt>Requested by</dt>
+            <dd>{a.requestedByLabel ?? 'unknown'}</dd>
+            <dt>Age</dt>
+            <dd>
+              <time datetime={a.requestedAt.toISOString()}>{ago(a.requestedAt)}</time> (expires{' '}
+              {until(a.expiresAt)})
+            </dd>
+            <dt>Arguments</dt>
+            <dd>
+              <Json value={a.argumentsRedacted} />
+            </dd>
+          </dl>
+          <a class="button primary" href={`/approvals/${a.id}`} aria-label={`Review and decide ${a.id}`}>
+            Review and decide
+          </a>
+        </article>
+      ))}
+      {props.truncated && <p>More are waiting than fit on this page; decide these first.</p>}
+    </Layout>
+  );
+}
+
+/** One approval: everything a person needs to decide, the decision form while pending, the story after. */
+export function DetailPage(props: {
+  approver: Approver;
+  pending: number;
+  approval: ApprovalRecord;
+  events: ApprovalEvent[];
+  deliveries: ApprovalDelivery[];
+  error?: string | undefined;
+  reason?: string | undefined;
+  decided?: boolean;
+}) {
+  const a = props.approval;
+  const status = effectiveStatus(a);
+  return (
+    <Layout title={`Approval ${a.id}`} approver={props.approver} pending={props.pending}>
+      <h1>
+        Approval <code>{a.id}</code>
+      </h1>
+      {props.error && (
+        <div class="error" role="alert" id="decision-error">
+          {props.error}
+        </div>
+      )}
+      {props.decided && !props.error && (
+        <div class="notice" role="status">
+          {status === 'rejected'
+            ? 'Rejected. It will never run.'
+            : status === 'executed'
+              ? 'Approved and executed.'
+              : status === 'failed'
+                ? 'Approved, but it failed; see the error below.'
+                : `Approved. The ${a.server} server runs it within a second.`}{' '}
+          {status === 'approved' && <a href={`/approvals/${a.id}`}>Refresh to see the result</a>}
+        </div>
+      )}
+      <section class="card" aria-labelledby="what">
+        <h2 id="what">The action</h2>
+        <p class="preview">{a.preview}</p>
+        <dl class="meta">
+          <dt>Status</dt>
+          <dd>
+            <Badge status={status} />
+          </dd>
+          <dt>Tool</dt>
+          <dd>
+            <code>{a.tool}</code> on {a.server}
+          </dd>
+          <dt>Requested by</dt>
+          <dd>
+            {a.requestedByLabel ?? 'unknown'}
+            {a.customerId ? `, for customer ${a.customerId}` : ''}
+          </dd>
+          <dt>Requested</dt>
+          <dd>
+            <time datetime={a.requestedAt.toISOString()}>{when(a.requestedAt)}</time> ({ago(a.requestedAt)})
+          </dd>
+          <dt>Expires</dt>
+          <dd>
+            <time datetime={a.expiresAt.toISOString()}>{when(a.expiresAt)}</time>
+          </dd>
+          <dt>Arguments</dt>
+          <dd>
+            <Json value={a.argumentsRedacted} />
+          </dd>
+          <dt>Arguments hash</dt>
+          <dd>
+            <code>sha256:{a.argumentsHash}</code>
+          </dd>
+          {a.decidedAt && <dt>Decided</dt>}
+          {a.decidedAt && (
+            <dd>
+              {when(a.decidedAt)} by {a.decidedBy}
+              {a.decisionReason ? ` — “${a.decisionReason}”` : ''}
+            </dd>
+          )}
+          {a.executedAt && <dt>Ran</dt>}
+          {a.executedAt && (
+            <dd>
+              {when(a.executedAt)} in {a.durationMs} ms
+            </dd>
+          )}
+          {a.result !== null && a.result !== undefined && <dt>Result</dt>}
+          {a.result !== null && a.result !== undefined && (
+            <dd>
+              <Json value={a.result} />
+            </dd>
+          )}
+          {a.error && <dt>Error</dt>}
+          {a.error && <dd>{a.error}</dd>}
+        </dl>
+      </section>
+      {status === 'pending' && (
+        <section class="card" aria-labelledby="decide">
+          <h2 id="decide">Decide</h2>
+          <form method="post" action={`/approvals/${a.id}/decide`}>
+            <input type="hidden" name="_csrf" value={props.approver.csrf ?? ''} />
+            <input type="hidden" name="hash" value={a.argumentsHash} />
+            <label for="reason">Reason</label>
+            <p class="hint" id="reason-hint">
+              Optional to approve, required to reject. The requester sees it; the audit log keeps it.
+            </p>
+            <textarea
+              id="reason"
+              name="reason"
+              rows={3}
+              maxlength={1000}
+              aria-describedby={props.error ? 'reason-hint decision-error' : 'reason-hint'}
+            >
+              {props.reason ?? ''}
+            </textarea>
+            <div class="actions">
+              <button class="approve" type="submit" name="decision" value="approve">
+                Approve and run
+              </button>
+              <button class="reject" type="submit" name="decision" value="reject">
+                Reject
+              </button>
+            </div>
+          </form>
+        </section>
+      )}
+      <section class="card" aria-labelledby="trail">
+        <h2 id="trail">Audit trail</h2>
+        <table>
+          <caption>Every audit event that names this approval, oldest first.</caption>
+          <thead>
+            <tr>
+              <th scope="col">When</th>
+              <th scope="col">Step</th>
+              <th scope="col">Outcome</th>
+              <th scope="col">By</th>
+            </tr>
+          </thead>
+          <tbody>
+            {props.events.map((e) => (
+              <tr>
+                <td>{when(e.at)}</td>
+                <td>
+                  <code>{e.method}</code>
+                </td>
+                <td>{e.outcome}</td>
+                <td>{e.tokenLabel ?? ''}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        {props.deliveries.length > 0 && (
+          <>
+            <h2 class="later">Deliveries</h2>
+            <ul>
+              {props.deliveries.map((d) => (
+                <li>
+                  {d.kind}: {d.status} after {d.attempts} attempt{d.attempts === 1 ? '' : 's'}
+                  {d.lastError ? ` (last error: ${d.lastError})` : ''}
+                </li>
+              ))}
+            </ul>
+          </>
+        )}
+      </section>
+      <p>
+        <a href="/">Back to the pending requests</a>
+      </p>
+    </Layout>
+  );
+}
+
+function Select(props: { id: string; label: string; value: string | undefined; options: readonly string[] }) {
+  return (
+    <div>
+      <label for={props.id}>{props.label}</label>
+      <select id={props.id} name={props.id}>
+        <option value="" selected={!props.value}>
+          Any
+        </option>
+        {props.options.map((o) => (
+          <option value={o} selected={props.value === o}>
+            {o}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+/** Every request with its outcome, filtered by status, server and tool. */
+export function HistoryPage(props: {
+  approver: Approver;
+  pending: number;
+  approvals: ApprovalRecord[];
+  truncated: boolean;
+  filter: { status?: string | undefined; server?: string | undefined; tool?: string | undefined };
+  servers: string[];
+  tools: string[];
+}) {
+  return (
+    <Layout title="History" approver={props.approver} pending={props.pending} current="history">
+      <h1>History</h1>
+      <form method="get" action="/history" class="filters" aria-label="Filter the history">
+        <Select id="status" label="Status" value={props.filter.status} options={APPROVAL_STATUSES} />
+        <Select id="server" label="Server" value={props.filter.server} options={props.servers} />
+        <Select id="tool" label="Tool" value={props.filter.tool} options={props.tools} />
+        <div>
+          <button class="secondary" type="submit">
+            Filter
+          </button>
+        </div>
+      </form>
+      {props.approvals.length === 0 ? (
+        <p>No requests match.</p>
+      ) : (
+        <table>
+          <caption>
+            {props.truncated
+              ? `The ${props.approvals.length} newest matching requests; narrow the filter to see older ones.`
+              : `${props.approvals.length} matching request${props.approvals.length === 1 ? '' : 's'}, newest first.`}
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Requested</th>
+              <th scope="col">Action</th>
+              <th scope="col">Tool</th>
+              <th scope="col">Status</th>
+              <th scope="col">Decided by</th>
+            </tr>
+          </thead>
+          <tbody>
+            {props.approvals.map((a) => (
+              <tr>
+                <td>{when(a.requestedAt)}</td>
+                <td>
+                  <a href={`/approvals/${a.id}`}>{a.preview}</a>
+                </td>
+                <td>
+                  <code>{a.tool}</code> on {a.server}
+                </td>
+                <td>
+                  <Badge status={effectiveStatus(a)} />
+                </td>
+                <td>
+                  {a.decidedBy ?? '—'}
+                  {a.decisionReason ? `: “${a.decisionReason}”` : ''}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Layout>
+  );
+}
+
+/** A short page for refusals and missing things. */
+export function MessagePage(props: { title: string; message: string; approver?: Approver | undefined }) {
+  return (
+    <Layout title={props.title} approver={props.approver}>
+      <h1>{props.title}</h1>
+      <p>{props.message}</p>
+      <p>
+        <a href={props.approver ? '/' : '/login'}>
+          {props.approver ? 'Back to the pending requests' : 'Sign in'}
+        </a>
+      </p>
+    </Layout>
+  );
+}
