@@ -14,3 +14,16 @@ export {
   type SeedDemoOptions,
   type SeedDemoResult,
 } from './demo/index.ts';
+export {
+  DOC_ID_PATTERN,
+  DOC_KINDS,
+  DOC_TAG_PATTERN,
+  countDocuments,
+  deleteDocuments,
+  listDocumentStates,
+  lockKnowledgeIngest,
+  upsertDocument,
+  type DocKind,
+  type KbDocumentInput,
+  type KbDocumentState,
+} from './knowledge/documents.ts';
