@@ -11,12 +11,15 @@ const schema = z
     /** Who is at the keyboard, recorded as `created_by` / `decided_by`. */
     BULKHEAD_OPERATOR: z.string().min(1).optional(),
     USER: z.string().optional(),
+    /** Where the user ran `pnpm bulkhead` (pnpm runs the CLI in packages/cli); relative paths are resolved from here. */
+    INIT_CWD: z.string().min(1).optional(),
     NO_COLOR: z.string().optional(),
   })
   .transform((env) => ({
     ...env,
     BULKHEAD_DATA_DIR: env.BULKHEAD_DATA_DIR ?? join(workspaceRoot(), '.bulkhead'),
     operator: env.BULKHEAD_OPERATOR ?? `cli:${env.USER ?? 'operator'}`,
+    cwd: env.INIT_CWD ?? process.cwd(),
   }));
 
 export type CliEnv = z.output<typeof schema>;

@@ -4,6 +4,8 @@ import { approversCommand } from './approvers.ts';
 import { auditCommand } from './audit.ts';
 import { dbCommand } from './db.ts';
 import { demoStartHook } from './demo-start.ts';
+import { kbStartHook } from './kb-start.ts';
+import { kbCommand } from './kb.ts';
 import { lintToolsCommand } from './lint-tools.ts';
 import { startCommand, startHooks } from './start.ts';
 import { tokensCommand } from './tokens.ts';
@@ -15,8 +17,10 @@ export const commands: Command[] = [
   approvalsCommand,
   approversCommand,
   auditCommand,
+  kbCommand,
   lintToolsCommand,
   dbCommand(),
 ];
 
+startHooks.push(kbStartHook);
 startHooks.push(demoStartHook);
