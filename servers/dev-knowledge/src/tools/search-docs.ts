@@ -4,13 +4,12 @@ import { DOC_KINDS, searchDocuments } from '../queries.ts';
 
 export const searchDocs = defineTool({
   name: 'search_docs',
-  title: 'Search engineering documents',
+  title: 'Search documents',
   description:
-    'Full-text search over the engineering documents (ADRs, runbooks, guides, API references). ' +
-    'Returns hits ranked by relevance, each with doc_id, title, kind, tags, updated date and a short snippet around the matching words, ' +
-    'plus count and truncated. query: words to look for (English stemming, "or" and quoted phrases work). ' +
-    'kind: only documents of this kind (default: all kinds). limit: hits to return, default 5, at most 20. ' +
-    'Returns snippets only, not whole documents: get_doc returns a document’s full text by doc_id, and list_docs browses by kind and tag without a query.',
+    'Full-text search over the engineering documents: ' +
+    'hits ranked by relevance, each with doc_id, title, kind, tags, updated and a snippet of the matching text, plus count and truncated. ' +
+    'query: English words ("a phrase", or, -word work); hits have all words, else any. kind: default all. limit: default 5, at most 20. ' +
+    'Snippets only: get_doc returns a document’s full text, list_docs browses by kind and tag without a query.',
   scope: 'docs:read',
   input: z.object({
     query: z
@@ -18,18 +17,9 @@ export const searchDocs = defineTool({
       .trim()
       .min(2)
       .max(200)
-      .describe('Words or a quoted phrase to search for, e.g. "rotate database credentials".'),
-    kind: z
-      .enum(DOC_KINDS)
-      .optional()
-      .describe('Restrict hits to one kind of document; all kinds when omitted.'),
-    limit: z
-      .number()
-      .int()
-      .min(1)
-      .max(20)
-      .default(5)
-      .describe('How many hits to return (default 5, maximum 20).'),
+      .describe('Words or a quoted phrase, e.g. "rotate leaked token".'),
+    kind: z.enum(DOC_KINDS).optional().describe('Only documents of this kind.'),
+    limit: z.number().int().min(1).max(20).default(5).describe('Hits to return.'),
   }),
   output: z.object({
     hits: z.array(
@@ -39,31 +29,29 @@ export const searchDocs = defineTool({
         kind: z.enum(DOC_KINDS),
         tags: z.array(z.string()),
         updated: z.string().nullable(),
-        rank: z.number(),
         snippet: untrustedTextSchema,
       }),
     ),
-    count: z.number().int(),
+    count: z.number(),
     truncated: z.boolean(),
   }),
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   icons: [
     {
-      src: 'data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAyNCAyNCI+PGNpcmNsZSBjeD0iMTAiIGN5PSIxMCIgcj0iNiIgZmlsbD0ibm9uZSIgc3Ryb2tlPSIjMzMzIiBzdHJva2Utd2lkdGg9IjIiLz48cGF0aCBkPSJNMTQgMTRsNiA2IiBzdHJva2U9IiMzMzMiIHN0cm9rZS13aWR0aD0iMiIvPjwvc3ZnPg==',
+      src: 'data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAyNCAyNCIgZmlsbD0ibm9uZSIgc3Ryb2tlPSIjMzMzIiBzdHJva2Utd2lkdGg9IjIiPjxjaXJjbGUgY3g9IjEwIiBjeT0iMTAiIHI9IjYiLz48cGF0aCBkPSJNMTQgMTRsNiA2Ii8+PC9zdmc+',
       mimeType: 'image/svg+xml',
-      sizes: ['any'],
     },
   ],
   timeoutMs: 5_000,
   handler: async ({ query, kind, limit }, ctx) => {
-    const rows = await searchDocuments(ctx.sql, { query, kind, limit: limit + 1 });
+    let rows = await searchDocuments(ctx.sql, { query, kind, limit: limit + 1 });
+    if (!rows.length) rows = await searchDocuments(ctx.sql, { query, kind, limit: limit + 1, anyWord: true });
     const hits = rows.slice(0, limit).map((r) => ({
       doc_id: r.id,
       title: r.title,
       kind: r.kind,
       tags: r.tags,
       updated: r.updatedOn,
-      rank: Math.round(r.rank * 1000) / 1000,
       snippet: untrusted(r.snippet, { source: `document ${r.id}` }),
     }));
     return { hits, count: hits.length, truncated: rows.length > limit };
