@@ -43,7 +43,7 @@ export const getApprovalStatus = defineTool({
   name: 'get_approval_status',
   title: 'Get approval status',
   description:
-    'Looks up a request that a gated tool of this server filed (its answer was pending_approval). Returns status (pending, approved, rejected, expired, executed or failed), preview, decided_at, decided_by, reason, and for an executed request the result the tool returned, for a failed one the error. Read-only: it neither approves nor repeats the action.',
+    'Looks up a request that a gated tool of this server filed (its answer was pending_approval); approval_id is the id from that answer. Returns status (pending, approved, rejected, expired, executed or failed), preview, decided_at, decided_by, reason, and for an executed request the result the tool returned, for a failed one the error. Read-only: it neither approves nor repeats the action.',
   scope: 'approvals:read',
   input: z.object({
     approval_id: z
