@@ -1,7 +1,8 @@
 import { defineTool, ToolError, untrusted, untrustedTextSchema } from '@bulkhead/core';
 import { DOC_ID_PATTERN } from '@bulkhead/db';
 import { z } from 'zod';
-import { DOC_KINDS, getDocument } from '../queries.ts';
+import { docSummary, docSummarySchema } from '../doc-summary.ts';
+import { getDocument } from '../queries.ts';
 import { SECTION_MAX_CHARS, splitSections } from '../sections.ts';
 
 export const getDoc = defineTool({
@@ -23,12 +24,7 @@ export const getDoc = defineTool({
       .default(0)
       .describe('Section to return; next_section of the previous answer.'),
   }),
-  output: z.object({
-    doc_id: z.string(),
-    title: z.string(),
-    kind: z.enum(DOC_KINDS),
-    tags: z.array(z.string()),
-    updated: z.string().nullable(),
+  output: docSummarySchema.extend({
     section: z.number(),
     sections_total: z.number(),
     next_section: z.number().nullable(),
@@ -52,11 +48,7 @@ export const getDoc = defineTool({
         `document ${doc_id} has ${sections.length} section${sections.length === 1 ? '' : 's'} (0 to ${sections.length - 1}); section ${section} does not exist`,
       );
     return {
-      doc_id: doc.id,
-      title: doc.title,
-      kind: doc.kind,
-      tags: doc.tags,
-      updated: doc.updatedOn,
+      ...docSummary(doc),
       section,
       sections_total: sections.length,
       next_section: section + 1 < sections.length ? section + 1 : null,

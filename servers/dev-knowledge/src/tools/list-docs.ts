@@ -1,6 +1,7 @@
 import { defineTool, ToolError } from '@bulkhead/core';
 import { DOC_TAG_PATTERN } from '@bulkhead/db';
 import { z } from 'zod';
+import { docSummary, docSummarySchema } from '../doc-summary.ts';
 import { DOC_KINDS, listDocuments, tagsInUse } from '../queries.ts';
 
 /** How many tags the unknown-tag error names; the most used come first. */
@@ -32,15 +33,7 @@ export const listDocs = defineTool({
       .describe('Documents to skip; next_offset of the previous page.'),
   }),
   output: z.object({
-    items: z.array(
-      z.object({
-        doc_id: z.string(),
-        title: z.string(),
-        kind: z.enum(DOC_KINDS),
-        tags: z.array(z.string()),
-        updated: z.string().nullable(),
-      }),
-    ),
+    items: z.array(docSummarySchema),
     count: z.number(),
     total: z.number(),
     truncated: z.boolean(),
@@ -74,13 +67,7 @@ export const listDocs = defineTool({
       );
     const end = offset + rows.length;
     return {
-      items: rows.map((r) => ({
-        doc_id: r.id,
-        title: r.title,
-        kind: r.kind,
-        tags: r.tags,
-        updated: r.updatedOn,
-      })),
+      items: rows.map(docSummary),
       count: rows.length,
       total,
       truncated: end < total,

@@ -1,5 +1,6 @@
 import { defineTool, untrusted, untrustedTextSchema } from '@bulkhead/core';
 import { z } from 'zod';
+import { docSummary, docSummarySchema } from '../doc-summary.ts';
 import { DOC_KINDS, searchDocuments } from '../queries.ts';
 
 export const searchDocs = defineTool({
@@ -22,16 +23,7 @@ export const searchDocs = defineTool({
     limit: z.number().int().min(1).max(20).default(5).describe('Hits to return.'),
   }),
   output: z.object({
-    hits: z.array(
-      z.object({
-        doc_id: z.string(),
-        title: z.string(),
-        kind: z.enum(DOC_KINDS),
-        tags: z.array(z.string()),
-        updated: z.string().nullable(),
-        snippet: untrustedTextSchema,
-      }),
-    ),
+    hits: z.array(docSummarySchema.extend({ snippet: untrustedTextSchema })),
     count: z.number(),
     truncated: z.boolean(),
   }),
@@ -47,11 +39,7 @@ export const searchDocs = defineTool({
     let rows = await searchDocuments(ctx.sql, { query, kind, limit: limit + 1 });
     if (!rows.length) rows = await searchDocuments(ctx.sql, { query, kind, limit: limit + 1, anyWord: true });
     const hits = rows.slice(0, limit).map((r) => ({
-      doc_id: r.id,
-      title: r.title,
-      kind: r.kind,
-      tags: r.tags,
-      updated: r.updatedOn,
+      ...docSummary(r),
       snippet: untrusted(r.snippet, { source: `document ${r.id}` }),
     }));
     return { hits, count: hits.length, truncated: rows.length > limit };
