@@ -20,9 +20,20 @@ const discard: AuditWriter = {
 };
 
 async function measure(audit: AuditWriter | undefined, token: string, calls: number): Promise<number[]> {
-  const server = await startTestServer(devKnowledgeServer, { sql: db.sql, rateLimitPerMinute: 0, ...(audit ? { audit } : {}) });
-  const client = new Client({ name: 'bench', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  await client.connect(new StreamableHTTPClientTransport(server.url, { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  const server = await startTestServer(devKnowledgeServer, {
+    sql: db.sql,
+    rateLimitPerMinute: 0,
+    ...(audit ? { audit } : {}),
+  });
+  const client = new Client(
+    { name: 'bench', version: '1' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(server.url, {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }),
+  );
   const times: number[] = [];
   for (let i = 0; i < calls + 20; i++) {
     const t = performance.now();

@@ -19,15 +19,29 @@ afterEach(async () => {
 });
 
 function client(url: URL, token: string) {
-  const c = new Client({ name: 'audit-test', version: '9.9.9' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  return { c, connect: () => c.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${token}` } } })) };
+  const c = new Client(
+    { name: 'audit-test', version: '9.9.9' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  return {
+    c,
+    connect: () =>
+      c.connect(
+        new StreamableHTTPClientTransport(url, {
+          requestInit: { headers: { Authorization: `Bearer ${token}` } },
+        }),
+      ),
+  };
 }
 
 describe('the audit log under load', () => {
   it('records exactly 1,000 events for 1,000 concurrent calls across two server processes, and the chain verifies', async () => {
     const token = await issueTestToken(db.sql, devKnowledgeServer);
     const env = { BULKHEAD_RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: 'warn' };
-    const servers: ServerProcess[] = await Promise.all([spawnServer('dev-knowledge', db.url, env), spawnServer('dev-knowledge', db.url, env)]);
+    const servers: ServerProcess[] = await Promise.all([
+      spawnServer('dev-knowledge', db.url, env),
+      spawnServer('dev-knowledge', db.url, env),
+    ]);
     try {
       const clients = servers.map((s) => client(s.url, token));
       await Promise.all(clients.map((k) => k.connect()));
@@ -36,16 +50,25 @@ describe('the audit log under load', () => {
         const { c } = clients[i % 2]!;
         switch (Math.floor(i / 2) % 4) {
           case 0:
-            return (await c.callTool({ name: 'search_docs', arguments: { query: 'token rotation' } })).isError ? 'bad' : 'ok';
+            return (await c.callTool({ name: 'search_docs', arguments: { query: 'token rotation' } })).isError
+              ? 'bad'
+              : 'ok';
           case 1:
-            return (await c.callTool({ name: 'search_docs', arguments: { query: 'x y', kind: 'blog' } })).isError ? 'invalid_arguments' : 'bad';
+            return (await c.callTool({ name: 'search_docs', arguments: { query: 'x y', kind: 'blog' } }))
+              .isError
+              ? 'invalid_arguments'
+              : 'bad';
           case 2:
             return c.callTool({ name: 'drop_tables', arguments: {} }).then(
               () => 'bad',
               (err: { code?: number }) => (err.code === -32602 ? 'unknown_tool' : 'bad'),
             );
           default: {
-            const res = await fetch(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+            const res = await fetch(server.url, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: '{}',
+            });
             return res.status === 401 ? 'unauthorized' : 'bad';
           }
         }
@@ -70,7 +93,12 @@ describe('the audit log under load', () => {
     const reports = await verifyChains(db.sql);
     expect(reports).toEqual([{ server: 'dev-knowledge', events: 1000, checkpoint: null, break: null }]);
     const [ok] = await db.sql`select * from audit_events where outcome = 'ok' limit 1`;
-    expect(ok).toMatchObject({ tool: 'search_docs', client_name: 'audit-test', client_version: '9.9.9', method: 'tools/call' });
+    expect(ok).toMatchObject({
+      tool: 'search_docs',
+      client_name: 'audit-test',
+      client_version: '9.9.9',
+      method: 'tools/call',
+    });
     expect(ok!.arguments).toEqual({ query: 'token rotation' });
     expect(ok!.result_summary).toEqual({ hits_count: 0, count: 0, truncated: false });
   }, 120_000);
@@ -82,14 +110,17 @@ describe('tamper evidence', () => {
     const server = await startTestServer(devKnowledgeServer, { sql: db.sql });
     const k = client(server.url, token);
     await k.connect();
-    for (let i = 0; i < n; i++) await k.c.callTool({ name: 'search_docs', arguments: { query: `query number ${i}` } });
+    for (let i = 0; i < n; i++)
+      await k.c.callTool({ name: 'search_docs', arguments: { query: `query number ${i}` } });
     await k.c.close();
     await server.close();
   }
 
   it('refuses UPDATE, DELETE and TRUNCATE', async () => {
     await fill(2);
-    await expect(db.sql`update audit_events set outcome = 'ok'`).rejects.toThrow(/append-only: UPDATE refused/);
+    await expect(db.sql`update audit_events set outcome = 'ok'`).rejects.toThrow(
+      /append-only: UPDATE refused/,
+    );
     await expect(db.sql`delete from audit_events`).rejects.toThrow(/append-only: DELETE refused/);
     await expect(db.sql`truncate audit_events`).rejects.toThrow(/append-only: TRUNCATE refused/);
   });
@@ -101,13 +132,21 @@ describe('tamper evidence', () => {
     await db.sql`alter table audit_events disable trigger audit_events_append_only_row`;
     await db.sql`update audit_events set arguments = '{"query":"something harmless"}' where server = 'dev-knowledge' and chain_seq = 4`;
     const [changed] = await verifyChains(db.sql);
-    expect(changed!.break).toMatchObject({ server: 'dev-knowledge', chainSeq: 4, reason: 'event content does not match its hash (changed)' });
+    expect(changed!.break).toMatchObject({
+      server: 'dev-knowledge',
+      chainSeq: 4,
+      reason: 'event content does not match its hash (changed)',
+    });
 
     await db.sql`update audit_events set arguments = '{"query":"query number 3"}' where server = 'dev-knowledge' and chain_seq = 4`;
     expect((await verifyChains(db.sql))[0]!.break).toBeNull();
     await db.sql`delete from audit_events where server = 'dev-knowledge' and chain_seq = 2`;
     const [removed] = await verifyChains(db.sql);
-    expect(removed!.break).toMatchObject({ chainSeq: 2, seq: null, reason: 'event at chain position 2 is missing (next present is 3)' });
+    expect(removed!.break).toMatchObject({
+      chainSeq: 2,
+      seq: null,
+      reason: 'event at chain position 2 is missing (next present is 3)',
+    });
   });
 });
 
@@ -134,7 +173,12 @@ describe('secrets', () => {
           description: 'Stores an IBAN.',
           scope: 'vault:write',
           input: z.object({ owner: z.string(), iban: secret(z.string().min(10)) }),
-          annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+          annotations: {
+            readOnlyHint: false,
+            destructiveHint: false,
+            idempotentHint: true,
+            openWorldHint: false,
+          },
           handler: async ({ owner }, ctx) => {
             ctx.logger.info({ owner }, 'stored');
             return `stored for ${owner}`;
@@ -147,11 +191,17 @@ describe('secrets', () => {
     const k = client(server.url, token);
     await k.connect();
     const iban = 'DE89370400440532013000';
-    expect((await k.c.callTool({ name: 'store_iban', arguments: { owner: 'Ana', iban } })).isError).toBeFalsy();
-    expect((await k.c.callTool({ name: 'store_iban', arguments: { owner: 'Ana', iban: 'short' } })).isError).toBe(true);
+    expect(
+      (await k.c.callTool({ name: 'store_iban', arguments: { owner: 'Ana', iban } })).isError,
+    ).toBeFalsy();
+    expect(
+      (await k.c.callTool({ name: 'store_iban', arguments: { owner: 'Ana', iban: 'short' } })).isError,
+    ).toBe(true);
     await k.c.close();
     await server.close();
-    const dump = await db.sql<{ text: string }[]>`select string_agg(to_jsonb(a)::text, ' ') as text from audit_events a`;
+    const dump = await db.sql<
+      { text: string }[]
+    >`select string_agg(to_jsonb(a)::text, ' ') as text from audit_events a`;
     expect(dump[0]!.text).not.toContain(iban);
     expect(dump[0]!.text).not.toContain('"short"');
     const [ok] = await db.sql`select arguments from audit_events where outcome = 'ok'`;
@@ -169,16 +219,33 @@ describe('refusals', () => {
     const narrow = await issueTestToken(db.sql, devKnowledgeServer, { scopes: ['other:read'] });
     const server = await startTestServer(devKnowledgeServer, { sql: db.sql, maxBodyBytes: 2048 });
     const post = (headers: Record<string, string>, body: string) =>
-      fetch(server.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body });
-    const call = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search_docs', arguments: { query: 'x y' } } });
+      fetch(server.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...headers,
+        },
+        body,
+      });
+    const call = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'search_docs', arguments: { query: 'x y' } },
+    });
     expect((await post({}, call)).status).toBe(401);
-    expect((await post({ authorization: `Bearer ${token}`, origin: 'https://evil.example' }, call)).status).toBe(403);
+    expect(
+      (await post({ authorization: `Bearer ${token}`, origin: 'https://evil.example' }, call)).status,
+    ).toBe(403);
     const scoped = await post({ authorization: `Bearer ${narrow}` }, call);
     expect(scoped.status).toBe(403);
     expect(scoped.headers.get('www-authenticate')).toBe(
       'Bearer realm="dev-knowledge", error="insufficient_scope", scope="docs:read", error_description="The token lacks the scope docs:read"',
     );
-    expect((await post({ authorization: `Bearer ${token}` }, JSON.stringify({ pad: 'x'.repeat(5000) }))).status).toBe(413);
+    expect(
+      (await post({ authorization: `Bearer ${token}` }, JSON.stringify({ pad: 'x'.repeat(5000) }))).status,
+    ).toBe(413);
     await server.close();
     const rows = await db.sql<{ outcome: string; reason: string; status: number; tool: string | null }[]>`
       select outcome, result_summary->>'reason' as reason, (result_summary->>'status')::int as status, tool
@@ -206,7 +273,12 @@ describe('when the audit log cannot be written', () => {
           description: 'Changes.',
           scope: 't:write',
           input: z.object({}),
-          annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+          annotations: {
+            readOnlyHint: false,
+            destructiveHint: true,
+            idempotentHint: false,
+            openWorldHint: false,
+          },
           handler: async () => {
             ran++;
             return 'changed';
@@ -218,7 +290,12 @@ describe('when the audit log cannot be written', () => {
           description: 'Reads.',
           scope: 't:read',
           input: z.object({}),
-          annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+          annotations: {
+            readOnlyHint: true,
+            destructiveHint: false,
+            idempotentHint: true,
+            openWorldHint: false,
+          },
           handler: async () => 'the thing',
         }),
       ],
@@ -226,7 +303,9 @@ describe('when the audit log cannot be written', () => {
     const token = await issueTestToken(db.sql, def);
     const role = `bh_noaudit_${Math.random().toString(36).slice(2, 8)}`;
     await db.sql.unsafe(`create role ${role} login password 'pw-${role}'`);
-    await db.sql.unsafe(`grant select, update on all tables in schema public to ${role}; grant insert on bulkhead_rate_limits to ${role}`);
+    await db.sql.unsafe(
+      `grant select, update on all tables in schema public to ${role}; grant insert on bulkhead_rate_limits to ${role}`,
+    );
     const url = new URL(db.url);
     url.username = role;
     url.password = `pw-${role}`;
@@ -238,7 +317,12 @@ describe('when the audit log cannot be written', () => {
       const write = await k.c.callTool({ name: 'change_thing', arguments: {} });
       expect(write).toMatchObject({
         isError: true,
-        content: [{ type: 'text', text: 'The audit log is unavailable, so this action was not carried out. Nothing changed; try again later.' }],
+        content: [
+          {
+            type: 'text',
+            text: 'The audit log is unavailable, so this action was not carried out. Nothing changed; try again later.',
+          },
+        ],
       });
       expect(ran).toBe(0);
       const read = await k.c.callTool({ name: 'read_thing', arguments: {} });

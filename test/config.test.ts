@@ -12,5 +12,10 @@ it('a server with a bad environment does not start and says why, one line per pr
   expect(run.status).toBe(1);
   const lines = run.stderr.trim().split('\n');
   expect(lines[0]).toBe('dev-knowledge: invalid configuration:');
-  expect(lines.slice(1).map((l) => l.trim().split(':')[0]).sort()).toEqual(['BULKHEAD_MAX_BODY_BYTES', 'PORT']);
+  expect(
+    lines
+      .slice(1)
+      .map((l) => l.trim().split(':')[0])
+      .sort(),
+  ).toEqual(['BULKHEAD_MAX_BODY_BYTES', 'PORT']);
 });

@@ -26,12 +26,23 @@ export interface ServerProcess {
 }
 
 /** Starts `servers/<name>/src/main.ts` on a free port against `databaseUrl` and waits for /healthz. */
-export async function spawnServer(name: string, databaseUrl: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+export async function spawnServer(
+  name: string,
+  databaseUrl: string,
+  env: Record<string, string> = {},
+): Promise<ServerProcess> {
   const port = await freePort();
   let output = '';
   const child = spawn(process.execPath, ['--import', 'tsx', `${root}servers/${name}/src/main.ts`], {
     cwd: `${root}servers/${name}`,
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), BULKHEAD_MIGRATE: 'false', LOG_LEVEL: 'info', ...env },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      BULKHEAD_MIGRATE: 'false',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));

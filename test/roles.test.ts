@@ -24,16 +24,26 @@ it('a server role may append to the audit log but not change, delete or truncate
   try {
     const audit = createAuditWriter(sql);
     await audit.check();
-    const event = await audit.append({ server: 'admin', method: 'tools/call', outcome: 'ok', requestId: 'r1', durationMs: 3 });
+    const event = await audit.append({
+      server: 'admin',
+      method: 'tools/call',
+      outcome: 'ok',
+      requestId: 'r1',
+      durationMs: 3,
+    });
     expect(event.chainSeq).toBe(1);
-    await expect(sql`update audit_events set outcome = 'tool_error'`).rejects.toThrow(/permission denied for table audit_events/);
+    await expect(sql`update audit_events set outcome = 'tool_error'`).rejects.toThrow(
+      /permission denied for table audit_events/,
+    );
     await expect(sql`delete from audit_events`).rejects.toThrow(/permission denied for table audit_events/);
     await expect(sql`truncate audit_events`).rejects.toThrow(/permission denied for table audit_events/);
-    await expect(sql`insert into bulkhead_tokens (id, server, label, secret_hash, created_by) values ('x', 'admin', 'x', '\\x00', 'x')`).rejects.toThrow(
+    await expect(
+      sql`insert into bulkhead_tokens (id, server, label, secret_hash, created_by) values ('x', 'admin', 'x', '\\x00', 'x')`,
+    ).rejects.toThrow(/permission denied for table bulkhead_tokens/);
+    await sql`update bulkhead_tokens set last_used_at = now() where id = 'none'`;
+    await expect(sql`update bulkhead_tokens set revoked_at = null`).rejects.toThrow(
       /permission denied for table bulkhead_tokens/,
     );
-    await sql`update bulkhead_tokens set last_used_at = now() where id = 'none'`;
-    await expect(sql`update bulkhead_tokens set revoked_at = null`).rejects.toThrow(/permission denied for table bulkhead_tokens/);
   } finally {
     await sql.end();
   }

@@ -20,13 +20,29 @@ interface Started {
 }
 
 async function start(): Promise<Started> {
-  const env = { ...process.env, BULKHEAD_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    BULKHEAD_DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+  };
   delete env.DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'packages/cli/src/main.ts'), 'start', '--port-offset', String(OFFSET), '--quiet'], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(root, 'packages/cli/src/main.ts'),
+      'start',
+      '--port-offset',
+      String(OFFSET),
+      '--quiet',
+    ],
+    {
+      cwd: root,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -50,20 +66,30 @@ it('pnpm start brings up the embedded database, demo data and every server, and 
   dataDir = await mkdtemp(join(tmpdir(), 'bulkhead-start-'));
   const first = await start();
   const out = first.stdout();
-  for (const [name, port] of [['admin', 3101], ['customer', 3102], ['dev-knowledge', 3103]] as const) {
+  for (const [name, port] of [
+    ['admin', 3101],
+    ['customer', 3102],
+    ['dev-knowledge', 3103],
+  ] as const) {
     expect(out).toContain(`${name.padEnd(14)} http://127.0.0.1:${port + OFFSET}/mcp`);
   }
   const token = /^ {2}dev-knowledge +(bh_dev-knowledge_\S+)$/m.exec(out)?.[1];
   expect(token).toBeDefined();
   expect(existsSync(join(dataDir, 'database.url'))).toBe(true);
 
-  const client = new Client({ name: 'start-test', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  const client = new Client(
+    { name: 'start-test', version: '1' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
   await client.connect(
     new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${3103 + OFFSET}/mcp`), {
       requestInit: { headers: { Authorization: `Bearer ${token}` } },
     }),
   );
-  const result = await client.callTool({ name: 'search_docs', arguments: { query: 'rotate a leaked token' } });
+  const result = await client.callTool({
+    name: 'search_docs',
+    arguments: { query: 'rotate a leaked token' },
+  });
   expect(result.isError).toBeFalsy();
   expect((result.structuredContent as { count: number }).count).toBeGreaterThan(0);
   await client.close();
@@ -78,7 +104,11 @@ it('pnpm start brings up the embedded database, demo data and every server, and 
   expect(second.stdout()).not.toContain('Demo tokens');
   const res = await fetch(`http://127.0.0.1:${3103 + OFFSET}/mcp`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
   });
   expect(res.status).not.toBe(401);

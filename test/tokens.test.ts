@@ -8,7 +8,12 @@ import { customerServer } from '../servers/customer/src/server.ts';
 import { devKnowledgeServer } from '../servers/dev-knowledge/src/server.ts';
 
 /** Each server with a read tool call that succeeds on the demo data. */
-const SERVERS: { def: ServerDefinition; customerId: string | null; tool: string; args: Record<string, unknown> }[] = [
+const SERVERS: {
+  def: ServerDefinition;
+  customerId: string | null;
+  tool: string;
+  args: Record<string, unknown>;
+}[] = [
   { def: adminServer, customerId: null, tool: 'find_customers', args: { query: 'C-1001' } },
   { def: customerServer, customerId: 'C-1001', tool: 'get_account_balance', args: {} },
   { def: devKnowledgeServer, customerId: null, tool: 'search_docs', args: { query: 'token rotation' } },
@@ -32,7 +37,12 @@ afterAll(async () => {
 });
 
 function rpcCall(tool: string, args: Record<string, unknown>) {
-  return JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: tool, arguments: args } });
+  return JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: { name: tool, arguments: args },
+  });
 }
 
 async function post(url: URL, auth: string | undefined, body: string): Promise<Response> {
@@ -48,8 +58,17 @@ async function post(url: URL, auth: string | undefined, body: string): Promise<R
 }
 
 function connect(url: URL, token: string): Promise<Client> {
-  const client = new Client({ name: 'matrix', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  return client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${token}` } } })).then(() => client);
+  const client = new Client(
+    { name: 'matrix', version: '1' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  return client
+    .connect(
+      new StreamableHTTPClientTransport(url, {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    )
+    .then(() => client);
 }
 
 /** Events of calls that reached a handler or a gate. */
@@ -69,7 +88,11 @@ describe.each(SERVERS)('the token matrix on $def.name', ({ def, customerId, tool
     const revoked = await issueTestToken(db.sql, def, { customerId, label: 'revoked' });
     const [revokedId] = revoked.split('_').slice(2, 3);
     await revokeToken(db.sql, revokedId!);
-    const expired = await issueTestToken(db.sql, def, { customerId, label: 'expired', expiresAt: new Date(Date.now() - 1000) });
+    const expired = await issueTestToken(db.sql, def, {
+      customerId,
+      label: 'expired',
+      expiresAt: new Date(Date.now() - 1000),
+    });
     const narrow = await issueTestToken(db.sql, def, { customerId, label: 'narrow', scopes: [otherScope] });
     const others = SERVERS.filter((s) => s.def.name !== def.name).map((s) => own.get(s.def.name)!);
     const body = rpcCall(tool, args);
@@ -81,7 +104,15 @@ describe.each(SERVERS)('the token matrix on $def.name', ({ def, customerId, tool
     const ranBefore = await ranCount(def.name);
 
     const cases: [string, string | undefined, URL, number][] = [
-      ...others.map((t, i) => [`another server's token #${i + 1}`, `Bearer ${t}`, server.url, 401] as [string, string, URL, number]),
+      ...others.map(
+        (t, i) =>
+          [`another server's token #${i + 1}`, `Bearer ${t}`, server.url, 401] as [
+            string,
+            string,
+            URL,
+            number,
+          ],
+      ),
       ['revoked', `Bearer ${revoked}`, server.url, 401],
       ['expired', `Bearer ${expired}`, server.url, 401],
       ['wrong scopes', `Bearer ${narrow}`, server.url, 403],
@@ -95,8 +126,12 @@ describe.each(SERVERS)('the token matrix on $def.name', ({ def, customerId, tool
       const res = await post(url, auth, body);
       statuses[name] = res.status;
       const challenge = res.headers.get('www-authenticate') ?? '';
-      if (res.status === 401) expect(challenge).toMatch(/^Bearer realm="[a-z-]+", error="invalid_token", error_description="/);
-      if (res.status === 403) expect(challenge).toContain(`error="insufficient_scope", scope="${def.catalog.byName.get(tool)!.scope}"`);
+      if (res.status === 401)
+        expect(challenge).toMatch(/^Bearer realm="[a-z-]+", error="invalid_token", error_description="/);
+      if (res.status === 403)
+        expect(challenge).toContain(
+          `error="insufficient_scope", scope="${def.catalog.byName.get(tool)!.scope}"`,
+        );
     }
     expect(statuses).toEqual(Object.fromEntries(cases.map(([name, , , status]) => [name, status])));
     expect(await ranCount(def.name)).toBe(ranBefore);
@@ -117,7 +152,9 @@ describe('separation', () => {
     expect(tools.map((t) => t.name).sort()).toEqual([...customerServer.catalog.byName.keys()].sort());
     for (const adminTool of adminServer.catalog.byName.keys()) {
       if (customerServer.catalog.byName.has(adminTool)) continue;
-      await expect(client.callTool({ name: adminTool, arguments: {} })).rejects.toMatchObject({ code: -32602 });
+      await expect(client.callTool({ name: adminTool, arguments: {} })).rejects.toMatchObject({
+        code: -32602,
+      });
     }
     await client.close();
   });

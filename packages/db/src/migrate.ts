@@ -7,9 +7,11 @@ import type { Sql } from './connect.ts';
  * The folder of numbered SQL files: beside the package's source, or beside a
  * server's bundled `dist/main.js`, where the build copies them.
  */
-export const migrationsDir = [new URL('../migrations/', import.meta.url), new URL('./migrations/', import.meta.url)]
-  .map((u) => fileURLToPath(u))
-  .find((dir) => existsSync(`${dir}/0001_tokens.sql`)) ?? fileURLToPath(new URL('../migrations/', import.meta.url));
+export const migrationsDir =
+  [new URL('../migrations/', import.meta.url), new URL('./migrations/', import.meta.url)]
+    .map((u) => fileURLToPath(u))
+    .find((dir) => existsSync(`${dir}/0001_tokens.sql`)) ??
+  fileURLToPath(new URL('../migrations/', import.meta.url));
 
 /** One migration file: `0003_audit.sql` → version 3. */
 export interface Migration {

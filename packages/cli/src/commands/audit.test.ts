@@ -40,9 +40,14 @@ describe('bulkhead audit', () => {
     expect(readable.code).toBe(0);
     const lines = readable.stdout.trim().split('\n');
     expect(lines).toHaveLength(3);
-    expect(lines[1]).toMatch(/#3 {2}admin {2}send_invoice {2}pending_approval {2}3ms {2}tok123 "Claude on Ana’s laptop" \{"key":"T-1003"/);
+    expect(lines[1]).toMatch(
+      /#3 {2}admin {2}send_invoice {2}pending_approval {2}3ms {2}tok123 "Claude on Ana’s laptop" \{"key":"T-1003"/,
+    );
     const json = await runCli(['audit', 'tail', '--outcome', 'pending_approval', '--json'], env);
-    const events = json.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const events = json.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(events.map((e) => [e.seq, e.tool, e.outcome])).toEqual([[3, 'send_invoice', 'pending_approval']]);
     const bad = await runCli(['audit', 'tail', '--outcome', 'fine'], env);
     expect(bad.code).toBe(2);
@@ -51,17 +56,30 @@ describe('bulkhead audit', () => {
 
   it('exports JSON Lines and CSV, streaming to a file', async () => {
     const jsonl = join(dir, 'out.jsonl');
-    const run = await runCli(['audit', 'export', '--since', '1d', '--format', 'jsonl', '--output', jsonl], env);
+    const run = await runCli(
+      ['audit', 'export', '--since', '1d', '--format', 'jsonl', '--output', jsonl],
+      env,
+    );
     expect(run.code).toBe(0);
     expect(run.stderr).toContain(`Exported 6 events to ${jsonl}.`);
-    const rows = (await readFile(jsonl, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    const rows = (await readFile(jsonl, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(rows.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5, 6]);
-    const csv = await runCli(['audit', 'export', '--since', '2020-01-01', '--format', 'csv', '--server', 'customer'], env);
+    const csv = await runCli(
+      ['audit', 'export', '--since', '2020-01-01', '--format', 'csv', '--server', 'customer'],
+      env,
+    );
     const csvLines = csv.stdout.trim().split('\n');
-    expect(csvLines[0]).toBe('seq,id,at,server,chain_seq,token_id,token_label,client_name,client_version,method,tool,arguments,outcome,result_summary,duration_ms,request_id,approval_id,injection_suspected,prev_hash,hash');
+    expect(csvLines[0]).toBe(
+      'seq,id,at,server,chain_seq,token_id,token_label,client_name,client_version,method,tool,arguments,outcome,result_summary,duration_ms,request_id,approval_id,injection_suspected,prev_hash,hash',
+    );
     expect(csvLines).toHaveLength(4);
     expect(csvLines[1]).toContain(',"{""key"":""T-1002"",""note"":""comma, \\""quoted\\""""}",ok,');
-    expect((await runCli(['audit', 'export', '--format', 'csv'], env)).stderr).toContain('--since is required');
+    expect((await runCli(['audit', 'export', '--format', 'csv'], env)).stderr).toContain(
+      '--since is required',
+    );
   });
 
   it('verifies, names a broken position, and prunes with a checkpoint that still verifies', async () => {
@@ -81,12 +99,16 @@ describe('bulkhead audit', () => {
     await db.sql`update audit_events set duration_ms = 4 where server = 'customer' and chain_seq = 2`;
     await db.sql`alter table audit_events enable trigger audit_events_append_only_row`;
 
-    const pruned = await runCli(['audit', 'prune', '--before', new Date(Date.now() + 86_400_000).toISOString(), '--json'], env);
+    const pruned = await runCli(
+      ['audit', 'prune', '--before', new Date(Date.now() + 86_400_000).toISOString(), '--json'],
+      env,
+    );
     expect(pruned.code).toBe(2);
     expect(pruned.stderr).toContain('--before lies in the future');
 
     // Prune at the time of admin's third event: its first two go, the rest of every chain stays.
-    const cut = (await db.sql`select at from audit_events where server = 'admin' and chain_seq = 3`)[0]!.at as Date;
+    const cut = (await db.sql`select at from audit_events where server = 'admin' and chain_seq = 3`)[0]!
+      .at as Date;
     const real = await runCli(['audit', 'prune', '--before', cut.toISOString(), '--json'], env);
     expect(real.code).toBe(0);
     expect(JSON.parse(real.stdout)).toEqual(

@@ -1,7 +1,16 @@
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
-import { OUTCOMES, pruneEvents, readRecent, streamEvents, verifyChains, type AuditEvent, type AuditFilter, type Outcome } from '@bulkhead/audit';
+import {
+  OUTCOMES,
+  pruneEvents,
+  readRecent,
+  streamEvents,
+  verifyChains,
+  type AuditEvent,
+  type AuditFilter,
+  type Outcome,
+} from '@bulkhead/audit';
 import { auditKey } from '../audit-key.ts';
 import { group, parse, type Command } from '../command.ts';
 import { withDatabase } from '../database.ts';
@@ -17,7 +26,14 @@ const filterOptions = {
   since: { type: 'string' },
 } as const;
 
-function filterFrom(values: { server?: string; token?: string; tool?: string; outcome?: string; since?: string; until?: string }): AuditFilter {
+function filterFrom(values: {
+  server?: string;
+  token?: string;
+  tool?: string;
+  outcome?: string;
+  since?: string;
+  until?: string;
+}): AuditFilter {
   if (values.outcome && !(OUTCOMES as readonly string[]).includes(values.outcome)) {
     throw new UsageError(`--outcome: "${values.outcome}" is not an outcome; one of: ${OUTCOMES.join(', ')}`);
   }
@@ -91,7 +107,8 @@ Options:
       json: { type: 'boolean', default: false },
     });
     const limit = Number(values.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new UsageError('--limit: a whole number from 1 to 1000');
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+      throw new UsageError('--limit: a whole number from 1 to 1000');
     const filter = filterFrom(values);
     const print = (e: AuditEvent) => io.out(values.json ? JSON.stringify(eventJson(e)) : line(e));
     return withDatabase(env, io, async ({ sql }) => {
@@ -101,7 +118,9 @@ Options:
         if (!recent.length && !values.json) io.err('No events match.');
         return 0;
       }
-      let last = recent.at(-1)?.seq ?? Number((await sql`select coalesce(max(seq), 0) as seq from audit_events`)[0]!.seq);
+      let last =
+        recent.at(-1)?.seq ??
+        Number((await sql`select coalesce(max(seq), 0) as seq from audit_events`)[0]!.seq);
       let running = true;
       process.once('SIGINT', () => (running = false));
       while (running) {
@@ -116,7 +135,28 @@ Options:
   },
 };
 
-const CSV_COLUMNS = ['seq', 'id', 'at', 'server', 'chain_seq', 'token_id', 'token_label', 'client_name', 'client_version', 'method', 'tool', 'arguments', 'outcome', 'result_summary', 'duration_ms', 'request_id', 'approval_id', 'injection_suspected', 'prev_hash', 'hash'] as const;
+const CSV_COLUMNS = [
+  'seq',
+  'id',
+  'at',
+  'server',
+  'chain_seq',
+  'token_id',
+  'token_label',
+  'client_name',
+  'client_version',
+  'method',
+  'tool',
+  'arguments',
+  'outcome',
+  'result_summary',
+  'duration_ms',
+  'request_id',
+  'approval_id',
+  'injection_suspected',
+  'prev_hash',
+  'hash',
+] as const;
 
 function csvCell(value: unknown): string {
   if (value === null || value === undefined) return '';
@@ -150,7 +190,8 @@ Options:
       output: { type: 'string' },
     });
     if (!values.since) throw new UsageError('--since is required (e.g. --since 30d or --since 2026-11-01)');
-    if (values.format !== 'jsonl' && values.format !== 'csv') throw new UsageError(`--format: "${values.format}" is not jsonl or csv`);
+    if (values.format !== 'jsonl' && values.format !== 'csv')
+      throw new UsageError(`--format: "${values.format}" is not jsonl or csv`);
     const filter = filterFrom(values);
     return withDatabase(env, io, async ({ sql }) => {
       const out: Writable = values.output ? createWriteStream(values.output) : process.stdout;
@@ -158,14 +199,21 @@ Options:
       let count = 0;
       for await (const e of streamEvents(sql, filter)) {
         const row = eventJson(e);
-        await write(out, values.format === 'csv' ? `${CSV_COLUMNS.map((c) => csvCell(row[c])).join(',')}\n` : `${JSON.stringify(row)}\n`);
+        await write(
+          out,
+          values.format === 'csv'
+            ? `${CSV_COLUMNS.map((c) => csvCell(row[c])).join(',')}\n`
+            : `${JSON.stringify(row)}\n`,
+        );
         if (++count % 10_000 === 0) io.progress(`exported ${count} events`);
       }
       if (values.output) {
         out.end();
         await once(out, 'finish');
       }
-      io.err(`Exported ${count} event${count === 1 ? '' : 's'}${values.output ? ` to ${values.output}` : ''}.`);
+      io.err(
+        `Exported ${count} event${count === 1 ? '' : 's'}${values.output ? ` to ${values.output}` : ''}.`,
+      );
       return 0;
     });
   },
@@ -218,19 +266,28 @@ audit key (BULKHEAD_AUDIT_KEY, or a key kept in the data dir) — so that
 \`audit verify\` still passes on what remains.`,
   async run(argv, { env, io }) {
     const { values } = parse(argv, { before: { type: 'string' }, json: { type: 'boolean', default: false } });
-    if (!values.before) throw new UsageError('--before is required (e.g. --before 2026-01-01 or --before 365d)');
+    if (!values.before)
+      throw new UsageError('--before is required (e.g. --before 2026-01-01 or --before 365d)');
     const before = parseInstant(values.before, '--before');
-    if (before > new Date()) throw new UsageError('--before lies in the future; that would remove events not yet old');
+    if (before > new Date())
+      throw new UsageError('--before lies in the future; that would remove events not yet old');
     const key = await auditKey(env, true);
     if (!key) throw new CliError('no audit key');
     return withDatabase(env, io, async ({ sql }) => {
       const results = await pruneEvents(sql, before, key);
       if (values.json) io.out(JSON.stringify(results));
       else if (!results.length) io.out(`No events before ${when(before)} UTC.`);
-      else for (const r of results) io.out(`${r.server}: removed ${r.removed} events; checkpoint at chain position ${r.checkpoint}.`);
+      else
+        for (const r of results)
+          io.out(`${r.server}: removed ${r.removed} events; checkpoint at chain position ${r.checkpoint}.`);
       return 0;
     });
   },
 };
 
-export const auditCommand = group('audit', 'Read, export, verify and prune the audit log.', [tail, exportCommand, verify, prune]);
+export const auditCommand = group('audit', 'Read, export, verify and prune the audit log.', [
+  tail,
+  exportCommand,
+  verify,
+  prune,
+]);

@@ -56,7 +56,8 @@ Options:
       quiet: { type: 'boolean', default: false },
     });
     const offset = Number(values['port-offset']);
-    if (!Number.isInteger(offset) || offset < 0 || offset > 60_000) throw new UsageError('--port-offset: a whole number from 0 to 60000');
+    if (!Number.isInteger(offset) || offset < 0 || offset > 60_000)
+      throw new UsageError('--port-offset: a whole number from 0 to 60000');
     let servers = discoverServers().map((s) => ({ ...s, port: s.port + offset }));
     if (values.only) {
       const only = values.only.split(',').map((s) => s.trim());
