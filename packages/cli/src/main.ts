@@ -35,7 +35,10 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   try {
-    return await command.run(rest, { env: loadEnv(), io });
+    const env = loadEnv();
+    // pnpm runs scripts in packages/cli; relative paths (--output, folders) mean where the user typed the command.
+    process.chdir(env.cwd);
+    return await command.run(rest, { env, io });
   } catch (err) {
     if (err instanceof UsageError) {
       io.err(`bulkhead ${name}: ${err.message}\nRun \`bulkhead ${name} --help\` for usage.`);

@@ -1,3 +1,5 @@
+// eslint-disable-next-line @typescript-eslint/triple-slash-reference -- the ambient declaration must travel with this file into every package that compiles it
+/// <reference path="./async-exit-hook.d.ts" />
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, chown, mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
