@@ -24,12 +24,33 @@ export interface ToolCatalog {
   visible(scopes: readonly string[]): ToolListing[];
 }
 
+const SAFE_INTEGER = Number.MAX_SAFE_INTEGER;
+
+/**
+ * Drops what costs characters on every tools/list and tells a client nothing:
+ * zod's default integer bounds (±2^53-1) everywhere, and `additionalProperties:
+ * false` on output objects (a client validating a result needs the fields, not
+ * a ban on extra ones; input objects keep their strictness).
+ */
+function lean(node: unknown, io: 'input' | 'output'): unknown {
+  if (Array.isArray(node)) return node.map((n) => lean(n, io));
+  if (!node || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
+    if (key === '$schema') continue;
+    if ((key === 'minimum' && value === -SAFE_INTEGER) || (key === 'maximum' && value === SAFE_INTEGER))
+      continue;
+    if (io === 'output' && key === 'additionalProperties' && value === false) continue;
+    out[key] = lean(value, io);
+  }
+  return out;
+}
+
+/** A tool schema as JSON Schema, leaned. */
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> & { type: 'object' } {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<
-    string,
-    unknown
-  >;
-  return rest as Record<string, unknown> & { type: 'object' };
+  return lean(z.toJSONSchema(schema, { io, unrepresentable: 'any' }), io) as Record<string, unknown> & {
+    type: 'object';
+  };
 }
 
 /** Precomputes listings and JSON schemas; rejects duplicate names. */

@@ -11,9 +11,9 @@ export const adminServer = createServer({
     'Customers, invoices and helpdesk tickets for the operators; answers, invoices, credit notes and contact changes wait for a person’s approval.',
   icons: icons.invoice,
   tools,
-  // Raised on purpose from the kit's 6,000, which this server cannot meet without dropping required parts:
-  // twelve tools measure ~21,700 characters, of which ~4,000 are the kit's (get_approval_status and the
-  // pending_approval output schema of the four gated tools), ~9,000 output schemas, ~1,800 icons and
-  // ~1,400 annotations. Names, annotations and icons alone come to ~4,000. This budget keeps it from growing unnoticed.
-  toolsBudgetChars: 22_000,
+  // Raised on purpose from the kit's 6,000, which twelve tools cannot meet without dropping required parts:
+  // the list measures 21,115 characters, of which ~4,000 are the kit's (get_approval_status and the
+  // pending_approval output schema of the four gated tools), ~8,400 output schemas, ~1,800 icons and
+  // ~1,400 annotations. The budget sits just above the measured size so that growth is noticed.
+  toolsBudgetChars: 21_500,
 });
