@@ -10,6 +10,7 @@ import type { AnyTool, ToolContext } from './define-tool.ts';
 import { ToolError, formatIssues } from './errors.ts';
 import { shapeResult } from './result.ts';
 import { redactArguments } from './secret.ts';
+import { TimeLimitExceeded, withTimeLimit } from './time-limit.ts';
 
 /** The default time limit of a tool call. */
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -47,14 +48,6 @@ export interface CallRequest {
 
 function errorResult(text: string): CallToolResult {
   return { content: [{ type: 'text', text }], isError: true };
-}
-
-class Timeout extends Error {}
-
-/** The handler may settle after its deadline: its late rejection must not become an unhandled one. */
-function settleQuietly<T>(promise: Promise<T>): Promise<T> {
-  promise.catch(() => {});
-  return promise;
 }
 
 /**
@@ -118,33 +111,26 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
     }
   }
 
-  const controller = new AbortController();
-  const onClientAbort = () => controller.abort(new Error('client went away'));
-  req.signal?.addEventListener('abort', onClientAbort, { once: true });
-  const ctx: ToolContext = {
+  const timeoutMs = tool.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const context = (signal: AbortSignal): ToolContext => ({
     access: req.access,
     sql: kit.sql,
     logger,
-    signal: controller.signal,
+    signal,
     server: kit.server,
     requestId: req.requestId,
-  };
-  const timeoutMs = tool.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(new Timeout());
-      controller.abort(new Timeout('time limit'));
-    }, timeoutMs);
   });
 
   try {
     if (tool.approval) {
       if (!kit.approvals) throw new Error(`tool ${tool.name} is gated but this server has no approval store`);
-      const gated = await Promise.race([
-        settleQuietly(kit.approvals.request({ tool, args: parsed.data, redacted: base.arguments, ctx })),
-        deadline,
-      ]);
+      const approvals = kit.approvals;
+      const gated = await withTimeLimit(
+        timeoutMs,
+        (signal) =>
+          approvals.request({ tool, args: parsed.data, redacted: base.arguments, ctx: context(signal) }),
+        req.signal,
+      );
       const shaped = shapeResult(
         { ...tool, output: pendingApprovalOutput },
         gated.result,
@@ -155,14 +141,18 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
         resultSummary: shaped.summary,
       });
     }
-    const value = await Promise.race([settleQuietly(tool.handler(parsed.data, ctx)), deadline]);
+    const value = await withTimeLimit(
+      timeoutMs,
+      (signal) => tool.handler(parsed.data, context(signal)),
+      req.signal,
+    );
     const shaped = shapeResult(tool, value, kit.auditFullResults);
     return await finish('ok', shaped.result, {
       resultSummary: shaped.summary,
       injectionSuspected: shaped.injectionSuspected,
     });
   } catch (err) {
-    if (err instanceof Timeout) {
+    if (err instanceof TimeLimitExceeded) {
       const text = `${tool.name} did not finish within ${timeoutMs / 1000} s and was stopped. Try again, or narrow the request.`;
       return finish('timeout', errorResult(text), { resultSummary: { error: text } });
     }
@@ -173,8 +163,5 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
     logger.error({ err, incident }, 'tool failed');
     const text = `Internal error, incident ${incident}. The details are in the server's log under that id; retrying may not help.`;
     return finish('internal_error', errorResult(text), { resultSummary: { error: text, incident } });
-  } finally {
-    clearTimeout(timer);
-    req.signal?.removeEventListener('abort', onClientAbort);
   }
 }

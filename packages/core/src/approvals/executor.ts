@@ -7,6 +7,7 @@ import { DEFAULT_TIMEOUT_MS } from '../call-tool.ts';
 import type { ServerDefinition } from '../create-server.ts';
 import type { AnyTool, ToolContext } from '../define-tool.ts';
 import { ToolError, formatIssues } from '../errors.ts';
+import { TimeLimitExceeded, withTimeLimit } from '../time-limit.ts';
 import { scanUntrusted } from '../untrusted.ts';
 import { auditApproval, unauditedApprovals } from './audit-trail.ts';
 import { expireOverdue } from './decide.ts';
@@ -52,8 +53,6 @@ export interface ApprovalExecutor {
   drain(): Promise<void>;
   stop(): Promise<void>;
 }
-
-class Timeout extends Error {}
 
 /** postgres.js's transaction type, reached through `begin` so that core needs no direct dependency on postgres. */
 type TransactionSql = Parameters<Parameters<Sql['begin']>[1]>[0];
@@ -148,38 +147,30 @@ export function startApprovalExecutor(
 
   async function run(tx: TransactionSql, a: ApprovalRecord, tool: AnyTool, args: unknown): Promise<Outcome> {
     const log = logger.child({ approvalId: a.id, tool: a.tool, requestId: a.requestId });
-    const controller = new AbortController();
     const timeoutMs = tool.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        reject(new Timeout());
-        controller.abort(new Timeout('time limit'));
-      }, timeoutMs);
-    });
     try {
-      const value = await tx.savepoint(async (sp) => {
-        const guarded = guard(sp, controller.signal);
-        const ctx: ToolContext = {
-          access: {
-            tokenId: a.requestedByTokenId ?? 'unknown',
-            label: a.requestedByLabel ?? 'unknown',
+      const value = await tx.savepoint((sp) =>
+        withTimeLimit(timeoutMs, async (signal) => {
+          const guarded = guard(sp, signal);
+          const ctx: ToolContext = {
+            access: {
+              tokenId: a.requestedByTokenId ?? 'unknown',
+              label: a.requestedByLabel ?? 'unknown',
+              server,
+              scopes: a.requestedScopes,
+              customerId: a.customerId,
+            },
+            sql: guarded,
+            logger: log,
+            signal,
             server,
-            scopes: a.requestedScopes,
-            customerId: a.customerId,
-          },
-          sql: guarded,
-          logger: log,
-          signal: controller.signal,
-          server,
-          requestId: a.requestId,
-          outbox: createOutbox(guarded, server, a.id),
-          approval: { id: a.id, decidedBy: a.decidedBy ?? 'unknown' },
-        };
-        const running = tool.handler(args, ctx);
-        running.catch(() => {});
-        return (await Promise.race([running, deadline])) as unknown;
-      });
+            requestId: a.requestId,
+            outbox: createOutbox(guarded, server, a.id),
+            approval: { id: a.id, decidedBy: a.decidedBy ?? 'unknown' },
+          };
+          return (await tool.handler(args, ctx)) as unknown;
+        }),
+      );
       return {
         status: 'executed',
         result: storedForm(scanUntrusted(value).value),
@@ -187,7 +178,7 @@ export function startApprovalExecutor(
         failure: null,
       };
     } catch (err) {
-      if (err instanceof Timeout)
+      if (err instanceof TimeLimitExceeded)
         return {
           status: 'failed',
           result: null,
@@ -204,8 +195,6 @@ export function startApprovalExecutor(
         failure: 'internal_error',
         error: `Internal error, incident ${incident}; none of its changes were kept. The details are in the server's log under that id.`,
       };
-    } finally {
-      clearTimeout(timer);
     }
   }
 
