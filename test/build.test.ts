@@ -1,0 +1,47 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, root } from './helpers.ts';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+describe.each(['admin', 'customer', 'dev-knowledge', 'console'])('the built %s', (name) => {
+  it('bundles to dist/main.js and runs from it with node alone', async () => {
+    const dir = `${root}servers/${name}`;
+    const build = spawnSync(process.execPath, ['../../packages/cli/build-server.mjs'], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
+    expect(build.stdout).toContain('built dist/main.js');
+    expect(build.status).toBe(0);
+    const port = await freePort();
+    const child = spawn(process.execPath, ['dist/main.js'], {
+      cwd: dir,
+      env: { ...process.env, DATABASE_URL: db.url, PORT: String(port), LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    try {
+      let status = 0;
+      for (let i = 0; i < 100 && status !== 200; i++) {
+        status = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+          (r) => r.status,
+          () => 0,
+        );
+        if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect({ status, output }).toEqual({ status: 200, output: '' });
+    } finally {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+});
