@@ -1,6 +1,5 @@
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { issueToken } from '@bulkhead/core';
-import { issueTestToken } from '@bulkhead/core/testing';
+import { connectTestClient, issueTestToken } from '@bulkhead/core/testing';
 import { createTestDatabase, seedDemo, type TestDatabase } from '@bulkhead/db';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -38,15 +37,7 @@ it('send_invoice on the real admin server: pending → approved in the console i
     select i.number, c.email from invoices i join customers c on c.id = i.customer_id
     where i.status = 'draft' order by i.number limit 1`;
   const token = await issueTestToken(db.sql, adminServer, { label: 'Claude Desktop (billing team)' });
-  const client = new Client(
-    { name: 'e2e', version: '1' },
-    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
-  );
-  await client.connect(
-    new StreamableHTTPClientTransport(admin.url, {
-      requestInit: { headers: { Authorization: `Bearer ${token}` } },
-    }),
-  );
+  const client = await connectTestClient(admin.url, token, 'e2e');
 
   const pending = await client.callTool({
     name: 'send_invoice',

@@ -1,7 +1,6 @@
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { AuditWriter } from '@bulkhead/audit';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
-import { issueTestToken, startTestServer } from '@bulkhead/core/testing';
+import { connectTestClient, issueTestToken, startTestServer } from '@bulkhead/core/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { devKnowledgeServer } from '../servers/dev-knowledge/src/server.ts';
 
@@ -25,15 +24,7 @@ async function measure(audit: AuditWriter | undefined, token: string, calls: num
     rateLimitPerMinute: 0,
     ...(audit ? { audit } : {}),
   });
-  const client = new Client(
-    { name: 'bench', version: '1' },
-    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
-  );
-  await client.connect(
-    new StreamableHTTPClientTransport(server.url, {
-      requestInit: { headers: { Authorization: `Bearer ${token}` } },
-    }),
-  );
+  const client = await connectTestClient(server.url, token, 'bench');
   const times: number[] = [];
   for (let i = 0; i < calls + 20; i++) {
     const t = performance.now();

@@ -1,6 +1,5 @@
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { revokeToken, type ServerDefinition } from '@bulkhead/core';
-import { issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
+import { connectTestClient, issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
 import { createTestDatabase, seedDemo, type TestDatabase } from '@bulkhead/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminServer } from '../servers/admin/src/server.ts';
@@ -57,19 +56,7 @@ async function post(url: URL, auth: string | undefined, body: string): Promise<R
   });
 }
 
-function connect(url: URL, token: string): Promise<Client> {
-  const client = new Client(
-    { name: 'matrix', version: '1' },
-    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
-  );
-  return client
-    .connect(
-      new StreamableHTTPClientTransport(url, {
-        requestInit: { headers: { Authorization: `Bearer ${token}` } },
-      }),
-    )
-    .then(() => client);
-}
+const connect = (url: URL, token: string) => connectTestClient(url, token, 'matrix');
 
 /** Events of calls that reached a handler or a gate. */
 async function ranCount(server: string): Promise<number> {

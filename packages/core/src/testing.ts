@@ -1,4 +1,5 @@
 import { serve } from '@hono/node-server';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { AddressInfo } from 'node:net';
 import type { Sql } from '@bulkhead/db';
 import pino from 'pino';
@@ -49,4 +50,40 @@ export async function issueTestToken(
     createdBy: 'test',
   });
   return token;
+}
+
+/** Connects a real 2026-07-28 MCP client to `url` with `token` as its bearer token. */
+export async function connectTestClient(url: URL, token: string, name = 'bulkhead-test'): Promise<Client> {
+  const client = new Client(
+    { name, version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(url, {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }),
+  );
+  return client;
+}
+
+/** A tool result as tests read it. */
+export interface FlatResult {
+  isError: boolean;
+  text: string;
+  structured: Record<string, unknown> | undefined;
+}
+
+/** Calls a tool and flattens the result to `{ isError, text, structured }`. */
+export async function callFlat(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<FlatResult> {
+  const result = await client.callTool({ name, arguments: args });
+  const content = result.content as { type: string; text?: string }[];
+  return {
+    isError: result.isError === true,
+    text: content.map((c) => c.text ?? '').join('\n'),
+    structured: result.structuredContent as Record<string, unknown> | undefined,
+  };
 }

@@ -1,15 +1,18 @@
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { Client } from '@modelcontextprotocol/client';
 import type { HttpAppOptions } from '@bulkhead/core';
-import { issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
+import {
+  callFlat,
+  connectTestClient,
+  issueTestToken,
+  startTestServer,
+  type FlatResult,
+  type TestServer,
+} from '@bulkhead/core/testing';
 import { createTestDatabase, seedDemo, type TestDatabase } from '@bulkhead/db';
 import { adminServer } from './server.ts';
 
 /** A tool result as the tests read it. */
-export interface CallResult {
-  isError: boolean;
-  text: string;
-  structured: Record<string, unknown> | undefined;
-}
+export type CallResult = FlatResult;
 
 /** A seeded database, the admin server on a random port, and an MCP client with a token for it. */
 export interface AdminHarness {
@@ -21,33 +24,11 @@ export interface AdminHarness {
 }
 
 /** Connects a 2026-07-28 client with `token` to `url`. */
-export async function connectClient(url: URL, token: string): Promise<Client> {
-  const client = new Client(
-    { name: 'admin-test', version: '1.0.0' },
-    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
-  );
-  await client.connect(
-    new StreamableHTTPClientTransport(url, {
-      requestInit: { headers: { Authorization: `Bearer ${token}` } },
-    }),
-  );
-  return client;
-}
+export const connectClient = (url: URL, token: string): Promise<Client> =>
+  connectTestClient(url, token, 'admin-test');
 
 /** Calls a tool and flattens the result to `{ isError, text, structured }`. */
-export async function callTool(
-  client: Client,
-  name: string,
-  args: Record<string, unknown> = {},
-): Promise<CallResult> {
-  const result = await client.callTool({ name, arguments: args });
-  const content = result.content as { type: string; text?: string }[];
-  return {
-    isError: result.isError === true,
-    text: content.map((c) => c.text ?? '').join('\n'),
-    structured: result.structuredContent as Record<string, unknown> | undefined,
-  };
-}
+export const callTool = callFlat;
 
 /** Everything a test file needs: a fresh database with the demo data and a connected client. */
 export async function startAdmin(options: Partial<HttpAppOptions> = {}): Promise<AdminHarness> {

@@ -1,14 +1,17 @@
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
+import type { Client } from '@modelcontextprotocol/client';
+import {
+  callFlat,
+  connectTestClient,
+  issueTestToken,
+  startTestServer,
+  type FlatResult,
+  type TestServer,
+} from '@bulkhead/core/testing';
 import { createTestDatabase, seedDemo, type TestDatabase } from '@bulkhead/db';
 import { customerServer } from './server.ts';
 
 /** A tool result as the tests read it. */
-export interface CallResult {
-  isError: boolean;
-  text: string;
-  structured: Record<string, unknown> | undefined;
-}
+export type CallResult = FlatResult;
 
 /** A customer's MCP client: `call` flattens results to `{ isError, text, structured }`. */
 export interface CustomerClient {
@@ -38,27 +41,11 @@ export async function startHarness(): Promise<CustomerHarness> {
         customerId,
         ...(scopes ? { scopes } : {}),
       });
-      const client = new Client(
-        { name: 'customer-test', version: '1.0.0' },
-        { versionNegotiation: { mode: { pin: '2026-07-28' } } },
-      );
-      await client.connect(
-        new StreamableHTTPClientTransport(server.url, {
-          requestInit: { headers: { Authorization: `Bearer ${token}` } },
-        }),
-      );
+      const client = await connectTestClient(server.url, token, 'customer-test');
       clients.push(client);
       return {
         client,
-        async call(name, args = {}) {
-          const result = await client.callTool({ name, arguments: args });
-          const content = result.content as { type: string; text?: string }[];
-          return {
-            isError: result.isError === true,
-            text: content.map((c) => c.text ?? '').join('\n'),
-            structured: result.structuredContent as Record<string, unknown> | undefined,
-          };
-        },
+        call: (name, args = {}) => callFlat(client, name, args),
       };
     },
     async close() {
