@@ -5,7 +5,9 @@ import { z } from 'zod';
 const schema = z
   .object({
     ...baseEnvShape,
-    LOG_LEVEL: baseEnvShape.LOG_LEVEL.default('warn'),
+    LOG_LEVEL: baseEnvShape.LOG_LEVEL.unwrap().optional(),
+    /** The approvers' console that `start` links from approval notifications. */
+    BULKHEAD_CONSOLE_URL: z.url().optional(),
     /** Signs audit prune checkpoints; defaults to a key kept in the data dir. */
     BULKHEAD_AUDIT_KEY: z.string().min(16).optional(),
     /** Who is at the keyboard, recorded as `created_by` / `decided_by`. */
@@ -17,14 +19,18 @@ const schema = z
   })
   .transform((env) => ({
     ...env,
+    LOG_LEVEL: env.LOG_LEVEL ?? 'warn',
+    /** The level `start` gives the servers it runs: the operator's LOG_LEVEL, else info. */
+    serverLogLevel: env.LOG_LEVEL ?? 'info',
     BULKHEAD_DATA_DIR: env.BULKHEAD_DATA_DIR ?? join(workspaceRoot(), '.bulkhead'),
     operator: env.BULKHEAD_OPERATOR ?? `cli:${env.USER ?? 'operator'}`,
     cwd: env.INIT_CWD ?? process.cwd(),
   }));
 
-export type CliEnv = z.output<typeof schema>;
+export type CliEnv = z.output<typeof schema> & { passthrough: Record<string, string | undefined> };
 
 /** The CLI's one read of the environment. */
 export function loadEnv(env: Record<string, string | undefined> = process.env): CliEnv {
-  return parseEnv(schema, env);
+  // `start` hands the whole environment on to the servers it runs, which read their own variables.
+  return { ...parseEnv(schema, env), passthrough: { ...env } };
 }

@@ -110,17 +110,17 @@ Options:
 
     // MCP servers link approval notifications to the console that this start runs.
     const approvalConsole = servers.find((s) => s.kind === 'console');
-    const consoleUrl = process.env.BULKHEAD_CONSOLE_URL ?? (approvalConsole && defaultUrl(approvalConsole));
+    const consoleUrl = env.BULKHEAD_CONSOLE_URL ?? (approvalConsole && defaultUrl(approvalConsole));
     for (const server of servers) {
       const child = spawn(process.execPath, ['--import', 'tsx', join(server.dir, 'src', 'main.ts')], {
         cwd: server.dir,
         env: {
-          ...process.env,
+          ...env.passthrough,
           DATABASE_URL: db.url,
           BULKHEAD_DATA_DIR: env.BULKHEAD_DATA_DIR,
           PORT: String(server.port),
           BULKHEAD_MIGRATE: 'false',
-          LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+          LOG_LEVEL: env.serverLogLevel,
           ...(consoleUrl ? { BULKHEAD_CONSOLE_URL: consoleUrl } : {}),
         },
         stdio: ['ignore', 'pipe', 'pipe'],
