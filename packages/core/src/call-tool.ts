@@ -9,7 +9,7 @@ import type { ToolCatalog } from './catalog.ts';
 import type { AnyTool, ToolContext } from './define-tool.ts';
 import { ToolError, formatIssues } from './errors.ts';
 import { shapeResult } from './result.ts';
-import { redactArguments } from './secret.ts';
+import { maskSecrets, redactArguments } from './secret.ts';
 import { TimeLimitExceeded, withTimeLimit } from './time-limit.ts';
 
 /** The default time limit of a tool call. */
@@ -32,6 +32,18 @@ export interface CallKit {
   audit: AuditWriter;
   approvals?: ApprovalRequester;
   auditFullResults: boolean;
+}
+
+/**
+ * Holds a handler to its declared output: the parsed value (unknown keys
+ * stripped, so a stray column never reaches the model), or an internal error.
+ */
+function conformToOutput(tool: AnyTool, value: unknown): unknown {
+  if (!tool.output) return value;
+  const parsed = tool.output.safeParse(value);
+  if (!parsed.success)
+    throw new Error(`${tool.name} returned a value outside its output schema: ${parsed.error.message}`);
+  return parsed.data;
 }
 
 /** One tool call as it arrives. */
@@ -69,7 +81,8 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
     clientName: req.clientName ?? null,
     clientVersion: req.clientVersion ?? null,
     tool: req.name,
-    arguments: tool ? redactArguments(tool.input, req.arguments) : req.arguments,
+    // An unknown tool's arguments are not recorded: which of them are secret is unknown.
+    arguments: tool ? redactArguments(tool.input, req.arguments) : null,
   };
   const record = async (outcome: Outcome, extra: Partial<AuditEventInput> = {}) => {
     await kit.audit.append({ ...base, outcome, durationMs: performance.now() - started, ...extra });
@@ -88,7 +101,9 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
 
   if (!tool || !req.access.scopes.includes(tool.scope)) {
     // A tool outside the token's scopes does not exist for this client.
-    await record('unknown_tool').catch((err: unknown) =>
+    const names =
+      req.arguments && typeof req.arguments === 'object' ? Object.keys(req.arguments).slice(0, 50) : [];
+    await record('unknown_tool', { resultSummary: { argument_names: names } }).catch((err: unknown) =>
       logger.error({ err }, 'audit event could not be written'),
     );
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${req.name}`);
@@ -96,7 +111,7 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
 
   const parsed = tool.input.safeParse(req.arguments ?? {});
   if (!parsed.success) {
-    const text = formatIssues(parsed.error, req.arguments ?? {});
+    const text = formatIssues(parsed.error, maskSecrets(tool.input, req.arguments ?? {}));
     return finish('invalid_arguments', errorResult(text), { resultSummary: { error: text } });
   }
 
@@ -139,13 +154,15 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
       return await finish('pending_approval', shaped.result, {
         approvalId: gated.approvalId,
         resultSummary: shaped.summary,
+        injectionSuspected: shaped.injectionSuspected,
       });
     }
-    const value = await withTimeLimit(
+    const returned = await withTimeLimit(
       timeoutMs,
       (signal) => tool.handler(parsed.data, context(signal)),
       req.signal,
     );
+    const value = conformToOutput(tool, returned);
     const shaped = shapeResult(tool, value, kit.auditFullResults);
     return await finish('ok', shaped.result, {
       resultSummary: shaped.summary,
