@@ -160,6 +160,51 @@ describe('ingestFolder', () => {
     }
   });
 
+  it('refuses a file whose doc id already comes from another folder, and leaves that document alone', async () => {
+    const other = await mkdtemp(join(tmpdir(), 'bh-kb-other-'));
+    try {
+      await writeFile(join(other, 'runbook-shared.md'), good('From the other folder'));
+      await ingestFolder(db.sql, other);
+      await write('runbook-shared.md', good('Same name in this folder'));
+      await write('runbook-own.md', good('Own'));
+      const problem = {
+        file: 'runbook-shared.md',
+        field: 'file name',
+        message:
+          `doc id runbook-shared already comes from ${join(other, 'runbook-shared.md')}, outside this folder — ` +
+          `rename this file, or remove that document first (delete its file, then kb ingest ${other} --prune)`,
+      };
+      const dry = await ingestFolder(db.sql, dir, { dryRun: true });
+      expect(dry).toMatchObject({ files: 2, added: 1, updated: 0, invalid: 1, problems: [problem] });
+
+      const report = await ingestFolder(db.sql, dir, { prune: true });
+      expect(report).toMatchObject({
+        files: 2,
+        added: 1,
+        updated: 0,
+        removed: 0,
+        invalid: 1,
+        problems: [problem],
+      });
+      expect(report.changes).toEqual([{ docId: 'runbook-own', file: 'runbook-own.md', action: 'added' }]);
+      const rows = await db.sql`select id, title, source_path from kb_documents order by id`;
+      expect(rows).toEqual([
+        { id: 'runbook-own', title: 'Own', source_path: join(dir, 'runbook-own.md') },
+        {
+          id: 'runbook-shared',
+          title: 'From the other folder',
+          source_path: join(other, 'runbook-shared.md'),
+        },
+      ]);
+
+      // Its own folder still updates it.
+      await writeFile(join(other, 'runbook-shared.md'), good('Changed where it lives'));
+      expect(await ingestFolder(db.sql, other)).toMatchObject({ updated: 1, invalid: 0 });
+    } finally {
+      await rm(other, { recursive: true, force: true });
+    }
+  });
+
   it('writes nothing on a dry run but counts what it would do', async () => {
     await write('runbook-a.md', good('Document A'));
     const report = await ingestFolder(db.sql, dir, { dryRun: true });

@@ -1,5 +1,5 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { basename, join, relative, resolve, sep } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import {
   deleteDocuments,
   listDocumentStates,
@@ -63,7 +63,8 @@ export class IngestError extends Error {
  * node_modules skipped) into `kb_documents`, in one transaction: new ids are
  * added, documents whose content or file changed are updated, the rest are
  * left untouched, so a second run over the same files changes nothing. A file
- * with bad front matter is reported and skipped. With `prune`, documents that
+ * with bad front matter is reported and skipped, and so is a file whose doc id
+ * is already stored from a file outside `folder`. With `prune`, documents that
  * were ingested from this folder (by their stored source path) and whose file
  * is gone are removed; documents from other folders are never touched.
  */
@@ -120,8 +121,21 @@ export async function ingestFolder(
         });
         continue;
       }
-      seen.set(doc.id, file);
       const before = stored.get(doc.id);
+      // Ids are file names, unique across folders: the same name in another folder is
+      // another document, and replacing it would look like an ordinary update.
+      if (before?.sourcePath && !before.sourcePath.startsWith(root + sep)) {
+        report.invalid++;
+        report.problems.push({
+          file,
+          field: 'file name',
+          message:
+            `doc id ${doc.id} already comes from ${before.sourcePath}, outside this folder — rename this file, ` +
+            `or remove that document first (delete its file, then kb ingest ${dirname(before.sourcePath)} --prune)`,
+        });
+        continue;
+      }
+      seen.set(doc.id, file);
       if (before && before.contentHash === doc.contentHash && before.sourcePath === path) {
         report.unchanged++;
         continue;
