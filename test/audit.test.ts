@@ -172,7 +172,13 @@ describe('secrets', () => {
           title: 'Store IBAN',
           description: 'Stores an IBAN.',
           scope: 'vault:write',
-          input: z.object({ owner: z.string(), iban: secret(z.string().min(10)) }),
+          input: z.object({
+            owner: z.string(),
+            // Derived from a marked schema, nested in arrays and unions: all must stay secret.
+            iban: secret(z.string()).min(10),
+            cards: z.array(z.object({ pan: secret(z.string()) })).optional(),
+            pin: z.union([secret(z.string().regex(/^\d{4}$/)), z.number()]).optional(),
+          }),
           annotations: {
             readOnlyHint: false,
             destructiveHint: false,
@@ -191,24 +197,31 @@ describe('secrets', () => {
     const k = client(server.url, token);
     await k.connect();
     const iban = 'DE89370400440532013000';
+    const call = (args: Record<string, unknown>, name = 'store_iban') =>
+      k.c.callTool({ name, arguments: args });
     expect(
-      (await k.c.callTool({ name: 'store_iban', arguments: { owner: 'Ana', iban } })).isError,
+      (await call({ owner: 'Ana', iban, cards: [{ pan: 'PAN4111111111111111' }], pin: '4711' })).isError,
     ).toBeFalsy();
-    expect(
-      (await k.c.callTool({ name: 'store_iban', arguments: { owner: 'Ana', iban: 'short' } })).isError,
-    ).toBe(true);
+    const invalid = await call({ owner: 'Ana', iban: 'SHORTSEC' });
+    expect(invalid.isError).toBe(true);
+    expect(JSON.stringify(invalid.content)).toContain('iban: got \\"(secret value, not shown)\\"');
+    await expect(call({ iban: 'TYPOSECRET-123456' }, 'store_ibna')).rejects.toMatchObject({ code: -32602 });
     await k.c.close();
     await server.close();
     const dump = await db.sql<
       { text: string }[]
     >`select string_agg(to_jsonb(a)::text, ' ') as text from audit_events a`;
-    expect(dump[0]!.text).not.toContain(iban);
-    expect(dump[0]!.text).not.toContain('"short"');
+    for (const value of [iban, 'SHORTSEC', 'TYPOSECRET', 'PAN4111', '4711'])
+      expect(dump[0]!.text).not.toContain(value);
+    const hash = expect.stringMatching(/^sha256:[0-9a-f]{64}$/);
     const [ok] = await db.sql`select arguments from audit_events where outcome = 'ok'`;
-    expect(ok!.arguments).toEqual({ owner: 'Ana', iban: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
+    expect(ok!.arguments).toEqual({ owner: 'Ana', iban: hash, cards: [{ pan: hash }], pin: hash });
+    const [unknown] =
+      await db.sql`select arguments, result_summary from audit_events where outcome = 'unknown_tool'`;
+    expect(unknown).toEqual({ arguments: null, result_summary: { argument_names: ['iban'] } });
     const log = lines.join('');
     expect(log).toContain('stored');
-    expect(log).not.toContain(iban);
+    for (const value of [iban, 'SHORTSEC', 'TYPOSECRET', 'PAN4111']) expect(log).not.toContain(value);
     expect(log).not.toContain(token.split('_').at(-1)!);
   });
 });

@@ -73,12 +73,24 @@ export function createAuditWriter(sql: Sql): AuditWriter {
 
 /**
  * Stores what jsonb would give back, so that the hash computed now equals the
- * hash recomputed from the row later (jsonb drops undefined, NUL characters
- * are not allowed in it, and dates become strings).
+ * hash recomputed from the row later — and so that no argument can make the
+ * insert fail (a call whose event cannot be written must not have run): jsonb
+ * drops undefined, refuses NUL characters and lone surrogates (in values and
+ * keys), and stores dates as strings.
  */
 function normalise(value: unknown): unknown {
   if (value === undefined) return null;
-  return JSON.parse(
-    JSON.stringify(value, (_k, v: unknown) => (typeof v === 'string' ? v.replaceAll('\u0000', '\uFFFD') : v)),
-  );
+  return JSON.parse(JSON.stringify(value), (_key, v: unknown) => {
+    if (typeof v === 'string') return clean(v);
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      const entries = Object.entries(v as Record<string, unknown>);
+      if (entries.some(([k]) => clean(k) !== k))
+        return Object.fromEntries(entries.map(([k, x]) => [clean(k), x]));
+    }
+    return v;
+  });
+}
+
+function clean(text: string): string {
+  return text.toWellFormed().replaceAll('\u0000', '\uFFFD');
 }

@@ -1,0 +1,37 @@
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { verifyChains } from './verify.ts';
+import { createAuditWriter } from './writer.ts';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+it('records any arguments a client can send — lone surrogates, NUL in values and keys — and the chain still verifies', async () => {
+  const audit = createAuditWriter(db.sql);
+  const event = await audit.append({
+    server: 'admin',
+    method: 'tools/call',
+    tool: 'escalate_ticket',
+    outcome: 'ok',
+    requestId: 'r1',
+    durationMs: 1,
+    arguments: {
+      reason: 'needs a look \ud800 now',
+      'k\u0000ey': 'v\u0000al',
+      nested: { ['\udc00']: [1, 'x\udfff'] },
+    },
+  });
+  expect(event.arguments).toEqual({
+    reason: 'needs a look \ufffd now',
+    'k\ufffdey': 'v\ufffdal',
+    nested: { '\ufffd': [1, 'x\ufffd'] },
+  });
+  const [row] = await db.sql`select arguments from audit_events where id = ${event.id}`;
+  expect(row!.arguments).toEqual(event.arguments);
+  expect((await verifyChains(db.sql))[0]!.break).toBeNull();
+});
