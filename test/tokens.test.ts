@@ -1,4 +1,4 @@
-import { revokeToken, type ServerDefinition } from '@bulkhead/core';
+import { issueToken, revokeToken, type ServerDefinition } from '@bulkhead/core';
 import { connectTestClient, issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
 import { createTestDatabase, seedDemo, type TestDatabase } from '@bulkhead/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -82,6 +82,19 @@ describe.each(SERVERS)('the token matrix on $def.name', ({ def, customerId, tool
     });
     const narrow = await issueTestToken(db.sql, def, { customerId, label: 'narrow', scopes: [otherScope] });
     const others = SERVERS.filter((s) => s.def.name !== def.name).map((s) => own.get(s.def.name)!);
+    // The same secrets under this server's prefix: only the database's audience check can refuse them.
+    const [, , otherId, ...otherSecret] = others[0]!.split('_');
+    const relabelled = `bh_${def.name}_${otherId}_${otherSecret.join('_')}`;
+    const { token: approver } = await issueToken(db.sql, {
+      kind: 'approver',
+      server: 'console',
+      label: 'an approver',
+      scopes: ['approvals:decide'],
+      expiresAt: null,
+      createdBy: 'test',
+    });
+    const [, , approverId, ...approverSecret] = approver.split('_');
+    const approverRelabelled = `bh_${def.name}_${approverId}_${approverSecret.join('_')}`;
     const body = rpcCall(tool, args);
 
     const client = await connect(server.url, own.get(def.name)!);
@@ -100,13 +113,22 @@ describe.each(SERVERS)('the token matrix on $def.name', ({ def, customerId, tool
             number,
           ],
       ),
+      ["another server's token under this prefix", `Bearer ${relabelled}`, server.url, 401],
+      ['approver token', `Bearer ${approver}`, server.url, 401],
+      ['approver token under this prefix', `Bearer ${approverRelabelled}`, server.url, 401],
       ['revoked', `Bearer ${revoked}`, server.url, 401],
       ['expired', `Bearer ${expired}`, server.url, 401],
       ['wrong scopes', `Bearer ${narrow}`, server.url, 403],
       ['malformed', 'Bearer not-a-token', server.url, 401],
       ['malformed header', `Token ${own.get(def.name)}`, server.url, 401],
       ['none', undefined, server.url, 401],
-      ['in query string', undefined, new URL(`${server.url.href}?access_token=${own.get(def.name)}`), 401],
+      // A valid header too: the token in the URL alone is the reason for the refusal.
+      [
+        'in query string',
+        `Bearer ${own.get(def.name)}`,
+        new URL(`${server.url.href}?access_token=${own.get(def.name)}`),
+        401,
+      ],
     ];
     const statuses: Record<string, number> = {};
     for (const [name, auth, url] of cases) {
@@ -128,6 +150,14 @@ describe.each(SERVERS)('the token matrix on $def.name', ({ def, customerId, tool
     expect(refusals).toEqual([
       { outcome: 'forbidden', n: 1 },
       { outcome: 'unauthorized', n: cases.length - 1 },
+    ]);
+    // A real token refused for its state is named in the log, so a leaked one can be traced after revocation.
+    const named = await db.sql`
+      select token_id, result_summary->>'reason' as reason from audit_events
+      where server = ${def.name} and token_label in ('revoked', 'expired') and outcome = 'unauthorized' order by seq`;
+    expect(named).toEqual([
+      { token_id: revokedId, reason: 'revoked' },
+      { token_id: expired.split('_')[2], reason: 'expired' },
     ]);
   });
 });

@@ -7,6 +7,7 @@ export const OUTCOMES = [
   'unauthorized',
   'forbidden',
   'payload_too_large',
+  'bad_request',
   'rate_limited',
   'timeout',
   'internal_error',

@@ -277,13 +277,19 @@ describe('request guards', () => {
     );
     const big = await post({ host: '127.0.0.1', 'content-length': String(2 * 1024 * 1024) });
     expect(big.status).toBe(413);
-    const query = await app.request(`http://127.0.0.1/mcp?access_token=${token}`, {
-      method: 'POST',
-      headers: { host: '127.0.0.1', 'content-type': 'application/json' },
-      body: '{}',
-    });
-    expect(query.status).toBe(401);
-    expect(query.headers.get('www-authenticate')).toContain('error="invalid_token"');
+    // With a valid Authorization header too: a credential in the URL is refused on its own account.
+    for (const q of [`access_token=${token}`, `Access-Token=x`, `bearer=x`, `key=x`, `q=${token}`]) {
+      const res = await app.request(`http://127.0.0.1/mcp?${q}`, {
+        method: 'POST',
+        headers: { host: '127.0.0.1', 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: '{}',
+      });
+      expect({ q, status: res.status }).toEqual({ q, status: 401 });
+      expect(res.headers.get('www-authenticate')).toContain('error="invalid_token"');
+    }
+    const reasons =
+      await db.sql`select result_summary->>'reason' as reason from audit_events where result_summary->>'reason' = 'token_in_query'`;
+    expect(reasons).toHaveLength(5);
     await close();
   });
 });
@@ -317,4 +323,42 @@ describe('rate limit', () => {
     const [row] = await db.sql`select outcome, token_label from audit_events where outcome = 'rate_limited'`;
     expect(row).toEqual({ outcome: 'rate_limited', token_label: 'limited' });
   }, 15_000);
+});
+
+describe('refusals by the MCP layer and malformed bodies', () => {
+  it('answers and audits a non-JSON body, a batch, and a GET', async () => {
+    const { app, close } = createHttpApp(def, {
+      sql: db.sql,
+      logger: pino({ level: 'silent' }),
+      publicUrl: 'http://127.0.0.1',
+    });
+    const own = await issueTestToken(db.sql, def, { label: 'malformed sender' });
+    const send = (method: string, body?: string) =>
+      app.request('http://127.0.0.1/mcp', {
+        method,
+        headers: {
+          host: '127.0.0.1',
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${own}`,
+        },
+        ...(body === undefined ? {} : { body }),
+      });
+    const notJson = await send('POST', '{"jsonrpc": ');
+    expect(notJson.status).toBe(400);
+    expect((await notJson.json()).error.code).toBe(-32700);
+    const batch = await send('POST', JSON.stringify([{ jsonrpc: '2.0', id: 1, method: 'tools/list' }]));
+    expect(batch.status).toBe(400);
+    expect((await batch.json()).error.code).toBe(-32600);
+    expect((await send('GET')).status).toBe(405);
+    await close();
+    const rows = await db.sql<{ outcome: string; reason: string; status: number }[]>`
+      select outcome, result_summary->>'reason' as reason, (result_summary->>'status')::int as status
+      from audit_events where token_label = 'malformed sender' order by seq`;
+    expect(rows).toEqual([
+      { outcome: 'bad_request', reason: 'parse', status: 400 },
+      { outcome: 'bad_request', reason: 'batch', status: 400 },
+      { outcome: 'bad_request', reason: 'mcp', status: 405 },
+    ]);
+  });
 });

@@ -43,6 +43,10 @@ export interface HttpApp {
   close(): Promise<void>;
 }
 
+/** Query parameters that carry credentials, and values that look like a Bulkhead token: never accepted in a URL. */
+const QUERY_CREDENTIAL = /^(access[-_]?token|token|bearer|auth(orization)?|api[-_]?key|key)$/i;
+const TOKEN_LIKE = /bh_[a-z][a-z0-9-]*_/i;
+
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 
 function hostname(hostHeader: string): string {
@@ -135,6 +139,8 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     let method = `http ${c.req.method}`;
     let tool: string | null = null;
     let access: Access | undefined;
+    // A presented token whose secret matched but which is refused (revoked, expired): the log names it.
+    let known: { tokenId: string; label: string } | undefined;
     const refuse = async (
       status: number,
       outcome: Outcome,
@@ -150,8 +156,8 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
           outcome,
           requestId,
           durationMs: performance.now() - started,
-          tokenId: access?.tokenId ?? null,
-          tokenLabel: access?.label ?? null,
+          tokenId: access?.tokenId ?? known?.tokenId ?? null,
+          tokenLabel: access?.label ?? known?.label ?? null,
           resultSummary: { status, ...summary },
         });
       } catch (err) {
@@ -204,15 +210,18 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
         { reason: 'body', bytes: declared },
       );
     }
-    const query = new URL(c.req.url).searchParams;
-    if (query.has('access_token') || query.has('token') || query.has('api_key')) {
-      return unauthorized('token_in_query');
+    for (const [name, value] of new URL(c.req.url).searchParams) {
+      if (QUERY_CREDENTIAL.test(name) || TOKEN_LIKE.test(value)) return unauthorized('token_in_query');
     }
     const authorization = c.req.header('authorization');
     const bearer = authorization?.match(/^Bearer ([^\s]+)$/i)?.[1];
     if (!bearer) return unauthorized(authorization ? 'malformed_header' : 'missing');
     const verdict = await verifier.verify(bearer);
-    if (!verdict.ok) return unauthorized(verdict.reason, verdict.tokenId);
+    if (!verdict.ok) {
+      if (verdict.label !== undefined && verdict.tokenId)
+        known = { tokenId: verdict.tokenId, label: verdict.label };
+      return unauthorized(verdict.reason, verdict.tokenId);
+    }
     access = verdict.access;
 
     const limit = await limiter.take(access.tokenId);
@@ -229,7 +238,28 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
       );
     }
 
-    if (c.req.method !== 'POST') return handler.fetch(c.req.raw, { authInfo: authInfo(bearer, access) });
+    const answer = async (response: Response) => {
+      response.headers.set('x-request-id', requestId);
+      // Whatever the MCP layer turns away (a wrong Accept header, an unsupported version, GET without sessions) is a refusal too.
+      if (response.status >= 400) {
+        await audit
+          .append({
+            server: def.name,
+            method,
+            tool,
+            outcome: 'bad_request',
+            requestId,
+            durationMs: performance.now() - started,
+            tokenId: access!.tokenId,
+            tokenLabel: access!.label,
+            resultSummary: { status: response.status, reason: 'mcp' },
+          })
+          .catch((err: unknown) => log.error({ err }, 'audit event for a refusal could not be written'));
+      }
+      return response;
+    };
+    if (c.req.method !== 'POST')
+      return answer(await handler.fetch(c.req.raw, { authInfo: authInfo(bearer, access) }));
     const bytes = await readLimited(c.req.raw, maxBody);
     if (bytes === 'too_large') {
       return refuse(
@@ -244,9 +274,28 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     try {
       body = JSON.parse(new TextDecoder().decode(bytes));
     } catch {
-      return c.json(
-        { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not JSON.' } },
+      return refuse(
         400,
+        'bad_request',
+        { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not JSON.' } },
+        {},
+        { reason: 'parse' },
+      );
+    }
+    if (Array.isArray(body)) {
+      return refuse(
+        400,
+        'bad_request',
+        {
+          jsonrpc: '2.0',
+          id: null,
+          error: {
+            code: -32600,
+            message: 'Batches are not supported: send one JSON-RPC message per request.',
+          },
+        },
+        {},
+        { reason: 'batch' },
       );
     }
     const message = body as { method?: unknown; params?: { name?: unknown } };
@@ -271,9 +320,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
       }
     }
     requestIds.set(c.req.raw, requestId);
-    const response = await handler.fetch(c.req.raw, { authInfo: authInfo(bearer, access), parsedBody: body });
-    response.headers.set('x-request-id', requestId);
-    return response;
+    return answer(await handler.fetch(c.req.raw, { authInfo: authInfo(bearer, access), parsedBody: body }));
   });
 
   return {

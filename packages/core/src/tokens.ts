@@ -136,9 +136,12 @@ export type TokenRefusal = 'malformed' | 'unknown' | 'wrong_server' | 'expired' 
 
 /** Resolves a presented token for one server. */
 export interface TokenVerifier {
+  /** On refusal, `label` is set only when the secret matched: a real token, just not valid here or now. */
   verify(
     token: string,
-  ): Promise<{ ok: true; access: Access } | { ok: false; reason: TokenRefusal; tokenId?: string }>;
+  ): Promise<
+    { ok: true; access: Access } | { ok: false; reason: TokenRefusal; tokenId?: string; label?: string }
+  >;
   close(): Promise<void>;
 }
 
@@ -163,9 +166,10 @@ export function createTokenVerifier(sql: Sql, server: string, kind: TokenKind = 
       if (presented.length !== r.secretHash.length || !timingSafeEqual(presented, r.secretHash)) {
         return { ok: false, reason: 'unknown' };
       }
-      if (r.server !== server || r.kind !== kind) return { ok: false, reason: 'wrong_server', tokenId: r.id };
+      if (r.server !== server || r.kind !== kind)
+        return { ok: false, reason: 'wrong_server', tokenId: r.id, label: r.label };
       const state = tokenState(r);
-      if (state !== 'active') return { ok: false, reason: state, tokenId: r.id };
+      if (state !== 'active') return { ok: false, reason: state, tokenId: r.id, label: r.label };
       const last = touched.get(r.id) ?? 0;
       if (Date.now() - last > 60_000) {
         touched.set(r.id, Date.now());
