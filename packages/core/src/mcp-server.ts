@@ -8,14 +8,17 @@ const CLIENT_INFO = 'io.modelcontextprotocol/clientInfo';
 /**
  * Builds the MCP server instance for one request (HTTP) or one connection
  * (stdio). Cheap by design: listings and schemas come precomputed from the
- * catalog; only two handlers are attached.
+ * catalog; only two handlers are attached. `access` is either resolved (HTTP
+ * checks the token before) or resolved again for every request (stdio, where
+ * one connection outlives a revocation).
  */
 export function buildMcpServer(
   def: ServerDefinition,
   kit: CallKit,
-  access: Access,
+  access: Access | (() => Promise<Access>),
   requestId: () => string,
 ): Server {
+  const who = () => (typeof access === 'function' ? access() : Promise.resolve(access));
   const server = new Server(
     {
       name: def.name,
@@ -26,7 +29,7 @@ export function buildMcpServer(
     },
     { capabilities: { tools: { listChanged: false } } },
   );
-  server.setRequestHandler('tools/list', async () => ({ tools: def.catalog.visible(access.scopes) }));
+  server.setRequestHandler('tools/list', async () => ({ tools: def.catalog.visible((await who()).scopes) }));
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
     const info = (envelope?.[CLIENT_INFO] ?? server.getClientVersion()) as
@@ -34,7 +37,7 @@ export function buildMcpServer(
     const result = await callTool(kit, {
       name: request.params.name,
       arguments: request.params.arguments,
-      access,
+      access: await who(),
       requestId: requestId(),
       clientName: info?.name ?? null,
       clientVersion: info?.version ?? null,

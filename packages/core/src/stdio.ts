@@ -1,3 +1,4 @@
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
 import { randomUUID } from 'node:crypto';
 import { serveStdio as serveSdkStdio, type StdioServerHandle } from '@modelcontextprotocol/server/stdio';
 import { createAuditWriter } from '@bulkhead/audit';
@@ -44,9 +45,9 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
     throw new StartupError(
       `BULKHEAD_TOKEN is not set: issue one with \`pnpm bulkhead tokens issue --server ${def.name} --label <who>\``,
     );
+  const token = options.token;
   const verifier = createTokenVerifier(options.sql, def.name);
-  const verdict = await verifier.verify(options.token);
-  await verifier.close();
+  const verdict = await verifier.verify(token);
   if (!verdict.ok)
     throw new StartupError(
       `BULKHEAD_TOKEN ${REASONS[verdict.reason] ?? 'was refused'}; this server is ${def.name}`,
@@ -60,7 +61,30 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
     auditFullResults: options.auditFullResults ?? false,
     ...approvalsFor(def, options),
   };
-  return serveSdkStdio(() => buildMcpServer(def, kit, verdict.access, randomUUID), {
+  // The connection lives on; the token is checked again on every request, so revocation and expiry hold here too.
+  const current = async () => {
+    const again = await verifier.verify(token);
+    if (again.ok) return again.access;
+    await kit.audit
+      .append({
+        server: def.name,
+        method: 'stdio',
+        outcome: 'unauthorized',
+        requestId: randomUUID(),
+        durationMs: 0,
+        tokenId: again.tokenId ?? null,
+        tokenLabel: again.label ?? null,
+        resultSummary: { reason: again.reason },
+      })
+      .catch((err: unknown) =>
+        options.logger.error({ err }, 'audit event for a refusal could not be written'),
+      );
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidRequest,
+      `BULKHEAD_TOKEN ${REASONS[again.reason] ?? 'was refused'}; nothing was done`,
+    );
+  };
+  return serveSdkStdio(() => buildMcpServer(def, kit, current, randomUUID), {
     onerror: (err) => options.logger.debug({ err }, 'stdio transport error'),
   });
 }
