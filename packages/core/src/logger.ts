@@ -2,17 +2,25 @@ import pino, { type Logger } from 'pino';
 
 export type { Logger } from 'pino';
 
-/** Paths whose values never reach a log line. */
+/**
+ * Paths whose values never reach a log line: authorization headers (either
+ * case) and anything called token, secret or password, at the depths where
+ * request objects and errors carry them.
+ */
 export const REDACT = [
-  'req.headers.authorization',
-  'headers.authorization',
-  'authorization',
-  'token',
-  '*.token',
-  'secret',
-  '*.secret',
-  'password',
-  '*.password',
+  ...['authorization', 'Authorization'].flatMap((h) => [
+    h,
+    `*.${h}`,
+    `*.headers.${h}`,
+    `*.*.headers.${h}`,
+    `headers.${h}`,
+  ]),
+  ...['token', 'secret', 'password', 'apiKey', 'api_key'].flatMap((k) => [
+    k,
+    `*.${k}`,
+    `*.*.${k}`,
+    `*.*.*.${k}`,
+  ]),
 ];
 
 /** Options for {@link createLogger}. */
