@@ -63,7 +63,7 @@ const answerTicket = defineTool({
 });
 
 describe('lintServer', () => {
-  it('passes a server whose zod-built tools are well described, and measures it', () => {
+  it('passes a server whose zod-built tools are well described', () => {
     const def = createServer({
       name: 'helpdesk-test',
       version: '1.0.0',
@@ -71,12 +71,32 @@ describe('lintServer', () => {
       tools: [listTickets, getTicket],
     });
     const result = lintServer(def);
-    const chars = JSON.stringify([...def.catalog.listings.values()]).length;
-    expect(result).toEqual({
-      findings: [],
-      size: { chars, tokens: Math.ceil(chars / 4) },
-      budgetChars: 6000,
+    expect(result.findings).toEqual([]);
+    expect(result.budgetChars).toBe(6000);
+  });
+
+  it('measures the tools/list JSON in characters, tokens as characters / 4 rounded up', () => {
+    const ping = defineTool({
+      name: 'ping',
+      title: 'Ping',
+      description: 'Returns pong. No arguments; not a database check.',
+      scope: 'ping:read',
+      input: z.object({}),
+      annotations: ro,
+      handler: async () => ({ pong: true }),
     });
+    const def = createServer({ name: 'ping-test', version: '1.0.0', description: 'Ping.', tools: [ping] });
+    // What tools/list carries, counted by hand: 2 + 14 + 15 + 66 + 48 + 118 + 2 = 265 characters.
+    const toolsList =
+      '[{' +
+      '"name":"ping",' +
+      '"title":"Ping",' +
+      '"description":"Returns pong. No arguments; not a database check.",' +
+      '"inputSchema":{"type":"object","properties":{}},' +
+      '"annotations":{"title":"Ping","readOnlyHint":true,"destructiveHint":false,"idempotentHint":true,"openWorldHint":false}' +
+      '}]';
+    expect(JSON.stringify(def.catalog.visible(def.catalog.scopes))).toBe(toolsList);
+    expect(lintServer(def)).toEqual({ findings: [], size: { chars: 265, tokens: 67 }, budgetChars: 6000 });
   });
 
   it('fails a server over its own budget', () => {

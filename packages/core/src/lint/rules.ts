@@ -102,14 +102,15 @@ export const RULES: readonly LintRule[] = [
   {
     id: 'no-orders',
     checks:
-      'No orders to the model in any string of the definition ("always call", "you must", "ignore …", "do not tell the user", "call this first", requests for secrets, role markers).',
+      'No orders to the model in any string of the definition ("always call", "you must", "ignore …", "do not tell the user", "call this first", "call get_x first", "make sure to", "must be called", "the assistant should", "prefer this tool", "include the conversation", requests for secrets, role markers).',
     reason:
       'A description is data about a tool; orders in it steer the model against its user (tool poisoning).',
     fix: 'Describe what the tool does and returns; leave the decision to the model and its user.',
   },
   {
     id: 'property-described',
-    checks: 'Every property of the input schema, at any depth, has a description.',
+    checks:
+      'Every property of the input schema, at any depth, has a description; output schema properties are not checked (the description names what comes back, see description-returns).',
     reason: 'An undescribed argument is filled in by guesswork.',
     fix: 'Add `.describe("…")` to the property.',
   },

@@ -27,6 +27,21 @@ const ORDERS: readonly RegExp[] = [
   /\binstead\s+of\s+(?:using|calling)\s+(?:any|other|another|the\s+other)\s+tools?\b/gi,
   /\bthe\s+user\s+(?:must\s+not|should\s+not|shouldn't|does\s+not\s+need\s+to|doesn't\s+need\s+to|need\s+not)\s+(?:know|see|be\s+told|learn)\b/gi,
   /\b(?:read|send|include|pass|upload|attach|forward)\b[^\n]{0,60}?(?:~\/\.ssh|id_rsa|\.env\b|mcp\.json|\/etc\/passwd|\.aws\/credentials|private\s+key)/gi,
+  // An order of calls: "call get_y first", "then this tool", "before answering the user".
+  /\b(?:call|use|run|invoke)\s+`?[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+`?\s+(?:first|beforehand)\b/gi,
+  /\bthen\s+(?:(?:call|use|run|invoke)\s+(?:this|it|me)|this\s+(?:tool|one|function))\b/gi,
+  /\bbefore\s+(?:answering|responding|replying|you\s+(?:answer|respond|reply))\b/gi,
+  /\bbefore\s+(?:any|all|every)\s+other\s+tools?\b/gi,
+  /\b(?:must|should|shall|needs?\s+to|has\s+to|is\s+(?:required|meant)\s+to)\s+(?:always\s+|first\s+|only\s+)?be\s+(?:called|used|invoked|run|executed|consulted)\b/gi,
+  /\b(?:make\s+sure|be\s+sure|remember)\s+(?:to|that\s+you|you)\b/gi,
+  // The model as the subject of a duty: "the assistant should not mention …" (not "an agent must", a person in a helpdesk).
+  /\b(?:the|an?|any|every|this|your)\s+(?:ai\s+)?(?:assistant|model|ai|llm|chatbot)s?\s+(?:must|should|shall|needs?\s+to|has\s+to|is\s+to|ought\s+to|may\s+not|mustn't|shouldn't|cannot|can't|will\s+not|won't)\b/gi,
+  /\b(?:should|must|shall)\s+(?:not|never)\s+(?:mention|tell|reveal|disclose|inform|notify)\b/gi,
+  // Self-promotion: "prefer this tool over all others".
+  /\bprefer\s+(?:this|it|me)\b/gi,
+  /\b(?:over|instead\s+of|rather\s+than|above)\s+(?:all|any|every)\s+(?:the\s+)?(?:others|other\s+(?:tools?|functions?))\b/gi,
+  // The conversation sent out through an argument.
+  /\b(?:include|pass|send|put|add|copy|paste|attach|append|forward|provide)\b[^\n]{0,60}?\b(?:conversation|chat\s+history|message\s+history|(?:previous|earlier|prior)\s+messages|system\s+prompt|context\s+window|transcript)\b/gi,
 ];
 
 function quoteList(matches: readonly string[]): string {
