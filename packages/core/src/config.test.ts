@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import { z } from 'zod';
 import { ConfigError, parseEnv, serverEnvSchema, workspaceRoot } from './config.ts';
 
 it('fills defaults from the server port', () => {
@@ -33,4 +34,32 @@ it('names every bad variable on a line of its own', () => {
   expect(lines.find((l) => l.startsWith('LOG_LEVEL:'))).toContain('"loud"');
   expect(lines.find((l) => l.startsWith('DATABASE_URL:'))).toContain('"mysql://x"');
   expect(lines.find((l) => l.startsWith('BULKHEAD_MIGRATE:'))).toContain('"maybe"');
+});
+
+it('never echoes a secret or the password in a URL', () => {
+  let error: ConfigError | undefined;
+  try {
+    parseEnv(serverEnvSchema(3103), {
+      DATABASE_URL: 'postgresql+psycopg://bulkhead:S3cr3tpass@db/bulkhead',
+      BULKHEAD_TOKEN: '',
+    });
+  } catch (err) {
+    error = err as ConfigError;
+  }
+  expect(error!.message).not.toContain('S3cr3tpass');
+  expect(error!.problems.find((l) => l.startsWith('DATABASE_URL:'))).toContain(
+    '"postgresql+psycopg://bulkhead:***@db/bulkhead"',
+  );
+  const keyed = (() => {
+    try {
+      parseEnv(serverEnvSchema(3103).and(z.object({ BULKHEAD_AUDIT_KEY: z.string().min(16) })), {
+        BULKHEAD_AUDIT_KEY: 'short-key-123',
+      });
+    } catch (err) {
+      return (err as ConfigError).problems.join('\n');
+    }
+    return '';
+  })();
+  expect(keyed).toContain('BULKHEAD_AUDIT_KEY');
+  expect(keyed).not.toContain('short-key-123');
 });

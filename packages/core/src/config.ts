@@ -71,6 +71,12 @@ export function serverEnvSchema(defaultPort: number) {
 
 export type ServerEnv = z.output<ReturnType<typeof serverEnvSchema>>;
 
+/** How a bad value is echoed: never a secret, and a URL without its password. */
+function shown(name: string, value: string): string {
+  if (/KEY|TOKEN|SECRET|PASSWORD/i.test(name)) return `a value of ${value.length} characters, not shown`;
+  return JSON.stringify(value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*):[^@/\s]*@/i, '$1:***@'));
+}
+
 /**
  * Parses `env` with `schema`; on failure throws a {@link ConfigError} naming
  * each variable, the value given and what is expected.
@@ -86,7 +92,7 @@ export function parseEnv<S extends z.ZodType>(
     result.error.issues.map((issue) => {
       const name = issue.path.map(String).join('.');
       const given = cleaned[name];
-      return `${name}: ${issue.message}${given === undefined ? '' : ` (got ${JSON.stringify(given)})`}`;
+      return `${name}: ${issue.message}${given === undefined ? '' : ` (got ${shown(name, given)})`}`;
     }),
   );
 }
