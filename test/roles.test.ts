@@ -1,5 +1,5 @@
 import { createAuditWriter } from '@bulkhead/audit';
-import { createSql, createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { createSql, createTestDatabase, migrate, type TestDatabase } from '@bulkhead/db';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
 let db: TestDatabase;
@@ -41,10 +41,42 @@ it('a server role may append to the audit log but not change, delete or truncate
       sql`insert into bulkhead_tokens (id, server, label, secret_hash, created_by) values ('x', 'admin', 'x', '\\x00', 'x')`,
     ).rejects.toThrow(/permission denied for table bulkhead_tokens/);
     await sql`update bulkhead_tokens set last_used_at = now() where id = 'none'`;
+    // Starting with migrations on works for this role when nothing is pending: no DDL is attempted.
+    expect(await migrate(sql)).toMatchObject({ applied: [] });
     await expect(sql`update bulkhead_tokens set revoked_at = null`).rejects.toThrow(
       /permission denied for table bulkhead_tokens/,
     );
   } finally {
     await sql.end();
+  }
+});
+
+it('even a role granted DELETE cannot prune by setting the prune flag: only the owner can', async () => {
+  await createAuditWriter(db.sql).append({
+    server: 'customer',
+    method: 'tools/call',
+    outcome: 'ok',
+    requestId: 'r2',
+    durationMs: 1,
+  });
+  const deleter = `${role}_del`;
+  await db.sql.unsafe(`create role ${deleter} login password 'pw-${deleter}'`);
+  await db.sql.unsafe(
+    `grant usage on schema public to ${deleter}; grant select, delete on audit_events to ${deleter}`,
+  );
+  const url = new URL(db.url);
+  url.username = deleter;
+  url.password = `pw-${deleter}`;
+  const sql = createSql(url.toString(), { max: 1 });
+  try {
+    await expect(
+      sql.begin(async (tx) => {
+        await tx`set local bulkhead.audit_prune = 'on'`;
+        await tx`delete from audit_events`;
+      }),
+    ).rejects.toThrow(/append-only: DELETE refused/);
+  } finally {
+    await sql.end();
+    await db.sql.unsafe(`drop owned by ${deleter}; drop role ${deleter}`);
   }
 });

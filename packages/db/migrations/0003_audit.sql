@@ -41,7 +41,9 @@ create table audit_checkpoints (
 
 create function audit_events_refuse_change() returns trigger language plpgsql as $$
 begin
-  if current_setting('bulkhead.audit_prune', true) = 'on' and tg_op = 'DELETE' then
+  -- Only the table's owner (who could drop this trigger anyway) may prune, and only when it says so.
+  if tg_op = 'DELETE' and current_setting('bulkhead.audit_prune', true) = 'on'
+     and pg_has_role(current_user, (select relowner from pg_class where oid = tg_relid), 'MEMBER') then
     return old;
   end if;
   raise exception 'audit_events is append-only: % refused', tg_op using errcode = 'insufficient_privilege';

@@ -46,3 +46,18 @@ it('rolls a failing migration back whole', async () => {
     await fresh.drop();
   }
 });
+
+it('refuses a pending migration older than one already applied', async () => {
+  const fresh = await createTestDatabase({ migrate: false });
+  try {
+    const first = { version: 1, name: '0001_a', sql: 'create table a_table (id int)' };
+    const third = { version: 3, name: '0003_c', sql: 'create table c_table (id int)' };
+    const second = { version: 2, name: '0002_b', sql: 'create table b_table (id int)' };
+    await migrate(fresh.sql, [first, third]);
+    await expect(migrate(fresh.sql, [first, second, third])).rejects.toThrow(
+      'migration 0002_b is older than 3, already applied',
+    );
+  } finally {
+    await fresh.drop();
+  }
+});

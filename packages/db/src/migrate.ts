@@ -46,12 +46,26 @@ export interface MigrateResult {
 const LOCK_KEY = 0x6275_6c6b; // "bulk": one advisory lock for every process that migrates
 
 /**
- * Applies every migration not yet recorded, each inside its own transaction,
- * under a session advisory lock so that two processes migrating at once apply
- * each file exactly once.
+ * Applies every migration not yet recorded, in version order, all in one
+ * transaction (all or nothing), under a transaction-scoped advisory lock so
+ * that two processes migrating at once apply each file exactly once. When
+ * nothing is pending it changes nothing and needs no DDL privilege, so a
+ * server running under a restricted role can start with migrations on.
+ * A pending version older than one already applied is refused: the files
+ * would run in another order than on every other database.
  */
 export async function migrate(sql: Sql, migrations?: Migration[]): Promise<MigrateResult> {
   const all = migrations ?? (await loadMigrations());
+  const current = all.reduce((max, m) => Math.max(max, m.version), 0);
+  const [table] = await sql<
+    { exists: boolean }[]
+  >`select to_regclass('bulkhead_migrations') is not null as exists`;
+  if (table?.exists) {
+    const done = new Set(
+      (await sql<{ version: number }[]>`select version from bulkhead_migrations`).map((r) => r.version),
+    );
+    if (all.every((m) => done.has(m.version))) return { applied: [], current };
+  }
   return sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(${LOCK_KEY})`;
     await tx`
@@ -63,6 +77,13 @@ export async function migrate(sql: Sql, migrations?: Migration[]): Promise<Migra
     const done = new Set(
       (await tx<{ version: number }[]>`select version from bulkhead_migrations`).map((r) => r.version),
     );
+    const newest = Math.max(0, ...done);
+    const late = all.filter((m) => !done.has(m.version) && m.version < newest);
+    if (late.length) {
+      throw new Error(
+        `migration ${late.map((m) => m.name).join(', ')} is older than ${newest}, already applied: this database took another path; restore it or apply by hand`,
+      );
+    }
     const applied: string[] = [];
     for (const m of all) {
       if (done.has(m.version)) continue;
@@ -72,7 +93,6 @@ export async function migrate(sql: Sql, migrations?: Migration[]): Promise<Migra
       });
       applied.push(m.name);
     }
-    const current = all.reduce((max, m) => Math.max(max, m.version), 0);
     return { applied, current };
   });
 }
