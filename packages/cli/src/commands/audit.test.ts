@@ -1,10 +1,14 @@
+import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createAuditWriter } from '@bulkhead/audit';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../run-cli.ts';
+
+const cliMain = fileURLToPath(new URL('../main.ts', import.meta.url));
 
 let db: TestDatabase;
 let dir: string;
@@ -149,4 +153,59 @@ describe('bulkhead audit export at volume', () => {
       await big.drop();
     }
   }, 120_000);
+});
+
+describe('bulkhead audit tail --follow', () => {
+  it('prints events as they are committed, including one committed out of sequence order, and stops on Ctrl-C', async () => {
+    const live = await createTestDatabase();
+    try {
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', cliMain, 'audit', 'tail', '--follow', '--json'],
+        {
+          env: { ...process.env, DATABASE_URL: live.url, BULKHEAD_DATA_DIR: dir },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      const lines = () =>
+        out
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { request_id: string });
+      const waitFor = async (n: number) => {
+        for (let i = 0; i < 100 && lines().length < n; i++) await new Promise((r) => setTimeout(r, 100));
+      };
+      await new Promise((r) => setTimeout(r, 1500));
+      const audit = createAuditWriter(live.sql);
+      // Hold one insert open so that a later sequence number commits first.
+      const slow = live.sql.begin(async (tx) => {
+        await tx`insert into audit_events (id, at, server, chain_seq, method, outcome, duration_ms, request_id, prev_hash, hash)
+          values (gen_random_uuid(), now(), 'other', 1, 'tools/call', 'ok', 1, 'slow', 'p', 'h')`;
+        await new Promise((r) => setTimeout(r, 1200));
+      });
+      await new Promise((r) => setTimeout(r, 100));
+      await audit.append({
+        server: 'admin',
+        method: 'tools/call',
+        outcome: 'ok',
+        requestId: 'fast',
+        durationMs: 1,
+      });
+      await slow;
+      await waitFor(2);
+      expect(
+        lines()
+          .map((l) => l.request_id)
+          .sort(),
+      ).toEqual(['fast', 'slow']);
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+    } finally {
+      await live.drop();
+    }
+  }, 60_000);
 });

@@ -118,16 +118,26 @@ Options:
         if (!recent.length && !values.json) io.err('No events match.');
         return 0;
       }
-      let last =
-        recent.at(-1)?.seq ??
-        Number((await sql`select coalesce(max(seq), 0) as seq from audit_events`)[0]!.seq);
+      // Sequence numbers are taken at insert, not at commit: with several servers writing, #101 can become
+      // visible before #100. So each poll re-reads a trailing window and prints what it has not printed yet.
+      const WINDOW = 1000;
+      const top = Number((await sql`select coalesce(max(seq), 0) as seq from audit_events`)[0]!.seq);
+      const seen = new Set<number>(
+        (await sql<{ seq: string }[]>`select seq from audit_events where seq > ${top - WINDOW}`).map((r) =>
+          Number(r.seq),
+        ),
+      );
+      let last = top;
       let running = true;
       process.once('SIGINT', () => (running = false));
       while (running) {
-        for await (const e of streamEvents(sql, { ...filter, afterSeq: last })) {
+        for await (const e of streamEvents(sql, { ...filter, afterSeq: Math.max(0, last - WINDOW) })) {
+          if (seen.has(e.seq)) continue;
+          seen.add(e.seq);
           print(e);
-          last = e.seq;
+          last = Math.max(last, e.seq);
         }
+        for (const seq of seen) if (seq <= last - WINDOW) seen.delete(seq);
         await new Promise((r) => setTimeout(r, 500));
       }
       return 0;
