@@ -46,13 +46,14 @@ it('send_invoice on the real admin server: pending → approved in the console i
   const result = pending.structuredContent as {
     status: string;
     approval_id: string;
-    preview: string;
+    preview: { text: string; source: string; untrusted: true };
     note: string;
   };
   expect(pending.isError).toBeFalsy();
   expect(result.status).toBe('pending_approval');
   expect(result.note).toContain('Nothing has been sent');
-  expect(result.preview).toContain(draft!.email);
+  expect(result.preview.text).toContain(draft!.email);
+  expect(result.preview.source).toBe(`approval ${result.approval_id} preview`);
   expect((await db.sql`select status from invoices where number = ${draft!.number}`)[0]!.status).toBe(
     'draft',
   );

@@ -19,8 +19,11 @@ export interface ToolContext {
   requestId: string;
   /** Set only while an approved action runs: effects outside the database go here, in the same transaction. */
   outbox?: Outbox;
-  /** Set only while an approved action runs: which approval, and who gave it. */
-  approval?: { id: string; decidedBy: string };
+  /**
+   * Set only while an approved action runs: which approval, who gave it, and the preview they
+   * approved (so that a handler can refuse when what it would do now differs from what was shown).
+   */
+  approval?: { id: string; decidedBy: string; preview: string };
 }
 
 /** MCP tool annotations; all four are required so that no tool is unmarked. */

@@ -271,6 +271,20 @@ describe('deciding', () => {
     });
   });
 
+  it('refuses to approve a request whose stored arguments changed since it was made', async () => {
+    const id = await request('Prices unchanged');
+    const { cookie, csrf } = await signIn();
+    const hash = (await getApproval(db.sql, id))!.argumentsHash;
+    // Arguments changed in storage, the stored hash left alone: what the page shows is not what was requested.
+    await db.sql`update bulkhead_approvals set arguments = '{"text":"Prices doubled"}' where id = ${id}`;
+    const res = await post(`/approvals/${id}/decide`, cookie, { _csrf: csrf, decision: 'approve', hash });
+    expect(res.status).toBe(409);
+    expect(await res.text()).toContain(
+      `Approval ${id}: the stored arguments changed since the request — refused; reject it and ask for a new request.`,
+    );
+    expect((await getApproval(db.sql, id))!.status).toBe('pending');
+  });
+
   it('filters the history by status, server and tool', async () => {
     const { cookie } = await signIn();
     const all = await (await fetch(`${base}/history`, { headers: { cookie } })).text();

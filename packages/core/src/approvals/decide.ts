@@ -1,7 +1,7 @@
 import type { AuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
 import { auditApproval } from './audit-trail.ts';
-import { APPROVAL_COLUMNS, APPROVAL_ID, getApproval, type ApprovalRecord } from './store.ts';
+import { APPROVAL_COLUMNS, APPROVAL_ID, argumentsHash, getApproval, type ApprovalRecord } from './store.ts';
 
 /** A decision that cannot be taken; the message says why and what to do, for a person. */
 export class ApprovalDecisionError extends Error {
@@ -38,8 +38,9 @@ function stamp(d: Date): string {
  * Records a decision on a pending approval and writes its audit event into
  * the owning server's chain. The owning server hears of an approval through
  * NOTIFY and runs it within a second. Refuses, with a sentence for a person:
- * unknown ids, decided or expired approvals, a rejection without reason, and
- * arguments that changed since the decider saw them.
+ * unknown ids, decided or expired approvals (by the database's clock), a
+ * rejection without reason, approving arguments that no longer match their
+ * stored hash, and arguments that changed since the decider saw them.
  */
 export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision): Promise<ApprovalRecord> {
   const reason = d.reason?.trim() || null;
@@ -70,8 +71,30 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
         ),
       };
     }
-    if (a.expiresAt <= new Date()) {
-      await tx`update bulkhead_approvals set status = 'expired' where id = ${a.id}`;
+    // Arguments changed in storage after the request are never approved (the executor would refuse them
+    // later anyway); the request can still be rejected.
+    if (d.decision === 'approve' && argumentsHash(a.arguments) !== a.argumentsHash)
+      return {
+        error: new ApprovalDecisionError(
+          `approval ${d.id}: the stored arguments changed since the request — refused; reject it and ask for a new request`,
+          'changed',
+        ),
+      };
+    if (d.expectedHash && d.expectedHash !== a.argumentsHash)
+      return {
+        error: new ApprovalDecisionError(
+          `approval ${d.id} no longer has the arguments you were shown; review it again`,
+          'changed',
+        ),
+      };
+    // The database's clock decides expiry, not the decider's: the update only takes a request not yet expired.
+    const decided = await tx`
+      update bulkhead_approvals set status = ${d.decision === 'approve' ? 'approved' : 'rejected'},
+        decided_at = now(), decided_by = ${d.decidedBy}, decided_by_token_id = ${d.decidedByTokenId ?? null},
+        decision_reason = ${reason}
+      where id = ${a.id} and status = 'pending' and expires_at > now()`;
+    if (decided.count === 0) {
+      await tx`update bulkhead_approvals set status = 'expired' where id = ${a.id} and status = 'pending'`;
       return {
         expired: true as const,
         error: new ApprovalDecisionError(
@@ -80,18 +103,6 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
         ),
       };
     }
-    if (d.expectedHash && d.expectedHash !== a.argumentsHash)
-      return {
-        error: new ApprovalDecisionError(
-          `approval ${d.id} no longer has the arguments you were shown; review it again`,
-          'changed',
-        ),
-      };
-    await tx`
-      update bulkhead_approvals set status = ${d.decision === 'approve' ? 'approved' : 'rejected'},
-        decided_at = now(), decided_by = ${d.decidedBy}, decided_by_token_id = ${d.decidedByTokenId ?? null},
-        decision_reason = ${reason}
-      where id = ${a.id}`;
     return { error: null };
   });
   if (outcome.error && !('expired' in outcome)) throw outcome.error;

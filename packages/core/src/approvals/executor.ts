@@ -40,6 +40,10 @@ export interface ApprovalExecutorOptions {
   /** The safety-net sweep interval (default 5 s); NOTIFY normally wakes the executor at once. */
   sweepIntervalMs?: number;
   retry?: Partial<RetryPolicy>;
+  /** Deliveries per outbox pass before the loop yields and starts the next (default 20). */
+  deliveriesPerPass?: number;
+  /** How long a row being delivered stays claimed (default 60 s, above the webhook's 10 s limit). */
+  deliveryLeaseMs?: number;
   /** Recorded as `executed_by`; defaults to host:pid:random. */
   instanceId?: string;
 }
@@ -47,9 +51,9 @@ export interface ApprovalExecutorOptions {
 /** A running executor. */
 export interface ApprovalExecutor {
   readonly instanceId: string;
-  /** Resolves once LISTEN is established and the start-up pass is done. */
+  /** Resolves once LISTEN is established and the start-up pass over approved actions is done (deliveries go on apart). */
   readonly ready: Promise<void>;
-  /** Runs passes until no work is left (tests; the executor does this by itself). */
+  /** Runs passes until no action and no due delivery is left (tests; the executor does this by itself). */
   drain(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -107,8 +111,12 @@ interface Outcome {
  *   (`ctx.sql`), so its database effects and the status `executed` commit
  *   together; a kill before the commit rolls both back and the approval runs
  *   on the next start; effects outside the database go through `ctx.outbox`;
- * - records the result (or the failure), writes the audit events, expires
- *   overdue requests and delivers the outbox (webhook notifications, e-mails).
+ * - records the result (or the failure), writes the audit events and expires
+ *   overdue requests;
+ * - delivers the outbox (webhook notifications, e-mails) in a loop of its own,
+ *   woken by its own NOTIFY and retry timer, each row claimed with a lease and
+ *   delivered outside any transaction, so that a slow or hanging receiver
+ *   never delays an approved action.
  */
 export function startApprovalExecutor(
   def: ServerDefinition,
@@ -121,6 +129,8 @@ export function startApprovalExecutor(
   const instanceId = options.instanceId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const sweepMs = options.sweepIntervalMs ?? 5_000;
   const retry: RetryPolicy = { ...DEFAULT_RETRY, ...options.retry };
+  const deliveriesPerPass = options.deliveriesPerPass ?? 20;
+  const leaseMs = options.deliveryLeaseMs ?? 60_000;
   const deliverers: Record<string, Deliverer> = {
     email: logEmail,
     ...(options.webhookUrl ? { [APPROVAL_WEBHOOK]: webhookDeliverer(options.webhookUrl) } : {}),
@@ -166,7 +176,7 @@ export function startApprovalExecutor(
             server,
             requestId: a.requestId,
             outbox: createOutbox(guarded, server, a.id),
-            approval: { id: a.id, decidedBy: a.decidedBy ?? 'unknown' },
+            approval: { id: a.id, decidedBy: a.decidedBy ?? 'unknown', preview: a.preview },
           };
           return (await tool.handler(args, ctx)) as unknown;
         }),
@@ -232,57 +242,93 @@ export function startApprovalExecutor(
   }
 
   let stopped = false;
-  let running: Promise<void> | null = null;
-  let again = false;
+  const stopping = new AbortController();
   let retryTimer: NodeJS.Timeout | undefined;
 
-  async function pass(): Promise<void> {
+  /**
+   * One worker: a kick starts a pass, or asks for one more when a pass is
+   * running, so that work signalled meanwhile is never missed.
+   */
+  function worker(name: string, pass: () => Promise<boolean | void>) {
+    let running: Promise<void> | null = null;
+    let again = false;
+    const kick = (): void => {
+      if (stopped) return;
+      if (running) {
+        again = true;
+        return;
+      }
+      running = (async () => {
+        do {
+          again = false;
+          try {
+            if (await pass()) again = true;
+          } catch (err) {
+            logger.error({ err }, `${name} pass failed; retrying at the next sweep`);
+          }
+        } while (again && !stopped);
+        running = null;
+      })();
+    };
+    const idle = async () => {
+      while (running) await running;
+    };
+    return { kick, idle };
+  }
+
+  // Approved actions and deliveries run in separate loops: a slow or hanging receiver delays the
+  // next delivery, never an approved action.
+  const approvals = worker('approval', async () => {
     await expireOverdue(sql, server);
     for (const id of await unauditedApprovals(sql, server))
       await auditApproval(sql, audit, id, { wait: false });
-    for (let id = await runNext(); id && !stopped; id = await runNext())
+    for (let id = await runNext(); id && !stopped; id = await runNext()) {
       await auditApproval(sql, audit, id, { wait: true });
-    const { nextDueAt } = await dispatchOutbox(sql, server, deliverers, logger, retry);
+      outbox.kick();
+    }
+  });
+
+  const outbox = worker('outbox', async () => {
+    const { more, nextDueAt } = await dispatchOutbox(sql, server, deliverers, logger, retry, {
+      max: deliveriesPerPass,
+      leaseMs,
+      signal: stopping.signal,
+    });
     clearTimeout(retryTimer);
-    if (nextDueAt && !stopped) {
-      retryTimer = setTimeout(kick, Math.min(Math.max(nextDueAt.getTime() - Date.now(), 0) + 20, sweepMs));
+    if (nextDueAt && !more && !stopped) {
+      retryTimer = setTimeout(
+        outbox.kick,
+        Math.min(Math.max(nextDueAt.getTime() - Date.now(), 0) + 20, sweepMs),
+      );
       retryTimer.unref();
     }
-  }
+    return more;
+  });
 
-  function kick(): void {
-    if (stopped) return;
-    if (running) {
-      again = true;
-      return;
-    }
-    running = (async () => {
-      do {
-        again = false;
-        try {
-          await pass();
-        } catch (err) {
-          logger.error({ err }, 'approval pass failed; retrying at the next sweep');
-        }
-      } while (again && !stopped);
-      running = null;
-    })();
-  }
-
-  const wake = (payload: string) => {
+  const wake = (kick: () => void) => (payload: string) => {
     if (payload === server) kick();
   };
   const listening = Promise.all([
-    sql.listen('bulkhead_approvals', wake, kick),
-    sql.listen('bulkhead_outbox', wake, kick),
+    sql.listen('bulkhead_approvals', wake(approvals.kick), approvals.kick),
+    sql.listen('bulkhead_outbox', wake(outbox.kick), outbox.kick),
   ]);
-  const sweep = setInterval(kick, sweepMs);
+  const sweep = setInterval(() => {
+    approvals.kick();
+    outbox.kick();
+  }, sweepMs);
   sweep.unref();
   const drain = async () => {
-    kick();
-    while (running) await running;
+    approvals.kick();
+    await approvals.idle();
+    // After the actions: the rows they queued are committed, so this pass sees them.
+    outbox.kick();
+    await outbox.idle();
   };
-  const ready = listening.then(drain);
+  const ready = listening.then(async () => {
+    outbox.kick();
+    approvals.kick();
+    await approvals.idle();
+  });
   ready.catch((err: unknown) => logger.error({ err }, 'approval executor could not LISTEN'));
 
   return {
@@ -291,9 +337,10 @@ export function startApprovalExecutor(
     drain,
     async stop() {
       stopped = true;
+      stopping.abort();
       clearInterval(sweep);
       clearTimeout(retryTimer);
-      while (running) await running;
+      await Promise.all([approvals.idle(), outbox.idle()]);
       const listeners = await listening.catch(() => []);
       await Promise.all(listeners.map((l) => l.unlisten().catch(() => {})));
     },

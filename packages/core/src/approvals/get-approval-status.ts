@@ -2,6 +2,8 @@ import { z } from 'zod';
 import type { Sql } from '@bulkhead/db';
 import { defineTool } from '../define-tool.ts';
 import { ToolError } from '../errors.ts';
+import { untrusted, untrustedTextSchema } from '../untrusted.ts';
+import { previewSource } from './pending-result.ts';
 import {
   APPROVAL_COLUMNS,
   APPROVAL_ID,
@@ -10,6 +12,9 @@ import {
   type ApprovalRecord,
   type ApprovalStatus,
 } from './store.ts';
+
+// A clock face: inline SVG as the servers' icons are (a data URI; no request leaves the client).
+const ICON = `data:image/svg+xml,${"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'><path fill-rule='evenodd' d='M8 1a7 7 0 1 0 0 14A7 7 0 0 0 8 1zM7 4h2v4l3 2-1 1.5L7 9z'/></svg>".replace(/[<>#]/g, encodeURIComponent)}`;
 
 const NOTES: Record<ApprovalStatus, string> = {
   pending: 'Waiting for a person; nothing has happened yet.',
@@ -55,7 +60,7 @@ export const getApprovalStatus = defineTool({
     approval_id: z.string(),
     tool: z.string().describe('The gated tool that filed the request.'),
     status: z.enum(APPROVAL_STATUSES),
-    preview: z.string(),
+    preview: untrustedTextSchema.describe('What a person was asked to approve (quotes customer text).'),
     requested_at: z.string(),
     expires_at: z.string(),
     decided_at: z.string().nullable(),
@@ -66,6 +71,7 @@ export const getApprovalStatus = defineTool({
     note: z.string(),
   }),
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  icons: [{ src: ICON }],
   handler: async ({ approval_id }, ctx) => {
     const a = await findApproval(ctx.sql, ctx.server, approval_id, ctx.access.customerId);
     if (!a)
@@ -77,7 +83,7 @@ export const getApprovalStatus = defineTool({
       approval_id: a.id,
       tool: a.tool,
       status,
-      preview: a.preview,
+      preview: untrusted(a.preview, { source: previewSource(a.id) }),
       requested_at: a.requestedAt.toISOString(),
       expires_at: a.expiresAt.toISOString(),
       decided_at: a.decidedAt?.toISOString() ?? null,

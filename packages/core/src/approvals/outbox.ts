@@ -33,10 +33,13 @@ export class DeliveryError extends Error {
   }
 }
 
-/** Delivers one item; resolves when the receiver has it, throws (best a {@link DeliveryError}) otherwise. */
+/**
+ * Delivers one item; resolves when the receiver has it, throws (best a {@link DeliveryError}) otherwise.
+ * `signal` is aborted when the server stops: a deliverer that honours it lets the stop finish at once.
+ */
 export type Deliverer = (
   item: OutboxItem,
-  ctx: { logger: Logger },
+  ctx: { logger: Logger; signal: AbortSignal },
 ) => Promise<{ statusCode?: number } | void>;
 
 /** Retry policy of the dispatcher. */
@@ -82,12 +85,56 @@ export const logEmail: Deliverer = async (item, { logger }) => {
   );
 };
 
+/** How {@link dispatchOutbox} paces itself. */
+export interface DispatchOptions {
+  /** Rows handled at most in one call (default 20); `more` says when due rows were left. */
+  max?: number;
+  /**
+   * How long a claimed row stays invisible to other dispatchers while it is delivered (default 60 s).
+   * Longer than any deliverer's own time limit; a process that dies mid-delivery gives it back when it lapses.
+   */
+  leaseMs?: number;
+  /** Aborted when the server stops: an interrupted delivery is recorded and the row is due again at once. */
+  signal?: AbortSignal;
+}
+
+interface ClaimedRow {
+  id: string;
+  approvalId: string | null;
+  kind: string;
+  payload: Record<string, unknown>;
+  attempts: number;
+}
+
 /**
- * Delivers due rows of `server`, one at a time, each under a row lock taken
- * with SKIP LOCKED so that replicas share the work and never deliver the same
- * row at once. Every attempt is recorded; a failure is retried with
- * exponential backoff until `maxAttempts`. Returns how many rows it handled
- * and when the next retry falls due.
+ * Claims the oldest due row of `server` with a lease: one statement moves its
+ * `next_attempt_at` past the lease and counts the attempt, and commits. So the
+ * delivery itself runs outside any transaction, and neither holds a row lock
+ * nor a connection while a receiver takes its time.
+ */
+async function claim(sql: Sql, server: string, leaseMs: number): Promise<ClaimedRow | undefined> {
+  const [row] = await sql<ClaimedRow[]>`
+    update bulkhead_outbox set attempts = attempts + 1,
+      next_attempt_at = now() + ${leaseMs} * interval '1 millisecond'
+    where id = (
+      select id from bulkhead_outbox
+      where server = ${server} and status = 'pending' and next_attempt_at <= now()
+      order by next_attempt_at, id limit 1
+      for update skip locked)
+    returning id, approval_id as "approvalId", kind, payload, attempts`;
+  return row;
+}
+
+/**
+ * Delivers due rows of `server`, at most `max` per call. Each row is claimed
+ * with a lease (see {@link claim}), delivered outside any transaction, then
+ * marked delivered, retried later or failed — only if the lease is still this
+ * dispatcher's (the attempt count is unchanged), so a dispatcher whose lease
+ * lapsed cannot overwrite a newer attempt. Replicas share the work and never
+ * deliver the same row at once unless a lease lapses mid-delivery; receivers
+ * drop such a repeat by the idempotency key. Every attempt is recorded; a
+ * failure is retried with exponential backoff until `maxAttempts`. Returns how
+ * many rows it handled, whether due rows were left, and when the next falls due.
  */
 export async function dispatchOutbox(
   sql: Sql,
@@ -95,71 +142,74 @@ export async function dispatchOutbox(
   deliverers: Readonly<Record<string, Deliverer>>,
   logger: Logger,
   policy: RetryPolicy = DEFAULT_RETRY,
-): Promise<{ handled: number; nextDueAt: Date | null }> {
+  options: DispatchOptions = {},
+): Promise<{ handled: number; more: boolean; nextDueAt: Date | null }> {
+  const max = options.max ?? 20;
+  const leaseMs = options.leaseMs ?? 60_000;
+  const signal = options.signal ?? new AbortController().signal;
   let handled = 0;
+  let more = false;
   for (;;) {
-    const done = await sql.begin(async (tx) => {
-      const [row] = await tx<
-        {
-          id: string;
-          approvalId: string | null;
-          kind: string;
-          payload: Record<string, unknown>;
-          attempts: number;
-        }[]
-      >`
-        select id, approval_id as "approvalId", kind, payload, attempts from bulkhead_outbox
-        where server = ${server} and status = 'pending' and next_attempt_at <= now()
-        order by next_attempt_at, id limit 1
-        for update skip locked`;
-      if (!row) return false;
-      const item: OutboxItem = {
-        id: Number(row.id),
-        server,
-        approvalId: row.approvalId,
-        kind: row.kind,
-        payload: row.payload,
-        attempt: row.attempts + 1,
-      };
-      const log = logger.child({ outboxId: item.id, kind: item.kind });
-      const started = performance.now();
-      let statusCode: number | null = null;
-      let error: string | null = null;
-      const deliver = deliverers[item.kind];
-      try {
-        if (!deliver) throw new DeliveryError(`no deliverer for "${item.kind}" on ${server}`);
-        statusCode = (await deliver(item, { logger: log }))?.statusCode ?? null;
-      } catch (err) {
-        error = err instanceof Error ? err.message : String(err);
-        if (err instanceof DeliveryError) statusCode = err.statusCode ?? null;
-      }
-      const ms = Math.round(performance.now() - started);
+    if (signal.aborted) break;
+    if (handled >= max) {
+      more = true;
+      break;
+    }
+    const row = await claim(sql, server, leaseMs);
+    if (!row) break;
+    handled++;
+    const item: OutboxItem = {
+      id: Number(row.id),
+      server,
+      approvalId: row.approvalId,
+      kind: row.kind,
+      payload: row.payload,
+      attempt: row.attempts,
+    };
+    const log = logger.child({ outboxId: item.id, kind: item.kind });
+    const started = performance.now();
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    const deliver = deliverers[item.kind];
+    try {
+      if (!deliver) throw new DeliveryError(`no deliverer for "${item.kind}" on ${server}`);
+      statusCode = (await deliver(item, { logger: log, signal }))?.statusCode ?? null;
+    } catch (err) {
+      error = err instanceof Error ? err.message : String(err);
+      if (err instanceof DeliveryError) statusCode = err.statusCode ?? null;
+    }
+    const interrupted = error !== null && signal.aborted;
+    if (interrupted) error = `interrupted: the server stopped during the delivery (${error})`;
+    const ms = Math.round(performance.now() - started);
+    const updated = await sql.begin(async (tx) => {
+      const mine = tx`id = ${item.id} and status = 'pending' and attempts = ${item.attempt}`;
       await tx`
         insert into bulkhead_outbox_attempts (outbox_id, attempt, ok, status_code, error, duration_ms)
         values (${item.id}, ${item.attempt}, ${error === null}, ${statusCode}, ${error}, ${ms})`;
-      if (error === null) {
-        await tx`
-          update bulkhead_outbox set status = 'delivered', attempts = ${item.attempt}, delivered_at = now(),
-            last_error = null where id = ${item.id}`;
-      } else if (!deliver || item.attempt >= policy.maxAttempts) {
+      if (error === null)
+        return tx`
+          update bulkhead_outbox set status = 'delivered', delivered_at = now(), last_error = null
+          where ${mine}`;
+      if (interrupted)
+        return tx`update bulkhead_outbox set last_error = ${error}, next_attempt_at = now() where ${mine}`;
+      if (!deliver || item.attempt >= policy.maxAttempts) {
         log.error({ attempt: item.attempt, error }, 'outbox delivery failed for good');
-        await tx`
-          update bulkhead_outbox set status = 'failed', attempts = ${item.attempt}, last_error = ${error}
-          where id = ${item.id}`;
-      } else {
-        const delay = backoff(policy, item.attempt);
-        log.warn({ attempt: item.attempt, error, retryInMs: delay }, 'outbox delivery failed; will retry');
-        await tx`
-          update bulkhead_outbox set attempts = ${item.attempt}, last_error = ${error},
-            next_attempt_at = now() + ${delay} * interval '1 millisecond'
-          where id = ${item.id}`;
+        return tx`update bulkhead_outbox set status = 'failed', last_error = ${error} where ${mine}`;
       }
-      return true;
+      const delay = backoff(policy, item.attempt);
+      log.warn({ attempt: item.attempt, error, retryInMs: delay }, 'outbox delivery failed; will retry');
+      return tx`
+        update bulkhead_outbox set last_error = ${error},
+          next_attempt_at = now() + ${delay} * interval '1 millisecond'
+        where ${mine}`;
     });
-    if (!done) break;
-    handled++;
+    if (updated.count === 0)
+      log.warn(
+        { attempt: item.attempt, leaseMs },
+        'outbox lease lapsed during the delivery; another attempt owns the row now',
+      );
   }
   const [next] = await sql<{ at: Date | null }[]>`
     select min(next_attempt_at) as at from bulkhead_outbox where server = ${server} and status = 'pending'`;
-  return { handled, nextDueAt: next?.at ?? null };
+  return { handled, more, nextDueAt: next?.at ?? null };
 }

@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import type { ApprovalRequester } from '../call-tool.ts';
 import { hasGatedTools, type ServerDefinition } from '../create-server.ts';
 import { redactArguments } from '../secret.ts';
-import { PENDING_NOTE, type PendingApprovalResult } from './pending-result.ts';
+import { untrusted } from '../untrusted.ts';
+import { PENDING_NOTE, previewSource, type PendingApprovalResult } from './pending-result.ts';
 import { APPROVAL_COLUMNS, argumentsHash, newApprovalId, storedForm, type ApprovalRecord } from './store.ts';
 import { APPROVAL_WEBHOOK, approvalWebhookPayload, consoleLink } from './webhook.ts';
 
@@ -69,7 +70,8 @@ export function createApprovalRequester(options: ApprovalRequesterOptions): Appr
       const result: PendingApprovalResult = {
         status: 'pending_approval',
         approval_id: id,
-        preview,
+        // Customer-entered text is quoted in it: data for the model, checked for injection like any.
+        preview: untrusted(preview, { source: previewSource(id) }),
         expires_at: record.expiresAt.toISOString(),
         note: PENDING_NOTE,
       };

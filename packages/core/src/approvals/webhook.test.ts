@@ -116,3 +116,41 @@ it('notifies the webhook, retries with backoff after a failure and records every
   });
   expect(lines.some((l) => l.msg === 'outbox delivery failed; will retry' && l.attempt === 1)).toBe(true);
 });
+
+it('escapes customer text in the Slack text, so that it cannot add a link or a mention', async () => {
+  const server = await startTestServer(fixtureServer, {
+    sql: db.sql,
+    approvalWebhookUrl: 'http://127.0.0.1:9/never-called',
+    consoleUrl: 'https://approve.example.test',
+  });
+  const token = await issueTestToken(db.sql, fixtureServer, { label: 'Bots & <Co>' });
+  const client = new Client(
+    { name: 't', version: '1' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(server.url, {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }),
+  );
+  const label = 'refund <https://evil.example/x|Approve> & <!channel>';
+  const result = await client.callTool({ name: 'record_effect', arguments: { label } });
+  await client.close();
+  await server.close();
+  const id = (result.structuredContent as { approval_id: string }).approval_id;
+  const [row] = await db.sql<{ payload: { text: string; approval: { preview: string } } }[]>`
+    select payload from bulkhead_outbox where approval_id = ${id}`;
+  const { text, approval } = row!.payload;
+  expect(text.split('\n')[0]).toBe(
+    'Approval needed on gate-fixture: Record the effect "refund &lt;https://evil.example/x|Approve&gt; &amp; &lt;!channel&gt;".',
+  );
+  expect(text.split('\n')[1]).toMatch(/^Requested by Bots &amp; &lt;Co&gt; with record_effect; expires /);
+  expect(text.split('\n')[2]).toBe(
+    `<https://approve.example.test/approvals/${id}|Review ${id} in the console>`,
+  );
+  // The only markup left is the console link; the JSON field keeps the preview as written.
+  expect(text.match(/<[^>]*>/g)).toEqual([
+    `<https://approve.example.test/approvals/${id}|Review ${id} in the console>`,
+  ]);
+  expect(approval.preview).toBe(`Record the effect "${label}".`);
+});

@@ -13,15 +13,26 @@ export function consoleLink(consoleUrl: string | undefined, id: string): string 
 }
 
 /**
+ * Escapes text for Slack's message syntax, which reads `<…>` as links and
+ * mentions (`<https://x|Approve>`, `<!channel>`): `&`, `<` and `>` become
+ * entities, as Slack requires, so customer text in a preview stays text.
+ */
+export function slackEscape(text: string): string {
+  return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+}
+
+/**
  * The webhook body: the approval (redacted arguments only), a link to the
  * console, and a Slack-compatible `text` so that a Slack incoming webhook
- * shows a readable message without any adapter.
+ * shows a readable message without any adapter. Every value in `text` is
+ * escaped ({@link slackEscape}); the only markup is the console link.
  */
 export function approvalWebhookPayload(a: ApprovalRecord, consoleUrl: string | undefined) {
   const url = consoleLink(consoleUrl, a.id);
+  const e = slackEscape;
   return {
     type: 'approval.requested',
-    text: `Approval needed on ${a.server}: ${a.preview}\nRequested by ${a.requestedByLabel ?? 'unknown'} with ${a.tool}; expires ${a.expiresAt.toISOString()}.\n<${url}|Review ${a.id} in the console>`,
+    text: `Approval needed on ${e(a.server)}: ${e(a.preview)}\nRequested by ${e(a.requestedByLabel ?? 'unknown')} with ${e(a.tool)}; expires ${a.expiresAt.toISOString()}.\n<${e(url)}|Review ${e(a.id)} in the console>`,
     url,
     approval: {
       id: a.id,
@@ -44,7 +55,7 @@ export function approvalWebhookPayload(a: ApprovalRecord, consoleUrl: string | u
  * failed attempt (retried by the dispatcher).
  */
 export function webhookDeliverer(url: string, timeoutMs = 10_000): Deliverer {
-  return async (item) => {
+  return async (item, { signal }) => {
     let res: Response;
     try {
       res = await fetch(url, {
@@ -55,7 +66,7 @@ export function webhookDeliverer(url: string, timeoutMs = 10_000): Deliverer {
           'x-bulkhead-delivery-attempt': String(item.attempt),
         },
         body: JSON.stringify(item.payload),
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), signal]),
         redirect: 'error',
       });
     } catch (err) {

@@ -1,0 +1,183 @@
+import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createAuditWriter } from '@bulkhead/audit';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectTestClient, issueTestToken, startTestServer } from '../testing.ts';
+import { FIXTURE_EFFECTS_DDL, fixtureServer } from './fixtures/gated-server.ts';
+import {
+  decideApproval,
+  DEFAULT_RETRY,
+  dispatchOutbox,
+  getApproval,
+  logEmail,
+  startApprovalExecutor,
+  type Deliverer,
+} from './index.ts';
+
+let db: TestDatabase;
+const logger = pino({ level: 'silent' });
+
+// A webhook receiver that takes every request and never answers, as a stuck endpoint does.
+const held: IncomingMessage[] = [];
+const receiver = createHttpServer((req) => {
+  held.push(req);
+});
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.sql.unsafe(FIXTURE_EFFECTS_DDL);
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+});
+afterAll(async () => {
+  receiver.closeAllConnections();
+  await new Promise((resolve) => receiver.close(resolve));
+  await db.drop();
+});
+
+async function until(ok: () => Promise<boolean> | boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await ok()) && Date.now() < deadline) await sleep(20);
+}
+
+async function openTransactions(): Promise<number> {
+  const [row] = await db.sql<{ n: number }[]>`
+    select count(*)::int as n from pg_stat_activity
+    where datname = current_database() and state like 'idle in transaction%'`;
+  return row!.n;
+}
+
+describe('the outbox beside the approved actions', () => {
+  it('runs an approval decided now within 2 s while the webhook receiver hangs, and holds no transaction during a delivery', async () => {
+    const webhookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const server = await startTestServer(fixtureServer, { sql: db.sql, approvalWebhookUrl: webhookUrl });
+    const executor = startApprovalExecutor(fixtureServer, {
+      sql: db.sql,
+      logger,
+      webhookUrl,
+      sweepIntervalMs: 60_000,
+    });
+    await executor.ready;
+    const client = await connectTestClient(server.url, await issueTestToken(db.sql, fixtureServer));
+    const ids: string[] = [];
+    for (const label of ['first', 'second', 'third', 'fourth']) {
+      const r = await client.callTool({ name: 'record_effect', arguments: { label } });
+      ids.push((r.structuredContent as { approval_id: string }).approval_id);
+    }
+    await client.close();
+    await server.close();
+
+    // The first notification is with the receiver, which does not answer (for 10 s, the webhook's limit).
+    await until(() => held.length > 0, 2000);
+    expect(held).toHaveLength(1);
+    const [first] = await db.sql<{ attempts: number; status: string; leased: boolean }[]>`
+      select attempts, status, next_attempt_at > now() + interval '30 seconds' as leased
+      from bulkhead_outbox where approval_id = ${ids[0]!}`;
+    expect(first).toEqual({ attempts: 1, status: 'pending', leased: true });
+    expect(await openTransactions()).toBe(0);
+
+    const started = Date.now();
+    await decideApproval(db.sql, createAuditWriter(db.sql), {
+      id: ids[3]!,
+      decision: 'approve',
+      decidedBy: 'cli:test',
+    });
+    await until(async () => (await getApproval(db.sql, ids[3]!))?.status === 'executed', 2000);
+    expect((await getApproval(db.sql, ids[3]!))?.status).toBe('executed');
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(held).toHaveLength(1);
+
+    // Stopping interrupts the hanging delivery: recorded, and due again at once for the next start.
+    const stopping = Date.now();
+    await executor.stop();
+    expect(Date.now() - stopping).toBeLessThan(1000);
+    const attempts = await db.sql<{ attempt: number; ok: boolean; error: string }[]>`
+      select a.attempt, a.ok, a.error from bulkhead_outbox_attempts a
+      join bulkhead_outbox o on o.id = a.outbox_id where o.approval_id = ${ids[0]!}`;
+    expect(attempts).toEqual([
+      {
+        attempt: 1,
+        ok: false,
+        error: expect.stringMatching(
+          /^interrupted: the server stopped during the delivery \(webhook unreachable: /,
+        ),
+      },
+    ]);
+    const [after] = await db.sql<{ status: string; due: boolean }[]>`
+      select status, next_attempt_at <= now() as due from bulkhead_outbox where approval_id = ${ids[0]!}`;
+    expect(after).toEqual({ status: 'pending', due: true });
+  });
+});
+
+describe('dispatchOutbox', () => {
+  async function queue(server: string, n: number): Promise<void> {
+    for (let i = 0; i < n; i++)
+      await db.sql`
+        insert into bulkhead_outbox (server, kind, payload)
+        values (${server}, 'email', ${db.sql.json({ to: `c${i}@example.test`, subject: `n${i}` })})`;
+  }
+
+  it('delivers at most `max` rows a call and says when more are due', async () => {
+    await queue('cap-test', 3);
+    const deliverers = { email: logEmail };
+    expect(await dispatchOutbox(db.sql, 'cap-test', deliverers, logger, DEFAULT_RETRY, { max: 2 })).toEqual({
+      handled: 2,
+      more: true,
+      nextDueAt: expect.any(Date),
+    });
+    expect(await dispatchOutbox(db.sql, 'cap-test', deliverers, logger, DEFAULT_RETRY, { max: 2 })).toEqual({
+      handled: 1,
+      more: false,
+      nextDueAt: null,
+    });
+    const rows = await db.sql`select status, attempts from bulkhead_outbox where server = 'cap-test'`;
+    expect(rows).toEqual(Array(3).fill({ status: 'delivered', attempts: 1 }));
+  });
+
+  it('lets a dispatcher whose lease lapsed mid-delivery not overwrite the newer attempt', async () => {
+    await queue('lease-test', 1);
+    const calls: number[] = [];
+    const slowThenFast: Deliverer = async (item) => {
+      calls.push(item.attempt);
+      if (item.attempt === 1) {
+        await sleep(400);
+        throw new Error('receiver answered too late');
+      }
+    };
+    const options = { leaseMs: 150 };
+    const slow = dispatchOutbox(
+      db.sql,
+      'lease-test',
+      { email: slowThenFast },
+      logger,
+      DEFAULT_RETRY,
+      options,
+    );
+    await sleep(50);
+    // Leased: a second dispatcher finds nothing due.
+    expect(
+      (await dispatchOutbox(db.sql, 'lease-test', { email: slowThenFast }, logger, DEFAULT_RETRY, options))
+        .handled,
+    ).toBe(0);
+    await sleep(200);
+    // The lease lapsed: the row is claimed again and delivered.
+    expect(
+      (await dispatchOutbox(db.sql, 'lease-test', { email: slowThenFast }, logger, DEFAULT_RETRY, options))
+        .handled,
+    ).toBe(1);
+    await slow;
+    expect(calls).toEqual([1, 2]);
+    const [row] =
+      await db.sql`select status, attempts, last_error from bulkhead_outbox where server = 'lease-test'`;
+    expect(row).toEqual({ status: 'delivered', attempts: 2, last_error: null });
+    const attempts = await db.sql`
+      select attempt, ok, error from bulkhead_outbox_attempts a join bulkhead_outbox o on o.id = a.outbox_id
+      where o.server = 'lease-test' order by a.id`;
+    expect(attempts).toEqual([
+      { attempt: 2, ok: true, error: null },
+      { attempt: 1, ok: false, error: 'receiver answered too late' },
+    ]);
+  });
+});
