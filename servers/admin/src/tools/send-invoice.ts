@@ -11,6 +11,22 @@ async function sendableInvoice(ctx: ToolContext, number: string) {
   return invoice;
 }
 
+type SendableInvoice = Awaited<ReturnType<typeof sendableInvoice>>;
+
+/** The sentence a person approves; it ends with the recipient, which {@link approvedRecipient} reads back. */
+function previewOf(i: SendableInvoice): string {
+  const draft = i.status === 'draft' ? ' (a draft: it becomes open)' : '';
+  return (
+    `Send invoice ${i.number}${draft} over ${money(i.totalCents, i.currency)}, ${money(i.dueCents, i.currency)} due on ${i.dueOn}, ` +
+    `to ${i.customerName} (${i.customerId}) at ${i.email}.`
+  );
+}
+
+/** The address the approved preview named (its last words, "at <address>."). */
+function approvedRecipient(preview: string): string | undefined {
+  return / at (\S+)\.$/.exec(preview)?.[1];
+}
+
 export const sendInvoice = defineTool({
   name: 'send_invoice',
   title: 'Send invoice',
@@ -24,18 +40,18 @@ export const sendInvoice = defineTool({
   icons: icons.send,
   timeoutMs: 5_000,
   approval: {
-    preview: async ({ invoice_number }, ctx) => {
-      const i = await sendableInvoice(ctx, invoice_number);
-      const draft = i.status === 'draft' ? ' (a draft: it becomes open)' : '';
-      return (
-        `Send invoice ${i.number}${draft} over ${money(i.totalCents, i.currency)}, ${money(i.dueCents, i.currency)} due on ${i.dueOn}, ` +
-        `to ${i.customerName} (${i.customerId}) at ${i.email}.`
-      );
-    },
+    preview: async ({ invoice_number }, ctx) => previewOf(await sendableInvoice(ctx, invoice_number)),
   },
   handler: async ({ invoice_number }, ctx) => {
-    if (!ctx.outbox) throw new Error('send_invoice runs only as an approved action');
+    if (!ctx.outbox || !ctx.approval) throw new Error('send_invoice runs only as an approved action');
     const i = await sendableInvoice(ctx, invoice_number);
+    // The person approved sending to the address in the preview; the one on file may have changed since.
+    const approved = approvedRecipient(ctx.approval.preview);
+    if (approved !== i.email)
+      throw new ToolError(
+        `the e-mail address of customer ${i.customerId} changed since approval (approved: ${approved ?? 'none'}, now: ${i.email}); ` +
+          'nothing was sent — call send_invoice again so that a person approves the new address',
+      );
     const { sentAt } = await markInvoiceSent(ctx.sql, i.number);
     // The e-mail leaves after the commit, and only if the update above commits too.
     await ctx.outbox.enqueue('email', {
