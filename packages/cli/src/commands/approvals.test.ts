@@ -241,6 +241,37 @@ describe('bulkhead approvals', () => {
     expect(expired.map((a: { id: string }) => a.id)).toEqual([id]);
   });
 
+  it('prints customer text with its control characters visible, never as terminal escapes', async () => {
+    const id = await gate('issue_refund', { customer_id: 'C-1004\u001b[31m\u202eok', amount_cents: 700 });
+    const visible = 'Refund €7.00 to C-1004[U+001B][31m[U+202E]ok.';
+    const table = (await cli(['approvals', 'list'])).stdout;
+    expect(table).toContain(` ${visible}\n`);
+    const shown = (await cli(['approvals', 'show', id])).stdout;
+    expect(shown).toContain(`  preview     ${visible}\n`);
+    expect(shown).toContain(
+      `  arguments   {\n                "customer_id": "C-1004\\u001b[31m[U+202E]ok",\n`,
+    );
+    const json = (await cli(['approvals', 'show', id, '--json'])).stdout;
+    expect(json).toContain('"preview":"Refund €7.00 to C-1004\\u001b[31m\\u202eok."');
+    for (const out of [table, shown, json])
+      for (const c of ['\u001b', '\u202e']) expect(out).not.toContain(c);
+    expect(JSON.parse(json).preview).toBe('Refund €7.00 to C-1004\u001b[31m\u202eok.');
+    await cli(['approvals', 'reject', id, '--reason', 'test text']);
+  });
+
+  it('refuses to approve a request whose stored arguments changed since it was made', async () => {
+    const id = await gate('issue_refund', { customer_id: 'C-1005', amount_cents: 100 });
+    await db.sql`update bulkhead_approvals set arguments = jsonb_set(arguments, '{amount_cents}', '100000') where id = ${id}`;
+    const run = await runCli(['approvals', 'approve', id], env);
+    expect(run).toMatchObject({
+      code: 1,
+      stderr: `bulkhead approvals: approval ${id}: the stored arguments changed since the request — refused; reject it and ask for a new request\n`,
+    });
+    await executor.drain();
+    expect(await refunds(id)).toBe(0);
+    expect((await cli(['approvals', 'reject', id, '--reason', 'tampered'])).code).toBe(0);
+  });
+
   it('has --help on every subcommand', async () => {
     for (const sub of ['list', 'show', 'approve', 'reject']) {
       const run = await cli(['approvals', sub, '--help']);

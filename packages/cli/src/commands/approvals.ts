@@ -16,6 +16,7 @@ import { group, parse, type Command } from '../command.ts';
 import { withDatabase } from '../database.ts';
 import { age, table, when } from '../format.ts';
 import { CliError, UsageError, type Io } from '../io.ts';
+import { escapeJson, visible, visibleLines } from '../visible.ts';
 
 /** The JSON form of an approval for scripts: snake_case, ISO times, redacted arguments only. */
 export function approvalJson(a: ApprovalRecord) {
@@ -60,13 +61,17 @@ function indent(text: string, by = 14): string {
   return text.replace(/\n/g, `\n${' '.repeat(by)}`);
 }
 
+// Previews, arguments, labels and errors carry customer text: every value printed goes through visible()
+// (JSON through visibleLines, whose line breaks are layout), so no escape sequence reaches the terminal.
 function printApproval(io: Io, a: ApprovalRecord) {
-  const row = (name: string, value: string) => io.out(`  ${name.padEnd(11)} ${indent(value)}`);
+  const row = (name: string, value: string) => io.out(`  ${name.padEnd(11)} ${visible(value)}`);
+  const rows = (name: string, json: unknown) =>
+    io.out(`  ${name.padEnd(11)} ${indent(visibleLines(JSON.stringify(json, null, 2)))}`);
   io.out(`Approval ${a.id} — ${effectiveStatus(a)}`);
   row('server', a.server);
   row('tool', a.tool);
   row('preview', a.preview);
-  row('arguments', JSON.stringify(a.argumentsRedacted, null, 2));
+  rows('arguments', a.argumentsRedacted);
   row('hash', `sha256:${a.argumentsHash}`);
   row(
     'requested',
@@ -79,7 +84,7 @@ function printApproval(io: Io, a: ApprovalRecord) {
       `${when(a.decidedAt)} UTC by ${a.decidedBy}${a.decisionReason ? ` — "${a.decisionReason}"` : ''}`,
     );
   if (a.executedAt) row('ran', `${when(a.executedAt)} UTC on ${a.executedBy} in ${a.durationMs} ms`);
-  if (a.result !== null && a.result !== undefined) row('result', JSON.stringify(a.result, null, 2));
+  if (a.result !== null && a.result !== undefined) rows('result', a.result);
   if (a.error) row('error', a.error);
 }
 
@@ -126,7 +131,7 @@ Options:
         ...(values.tool ? { tool: values.tool } : {}),
       });
       if (values.json) {
-        io.out(JSON.stringify(approvals.map(approvalJson)));
+        io.out(escapeJson(JSON.stringify(approvals.map(approvalJson))));
         return 0;
       }
       if (!approvals.length) {
@@ -140,15 +145,18 @@ Options:
       io.out(
         table(
           ['ID', 'SERVER', 'TOOL', 'STATUS', 'REQUESTED BY', 'AGE', 'PREVIEW'],
-          approvals.map((a) => [
-            a.id,
-            a.server,
-            a.tool,
-            effectiveStatus(a),
-            a.requestedByLabel ?? '-',
-            age(a.requestedAt),
-            a.preview.length > 70 ? `${a.preview.slice(0, 69)}…` : a.preview,
-          ]),
+          approvals.map((a) => {
+            const preview = visible(a.preview);
+            return [
+              a.id,
+              visible(a.server),
+              visible(a.tool),
+              effectiveStatus(a),
+              visible(a.requestedByLabel ?? '-'),
+              age(a.requestedAt),
+              preview.length > 70 ? `${preview.slice(0, 69)}…` : preview,
+            ];
+          }),
         ),
       );
       if (truncated) io.out(`(first ${limit} shown; narrow with --server, --tool or raise --limit)`);
@@ -174,25 +182,27 @@ and its notifications and other deliveries.`,
       const deliveries = await approvalDeliveries(sql, id);
       if (values.json) {
         io.out(
-          JSON.stringify({
-            ...approvalJson(a),
-            events: events.map((e) => ({
-              at: e.at.toISOString(),
-              server: e.server,
-              method: e.method,
-              outcome: e.outcome,
-              by: e.tokenLabel,
-              summary: e.resultSummary,
-            })),
-            deliveries: deliveries.map((d) => ({
-              id: d.id,
-              kind: d.kind,
-              status: d.status,
-              attempts: d.attempts,
-              delivered_at: d.deliveredAt?.toISOString() ?? null,
-              last_error: d.lastError,
-            })),
-          }),
+          escapeJson(
+            JSON.stringify({
+              ...approvalJson(a),
+              events: events.map((e) => ({
+                at: e.at.toISOString(),
+                server: e.server,
+                method: e.method,
+                outcome: e.outcome,
+                by: e.tokenLabel,
+                summary: e.resultSummary,
+              })),
+              deliveries: deliveries.map((d) => ({
+                id: d.id,
+                kind: d.kind,
+                status: d.status,
+                attempts: d.attempts,
+                delivered_at: d.deliveredAt?.toISOString() ?? null,
+                last_error: d.lastError,
+              })),
+            }),
+          ),
         );
         return 0;
       }
@@ -202,14 +212,14 @@ and its notifications and other deliveries.`,
       if (!events.length) io.out('  (no events)');
       for (const e of events)
         io.out(
-          `  ${when(e.at)} UTC  ${e.method.padEnd(18)} ${e.outcome.padEnd(17)} ${e.tokenLabel ?? ''}`.trimEnd(),
+          `  ${when(e.at)} UTC  ${e.method.padEnd(18)} ${e.outcome.padEnd(17)} ${visible(e.tokenLabel ?? '')}`.trimEnd(),
         );
       if (deliveries.length) {
         io.out('');
         io.out('Deliveries:');
         for (const d of deliveries)
           io.out(
-            `  #${d.id} ${d.kind}: ${d.status} after ${d.attempts} attempt${d.attempts === 1 ? '' : 's'}${d.lastError ? ` (last error: ${d.lastError})` : ''}`,
+            `  #${d.id} ${d.kind}: ${d.status} after ${d.attempts} attempt${d.attempts === 1 ? '' : 's'}${d.lastError ? ` (last error: ${visible(d.lastError)})` : ''}`,
           );
       }
       return 0;
@@ -286,21 +296,22 @@ Options:
         }
         if ((values as { wait?: boolean }).wait) a = await settle(sql, id, 30_000);
         if (values.json) {
-          io.out(JSON.stringify(approvalJson(a)));
+          io.out(escapeJson(JSON.stringify(approvalJson(a))));
           return 0;
         }
         if (!approve) {
-          io.out(`Rejected ${a.id} (${a.tool} on ${a.server}): it will never run.`);
+          io.out(`Rejected ${a.id} (${visible(a.tool)} on ${visible(a.server)}): it will never run.`);
           return 0;
         }
-        io.out(`Approved ${a.id} (${a.tool} on ${a.server}): ${a.preview}`);
-        if (a.status === 'executed') io.out(`Executed on ${a.executedBy} in ${a.durationMs} ms.`);
+        io.out(`Approved ${a.id} (${visible(a.tool)} on ${visible(a.server)}): ${visible(a.preview)}`);
+        if (a.status === 'executed')
+          io.out(`Executed on ${visible(a.executedBy ?? '-')} in ${a.durationMs} ms.`);
         else if (a.status === 'failed') {
-          io.out(`It failed: ${a.error}`);
+          io.out(`It failed: ${visible(a.error ?? '')}`);
           return 1;
         } else
           io.out(
-            `The ${a.server} server runs it within a second (or at its next start); \`bulkhead approvals show ${a.id}\` shows the outcome.`,
+            `The ${visible(a.server)} server runs it within a second (or at its next start); \`bulkhead approvals show ${a.id}\` shows the outcome.`,
           );
         return 0;
       });

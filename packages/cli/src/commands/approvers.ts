@@ -13,6 +13,7 @@ import { parseExpiry } from '../duration.ts';
 import { table, when } from '../format.ts';
 import { CliError, UsageError } from '../io.ts';
 import { defaultUrl, discoverServers } from '../servers.ts';
+import { escapeJson, visible } from '../visible.ts';
 
 /** Approver tokens open the console only: audience `console`, kind `approver`, never valid on an MCP server. */
 const AUDIENCE = 'console';
@@ -69,10 +70,10 @@ Options:
         createdBy: env.operator,
       });
       if (values.json) {
-        io.out(JSON.stringify(json(record, token)));
+        io.out(escapeJson(JSON.stringify(json(record, token))));
         return 0;
       }
-      io.out(`Issued approver token ${record.id} — "${label}"`);
+      io.out(`Issued approver token ${record.id} — "${visible(label)}"`);
       io.out('');
       io.out(`  ${token}`);
       io.out('');
@@ -105,7 +106,7 @@ Options:
     return withDatabase(env, io, async ({ sql }) => {
       const tokens = await listTokens(sql, { kind: 'approver', server: AUDIENCE, all: values.all });
       if (values.json) {
-        io.out(JSON.stringify(tokens.map((t) => json(t))));
+        io.out(escapeJson(JSON.stringify(tokens.map((t) => json(t)))));
         return 0;
       }
       if (!tokens.length) {
@@ -119,7 +120,7 @@ Options:
       io.out(
         table(
           ['ID', 'LABEL', 'EXPIRES', 'LAST USED', 'STATE'],
-          tokens.map((t) => [t.id, t.label, when(t.expiresAt), when(t.lastUsedAt), tokenState(t)]),
+          tokens.map((t) => [t.id, visible(t.label), when(t.expiresAt), when(t.lastUsedAt), tokenState(t)]),
         ),
       );
       return 0;
@@ -146,11 +147,11 @@ sessions end at their next request.`,
       const done = await revokeToken(sql, id);
       await sql`delete from bulkhead_console_sessions where token_id = ${id}`;
       const after = (await getToken(sql, id))!;
-      if (values.json) io.out(JSON.stringify(json(after)));
+      if (values.json) io.out(escapeJson(JSON.stringify(json(after))));
       else
         io.out(
           done
-            ? `Revoked approver token ${id} ("${after.label}"); its console sessions are closed.`
+            ? `Revoked approver token ${id} ("${visible(after.label)}"); its console sessions are closed.`
             : `Approver token ${id} was already revoked on ${when(after.revokedAt)} UTC.`,
         );
       return 0;

@@ -3,6 +3,7 @@ import { lintTools, RULES, type LintableTool } from '@bulkhead/core';
 import { parse, type Command } from '../command.ts';
 import { table } from '../format.ts';
 import { CliError, UsageError } from '../io.ts';
+import { escapeJson, visible } from '../visible.ts';
 
 const DEFAULT_BUDGET = 6000;
 
@@ -36,17 +37,6 @@ function headers(list: readonly string[]): Record<string, string> {
   }
   return out;
 }
-
-// A poisoned server's names and texts reach the terminal: control and invisible characters are shown, never sent.
-const UNSAFE = /[\p{Cc}\p{Cf}\u2028\u2029]/gu;
-const visible = (text: string) =>
-  text.replace(UNSAFE, (c) => `[U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}]`);
-const escapeJson = (json: string) =>
-  json.replace(/[\u007f-\u009f\p{Cf}\u2028\u2029]/gu, (c) =>
-    Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(
-      '',
-    ),
-  );
 
 /** A sentence for why the server could not be read, without echoing any header value. */
 function unreachable(url: URL, err: unknown): CliError {
