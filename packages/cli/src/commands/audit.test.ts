@@ -209,3 +209,33 @@ describe('bulkhead audit tail --follow', () => {
     }
   }, 60_000);
 });
+
+describe('bulkhead audit tail and terminal safety', () => {
+  it('shows control characters a client put into a tool name or arguments instead of sending them', async () => {
+    const own = await createTestDatabase();
+    try {
+      await createAuditWriter(own.sql).append({
+        server: 'admin',
+        method: 'tools/call',
+        tool: 'x\u001b[2J\u001b[31mFAKE',
+        outcome: 'unknown_tool',
+        requestId: 'r',
+        durationMs: 1,
+        clientName: 'evil\u001b]0;title\u0007',
+        arguments: { note: 'bell\u0007' },
+      });
+      const run = await runCli(['audit', 'tail'], { DATABASE_URL: own.url, BULKHEAD_DATA_DIR: dir });
+      expect(run.code).toBe(0);
+      for (const c of ['\u0007', '\u001b']) expect(run.stdout).not.toContain(c);
+      expect(run.stdout).toContain('x[U+001B][2J[U+001B][31mFAKE');
+      const json = await runCli(['audit', 'tail', '--json'], {
+        DATABASE_URL: own.url,
+        BULKHEAD_DATA_DIR: dir,
+      });
+      for (const c of ['\u0007', '\u001b']) expect(json.stdout).not.toContain(c);
+      expect(JSON.parse(json.stdout).tool).toBe('x\u001b[2J\u001b[31mFAKE');
+    } finally {
+      await own.drop();
+    }
+  });
+});

@@ -17,6 +17,7 @@ import { withDatabase } from '../database.ts';
 import { parseInstant } from '../duration.ts';
 import { when } from '../format.ts';
 import { CliError, UsageError } from '../io.ts';
+import { escapeJson, visible } from '../visible.ts';
 
 const filterOptions = {
   server: { type: 'string' },
@@ -73,13 +74,16 @@ export function eventJson(e: AuditEvent) {
   };
 }
 
+/** One readable line; everything a client chose (tool name, client name, arguments) is shown, never sent raw. */
 function line(e: AuditEvent): string {
   const who = e.tokenId ? `${e.tokenId} "${e.tokenLabel ?? ''}"` : 'no token';
   const client = e.clientName ? ` via ${e.clientName}${e.clientVersion ? `/${e.clientVersion}` : ''}` : '';
   const args = e.arguments === null ? '' : ` ${JSON.stringify(e.arguments)}`;
   const extra = e.approvalId ? ` approval ${e.approvalId}` : '';
   const flag = e.injectionSuspected ? ' [injection suspected]' : '';
-  return `${when(e.at)}  #${e.seq}  ${e.server}  ${e.tool ?? e.method}  ${e.outcome}  ${e.durationMs}ms  ${who}${client}${extra}${flag}${args}`;
+  return visible(
+    `${when(e.at)}  #${e.seq}  ${e.server}  ${e.tool ?? e.method}  ${e.outcome}  ${e.durationMs}ms  ${who}${client}${extra}${flag}${args}`,
+  );
 }
 
 const tail: Command = {
@@ -110,7 +114,7 @@ Options:
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
       throw new UsageError('--limit: a whole number from 1 to 1000');
     const filter = filterFrom(values);
-    const print = (e: AuditEvent) => io.out(values.json ? JSON.stringify(eventJson(e)) : line(e));
+    const print = (e: AuditEvent) => io.out(values.json ? escapeJson(JSON.stringify(eventJson(e))) : line(e));
     return withDatabase(env, io, async ({ sql }) => {
       const recent = await readRecent(sql, filter, limit);
       recent.forEach(print);
