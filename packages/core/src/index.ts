@@ -36,6 +36,17 @@ export {
   type UntrustedText,
 } from './untrusted.ts';
 export {
+  customerIdArg,
+  docIdArg,
+  invoiceNumberArg,
+  limitArg,
+  offsetArg,
+  pageCheck,
+  svgIcon,
+  ticketKeyArg,
+  untrustedTextRef,
+} from './arguments.ts';
+export {
   lintTools,
   lintServer,
   type LintableTool,

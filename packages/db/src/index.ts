@@ -27,3 +27,13 @@ export {
   type KbDocumentInput,
   type KbDocumentState,
 } from './knowledge/documents.ts';
+export {
+  getTicketMessages,
+  TICKET_AUTHOR_KINDS,
+  TICKET_CATEGORIES,
+  TICKET_STATUSES,
+  type TicketAuthorKind,
+  type TicketCategory,
+  type TicketMessage,
+  type TicketStatus,
+} from './helpdesk.ts';
