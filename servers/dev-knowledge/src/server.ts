@@ -1,4 +1,4 @@
-import { createServer } from '@bulkhead/core';
+import { createServer, svgIcon } from '@bulkhead/core';
 import { tools } from './tools/index.ts';
 
 /** Engineering knowledge — ADRs, runbooks, guides, API references — read-only. */
@@ -7,13 +7,7 @@ export const devKnowledgeServer = createServer({
   version: '0.1.0',
   title: 'Engineering knowledge',
   description: 'Read-only search over the engineering team’s ADRs, runbooks, guides and API references.',
-  icons: [
-    {
-      src: 'data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAyNCAyNCI+PHBhdGggZD0iTTQgNGgxMnYxNkg0eiIgZmlsbD0iIzNiNmVhNSIvPjwvc3ZnPg==',
-      mimeType: 'image/svg+xml',
-      sizes: ['any'],
-    },
-  ],
+  icons: svgIcon("<path d='M4 4h12v16H4z' fill='#3b6ea5'/>", 24),
   tools,
   toolsBudgetChars: 6000,
 });

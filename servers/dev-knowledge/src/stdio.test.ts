@@ -72,7 +72,16 @@ describe('dev-knowledge over stdio', () => {
         arguments: { query: 'rotate leaked token', limit: 1 },
       });
       expect(result.structuredContent).toMatchObject({
-        hits: [{ doc_id: 'runbook-rotate-a-leaked-token', title: 'Rotate a leaked access token' }],
+        hits: [
+          {
+            doc_id: 'runbook-rotate-a-leaked-token',
+            title: {
+              text: 'Rotate a leaked access token',
+              source: 'document runbook-rotate-a-leaked-token title',
+              untrusted: true,
+            },
+          },
+        ],
         count: 1,
         truncated: true,
       });

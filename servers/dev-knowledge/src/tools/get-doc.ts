@@ -1,5 +1,4 @@
-import { defineTool, ToolError, untrusted, untrustedTextSchema } from '@bulkhead/core';
-import { DOC_ID_PATTERN } from '@bulkhead/db';
+import { defineTool, docIdArg, svgIcon, ToolError, untrusted, untrustedTextRef } from '@bulkhead/core';
 import { z } from 'zod';
 import { docSummary, docSummarySchema } from '../doc-summary.ts';
 import { getDocument } from '../queries.ts';
@@ -9,13 +8,13 @@ export const getDoc = defineTool({
   name: 'get_doc',
   title: 'Read a document',
   description:
-    'A document’s text by doc_id: doc_id, title, kind, tags, updated, text, and section (from 0), sections_total and next_section (null after the last), ' +
-    `as long documents come in sections of at most ${SECTION_MAX_CHARS} characters cut at headings. ` +
+    'Returns a document by doc_id: doc_id, title, kind, tags, updated, text, section (from 0), sections_total, next_section (null after the last); ' +
+    `long documents come in sections of at most ${SECTION_MAX_CHARS} characters cut at headings. ` +
     'doc_id: from search_docs or list_docs. section: default 0. ' +
-    'Unlike search_docs (snippets for a query) and list_docs (titles) it returns the document itself.',
+    'Unlike search_docs (snippets) and list_docs (titles) it returns the text.',
   scope: 'docs:read',
-  input: z.object({
-    doc_id: z.string().regex(DOC_ID_PATTERN).describe('e.g. "runbook-rotate-a-leaked-token".'),
+  input: z.strictObject({
+    doc_id: docIdArg.describe('e.g. "runbook-rotate-a-leaked-token".'),
     section: z
       .number()
       .int()
@@ -28,15 +27,10 @@ export const getDoc = defineTool({
     section: z.number(),
     sections_total: z.number(),
     next_section: z.number().nullable(),
-    text: untrustedTextSchema,
+    text: untrustedTextRef,
   }),
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  icons: [
-    {
-      src: 'data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAyNCAyNCIgZmlsbD0ibm9uZSIgc3Ryb2tlPSIjMzMzIiBzdHJva2Utd2lkdGg9IjIiPjxwYXRoIGQ9Ik02IDJoOWw1IDV2MTVINnoiLz48L3N2Zz4=',
-      mimeType: 'image/svg+xml',
-    },
-  ],
+  icons: svgIcon("<path d='M6 2h9l5 5v15H6z' fill='none' stroke='#333' stroke-width='2'/>", 24),
   timeoutMs: 5_000,
   handler: async ({ doc_id, section }, ctx) => {
     const doc = await getDocument(ctx.sql, doc_id);

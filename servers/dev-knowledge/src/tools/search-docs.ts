@@ -1,4 +1,4 @@
-import { defineTool, untrusted, untrustedTextSchema } from '@bulkhead/core';
+import { defineTool, limitArg, svgIcon, untrusted, untrustedTextRef } from '@bulkhead/core';
 import { z } from 'zod';
 import { docSummary, docSummarySchema } from '../doc-summary.ts';
 import { DOC_KINDS, searchDocuments } from '../queries.ts';
@@ -7,12 +7,12 @@ export const searchDocs = defineTool({
   name: 'search_docs',
   title: 'Search documents',
   description:
-    'Full-text search over the engineering documents: ' +
-    'hits ranked by relevance, each with doc_id, title, kind, tags, updated and a snippet of the matching text, plus count and truncated. ' +
-    'query: English words ("a phrase", or, -word work); hits have all words, else any. kind: default all. limit: default 5, at most 20. ' +
-    'Snippets only: get_doc returns a document’s full text, list_docs browses by kind and tag without a query.',
+    'Full-text search over the engineering documents. Returns hits ranked by relevance ' +
+    '(doc_id, title, kind, tags, updated, snippet of the matching text), count, truncated. ' +
+    'query: English words ("a phrase", or, -word work); hits have all words, else any. kind: default all. limit: default 5, max 20. ' +
+    'Snippets only: get_doc returns a whole document, list_docs browses by kind and tag.',
   scope: 'docs:read',
-  input: z.object({
+  input: z.strictObject({
     query: z
       .string()
       .trim()
@@ -20,20 +20,18 @@ export const searchDocs = defineTool({
       .max(200)
       .describe('Words or a quoted phrase, e.g. "rotate leaked token".'),
     kind: z.enum(DOC_KINDS).optional().describe('Only documents of this kind.'),
-    limit: z.number().int().min(1).max(20).default(5).describe('Hits to return.'),
+    limit: limitArg(5, 20).describe('Hits to return.'),
   }),
   output: z.object({
-    hits: z.array(docSummarySchema.extend({ snippet: untrustedTextSchema })),
+    hits: z.array(docSummarySchema.extend({ snippet: untrustedTextRef })),
     count: z.number(),
     truncated: z.boolean(),
   }),
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  icons: [
-    {
-      src: 'data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAyNCAyNCIgZmlsbD0ibm9uZSIgc3Ryb2tlPSIjMzMzIiBzdHJva2Utd2lkdGg9IjIiPjxjaXJjbGUgY3g9IjEwIiBjeT0iMTAiIHI9IjYiLz48cGF0aCBkPSJNMTQgMTRsNiA2Ii8+PC9zdmc+',
-      mimeType: 'image/svg+xml',
-    },
-  ],
+  icons: svgIcon(
+    "<g fill='none' stroke='#333' stroke-width='2'><circle cx='10' cy='10' r='6'/><path d='M14 14l6 6'/></g>",
+    24,
+  ),
   timeoutMs: 5_000,
   handler: async ({ query, kind, limit }, ctx) => {
     let rows = await searchDocuments(ctx.sql, { query, kind, limit: limit + 1 });
