@@ -90,7 +90,13 @@ describe('list_invoices', () => {
     expect(new Set(seen).size).toBe(49);
     expect(seen).toEqual([...seen].sort().reverse());
     const beyond = await h.call('list_invoices', { period: '2026-03', offset: 60 });
-    expect(beyond.structured).toEqual({ invoices: [], count: 0, total: 49, truncated: false });
+    expect(beyond).toEqual({
+      isError: true,
+      text: 'offset 60 is past the end: 49 invoices match — use an offset below 49',
+      structured: undefined,
+    });
+    const end = await h.call('list_invoices', { period: '2026-03', offset: 49 });
+    expect(end.text).toBe('offset 49 is past the end: 49 invoices match — use an offset below 49');
   });
 
   it('takes a year as period, and defaults to 20 rows', async () => {
@@ -102,6 +108,8 @@ describe('list_invoices', () => {
       isError: false,
       structured: { invoices: [], count: 0, total: 0, truncated: false },
     });
+    const noneFurther = await h.call('list_invoices', { customer_id: 'C-1001', period: '2025', offset: 40 });
+    expect(noneFurther.structured).toEqual({ invoices: [], count: 0, total: 0, truncated: false });
   });
 
   it('says that an unknown customer does not exist instead of listing nothing', async () => {

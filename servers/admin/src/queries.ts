@@ -1,4 +1,4 @@
-import type { Sql } from '@bulkhead/db';
+import type { Sql, TicketCategory, TicketStatus } from '@bulkhead/db';
 
 // Amounts are bigint cents in the database; postgres.js returns int8 and numeric as strings,
 // so they are cast to float8 here (exact for integers below 2^53, i.e. any real invoice).
@@ -8,11 +8,6 @@ export const INVOICE_STATUSES = ['draft', 'open', 'paid', 'void'] as const;
 /** What list_invoices filters and reports: the stored states plus the derived "overdue" (open and past due). */
 export const INVOICE_STATES = ['draft', 'open', 'overdue', 'paid', 'void'] as const;
 export type InvoiceState = (typeof INVOICE_STATES)[number];
-
-export const TICKET_STATUSES = ['open', 'pending', 'escalated', 'resolved', 'closed'] as const;
-export type TicketStatus = (typeof TICKET_STATUSES)[number];
-export const TICKET_CATEGORIES = ['question', 'incident', 'billing', 'legal', 'spam'] as const;
-export type TicketCategory = (typeof TICKET_CATEGORIES)[number];
 
 /** Ticket statuses that still need work; "open tickets" in counts means these. */
 const UNRESOLVED = ['open', 'pending', 'escalated'];
@@ -291,41 +286,6 @@ export async function getTicket(sql: Sql, key: string, lock = false): Promise<Ti
     where t.key = ${key}
     ${lock ? sql`for update of t` : sql``}`;
   return row;
-}
-
-/** One message of a ticket. */
-export interface TicketMessage {
-  /** Its place in the thread, 1 for the first message. */
-  n: number;
-  authorKind: 'customer' | 'agent' | 'system';
-  authorName: string;
-  body: string;
-  createdAt: Date;
-}
-
-/** The latest `limit` messages of a ticket in the order they were written, and how many there are. */
-export async function getTicketMessages(
-  sql: Sql,
-  key: string,
-  limit: number,
-): Promise<{ messages: TicketMessage[]; total: number }> {
-  const rows = await sql<(TicketMessage & { total: number })[]>`
-    select * from (
-      select id, row_number() over (order by id)::int as n, author_kind as "authorKind", author_name as "authorName", body, created_at as "createdAt",
-        count(*) over ()::int as total
-      from ticket_messages where ticket_key = ${key}
-      order by id desc limit ${limit}
-    ) latest order by id`;
-  return {
-    messages: rows.map((r) => ({
-      n: r.n,
-      authorKind: r.authorKind,
-      authorName: r.authorName,
-      body: r.body,
-      createdAt: r.createdAt,
-    })),
-    total: rows[0]?.total ?? 0,
-  };
 }
 
 /** Sets a ticket's category in one statement; undefined when there is no such ticket. */

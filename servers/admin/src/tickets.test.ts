@@ -64,6 +64,16 @@ describe('list_tickets', () => {
     const last = await h.call('list_tickets', { customer_id: 'C-1001', limit: 3, offset: 15 });
     expect(keys(last)).toEqual(['T-1001']);
     expect(last.structured).toMatchObject({ count: 1, total: 16, truncated: false });
+    const past = await h.call('list_tickets', { customer_id: 'C-1001', offset: 16 });
+    expect(past).toEqual({
+      isError: true,
+      text: 'offset 16 is past the end: 16 tickets match — use an offset below 16',
+      structured: undefined,
+    });
+    await h.db
+      .sql`insert into customers (id, name, email) values ('C-1903', 'No Tickets AG', 'c@none.example')`;
+    const none = await h.call('list_tickets', { customer_id: 'C-1903', offset: 40 });
+    expect(none.structured).toEqual({ tickets: [], count: 0, total: 0, truncated: false });
   });
 
   it('says that an unknown customer does not exist', async () => {
@@ -186,8 +196,8 @@ describe('get_ticket', () => {
       isError: true,
       text: 'ticket T-9999 not found — check the ticket key (list_tickets lists tickets)',
     });
-    const bad = await h.call('get_ticket', { key: 'T-12345' });
-    expect(bad.text).toContain('key: got "T-12345", expected a value matching /^T-\\d{4}$/');
+    const bad = await h.call('get_ticket', { key: 'T-123' });
+    expect(bad.text).toContain('key: got "T-123", expected a value matching /^T-\\d{4,}$/');
   });
 });
 
@@ -310,5 +320,28 @@ describe('escalate_ticket', () => {
     });
     const [t] = await h.db.sql`select status from tickets where key = 'T-1241'`;
     expect(t!.status).toBe('open');
+  });
+});
+
+describe('ticket keys past T-9999', () => {
+  it('reads and categorizes T-10000 like any other ticket', async () => {
+    await h.db.sql`
+      insert into tickets (key, customer_id, subject, status, created_at, updated_at)
+      values ('T-10000', 'C-1001', 'Five digits', 'open', '2026-11-20T09:00:00Z', '2026-11-20T09:00:00Z')`;
+    await h.db.sql`
+      insert into ticket_messages (ticket_key, author_kind, author_name, body, created_at)
+      values ('T-10000', 'customer', 'Hartmann Maschinenbau GmbH', 'Hello', '2026-11-20T09:00:00Z')`;
+    const read = await h.call('get_ticket', { key: 'T-10000' });
+    expect(read.structured).toMatchObject({
+      key: 'T-10000',
+      subject: u('Five digits', 'ticket T-10000 subject'),
+      messages: [{ author_kind: 'customer', body: u('Hello', 'ticket T-10000 message 1') }],
+    });
+    const tagged = await h.call('categorize_ticket', { key: 'T-10000', category: 'question' });
+    expect(tagged.structured).toMatchObject({
+      key: 'T-10000',
+      previous_category: null,
+      category: 'question',
+    });
   });
 });

@@ -1,4 +1,4 @@
-import type { Sql } from '@bulkhead/db';
+import type { Sql, TicketCategory, TicketStatus } from '@bulkhead/db';
 
 // Every query takes the customer id from the token and filters on it: a row of
 // another customer is never read, so it cannot leak, not even as "exists".
@@ -7,10 +7,6 @@ import type { Sql } from '@bulkhead/db';
 // to float8 (exact for integers below 2^53). Balances come from the shared
 // `invoice_balances` view (total − payments − credit notes; status "overdue" derived).
 
-export const TICKET_STATUSES = ['open', 'pending', 'escalated', 'resolved', 'closed'] as const;
-export type TicketStatus = (typeof TICKET_STATUSES)[number];
-export const TICKET_CATEGORIES = ['question', 'incident', 'billing', 'legal', 'spam'] as const;
-export type TicketCategory = (typeof TICKET_CATEGORIES)[number];
 /** The categories a customer files under: spam is the helpdesk's verdict, not the sender's. */
 export const CUSTOMER_CATEGORIES = ['question', 'incident', 'billing', 'legal'] as const;
 export type InvoiceState = 'open' | 'overdue' | 'paid' | 'void';
@@ -101,10 +97,13 @@ export interface InvoiceLine {
   amountCents: number;
 }
 
+/** How a payment came in, as the `payments.method` check allows it. */
+export const PAYMENT_METHODS = ['bank_transfer', 'card', 'direct_debit'] as const;
+
 export interface Payment {
   receivedOn: string;
   amountCents: number;
-  method: 'bank_transfer' | 'card' | 'direct_debit';
+  method: (typeof PAYMENT_METHODS)[number];
 }
 
 export interface CreditNote {
@@ -114,25 +113,35 @@ export interface CreditNote {
   reason: string;
 }
 
-/** Lines, payments and credit notes of an invoice already checked to be the customer's. */
+/**
+ * The first `max` lines, payments and credit notes of an invoice already checked
+ * to be the customer's; `truncated` when any of the three had more. One row more
+ * than `max` is read to know.
+ */
 export async function invoiceDetails(
   sql: Sql,
   number: string,
-): Promise<{ lines: InvoiceLine[]; payments: Payment[]; creditNotes: CreditNote[] }> {
+  max: number,
+): Promise<{ lines: InvoiceLine[]; payments: Payment[]; creditNotes: CreditNote[]; truncated: boolean }> {
   const [lines, payments, creditNotes] = await Promise.all([
     sql<InvoiceLine[]>`
       select line_no as "lineNo", description, quantity::float8 as quantity,
         unit_price_cents::float8 as "unitPriceCents", amount_cents::float8 as "amountCents"
-      from invoice_lines where invoice_number = ${number} order by line_no`,
+      from invoice_lines where invoice_number = ${number} order by line_no limit ${max + 1}`,
     sql<Payment[]>`
       select to_char(received_on, 'YYYY-MM-DD') as "receivedOn", amount_cents::float8 as "amountCents", method
-      from payments where invoice_number = ${number} order by received_on, id`,
+      from payments where invoice_number = ${number} order by received_on, id limit ${max + 1}`,
     sql<CreditNote[]>`
       select number, to_char(issued_at at time zone 'UTC', 'YYYY-MM-DD') as "issuedOn",
         amount_cents::float8 as "amountCents", reason
-      from credit_notes where invoice_number = ${number} order by issued_at, number`,
+      from credit_notes where invoice_number = ${number} order by issued_at, number limit ${max + 1}`,
   ]);
-  return { lines, payments, creditNotes };
+  return {
+    lines: lines.slice(0, max),
+    payments: payments.slice(0, max),
+    creditNotes: creditNotes.slice(0, max),
+    truncated: [lines, payments, creditNotes].some((rows) => rows.length > max),
+  };
 }
 
 /** A ticket as lists show it: never its messages. */
@@ -174,33 +183,6 @@ export async function getTicket(
     from tickets where key = ${key} and customer_id = ${customerId}
     ${lock ? sql`for update` : sql``}`;
   return row;
-}
-
-export interface TicketMessage {
-  /** 1-based position in the thread. */
-  n: number;
-  authorKind: 'customer' | 'agent' | 'system';
-  authorName: string;
-  body: string;
-  createdAt: Date;
-}
-
-/** The latest `limit` messages of a ticket, oldest first, and how many there are. */
-export async function getTicketMessages(
-  sql: Sql,
-  key: string,
-  limit: number,
-): Promise<{ messages: TicketMessage[]; total: number }> {
-  const messages = await sql<TicketMessage[]>`
-    select * from (
-      select row_number() over (order by id)::int as n, author_kind as "authorKind", author_name as "authorName",
-        body, created_at as "createdAt"
-      from ticket_messages where ticket_key = ${key}
-      order by id desc limit ${limit}
-    ) latest order by n`;
-  const [count] = await sql<{ n: number }[]>`
-    select count(*)::int as n from ticket_messages where ticket_key = ${key}`;
-  return { messages, total: count?.n ?? 0 };
 }
 
 /** Opens a ticket with its first message, numbered from `ticket_key_seq`. */

@@ -1,7 +1,7 @@
-import { defineTool, ToolError, type ToolContext } from '@bulkhead/core';
+import { defineTool, ticketKeyArg, ToolError, type ToolContext } from '@bulkhead/core';
 import { z } from 'zod';
 import { getCustomerEmail, getTicket, insertAgentAnswer } from '../queries.ts';
-import { excerpt, GATED, icons, notFound, ticketKey } from './shared.ts';
+import { excerpt, GATED, icons, notFound } from './shared.ts';
 
 /** The name customers see on answers written through this server. */
 const AUTHOR = 'Support team';
@@ -25,7 +25,7 @@ export const answerTicket = defineTool({
     `escalate_ticket involves second level instead. ${GATED}`,
   scope: 'tickets:write',
   input: z.strictObject({
-    key: ticketKey.describe('Ticket key.'),
+    key: ticketKeyArg.describe('Ticket key.'),
     body: z.string().trim().min(1).max(5000).describe('The answer as the customer will read it.'),
   }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },

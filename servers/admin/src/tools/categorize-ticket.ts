@@ -1,7 +1,8 @@
-import { defineTool } from '@bulkhead/core';
+import { defineTool, ticketKeyArg } from '@bulkhead/core';
+import { TICKET_CATEGORIES } from '@bulkhead/db';
 import { z } from 'zod';
-import { setTicketCategory, TICKET_CATEGORIES } from '../queries.ts';
-import { icons, notFound, ticketKey } from './shared.ts';
+import { setTicketCategory } from '../queries.ts';
+import { icons, notFound } from './shared.ts';
 
 export const categorizeTicket = defineTool({
   name: 'categorize_ticket',
@@ -11,7 +12,7 @@ export const categorizeTicket = defineTool({
     'Returns key, previous_category, category, changed. The status stays; escalate_ticket changes it.',
   scope: 'tickets:write',
   input: z.strictObject({
-    key: ticketKey.describe('Ticket key.'),
+    key: ticketKeyArg.describe('Ticket key.'),
     category: z.enum(TICKET_CATEGORIES).describe('The new category.'),
   }),
   output: z.object({

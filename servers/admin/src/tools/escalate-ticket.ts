@@ -1,7 +1,8 @@
-import { defineTool, ToolError } from '@bulkhead/core';
+import { defineTool, ticketKeyArg, ToolError } from '@bulkhead/core';
+import { TICKET_STATUSES } from '@bulkhead/db';
 import { z } from 'zod';
-import { escalateTicket as escalate, TICKET_STATUSES } from '../queries.ts';
-import { icons, notFound, ticketKey } from './shared.ts';
+import { escalateTicket as escalate } from '../queries.ts';
+import { icons, notFound } from './shared.ts';
 
 export const escalateTicket = defineTool({
   name: 'escalate_ticket',
@@ -12,7 +13,7 @@ export const escalateTicket = defineTool({
     'Refuses closed or already escalated tickets. answer_ticket replies to the customer instead.',
   scope: 'tickets:write',
   input: z.strictObject({
-    key: ticketKey.describe('Ticket key.'),
+    key: ticketKeyArg.describe('Ticket key.'),
     reason: z.string().trim().min(10).max(500).describe('Why second level is needed; kept on the ticket.'),
   }),
   output: z.object({

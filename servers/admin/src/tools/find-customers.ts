@@ -1,7 +1,7 @@
-import { defineTool, untrusted } from '@bulkhead/core';
+import { defineTool, limitArg, untrusted, untrustedTextRef } from '@bulkhead/core';
 import { z } from 'zod';
 import { findCustomers as findCustomerRows } from '../queries.ts';
-import { icons, limit, untrustedOrNull, untrustedText } from './shared.ts';
+import { icons, untrustedOrNull } from './shared.ts';
 
 export const findCustomers = defineTool({
   name: 'find_customers',
@@ -13,14 +13,14 @@ export const findCustomers = defineTool({
   scope: 'customers:read',
   input: z.strictObject({
     query: z.string().trim().min(2).max(100).describe('Fragment of name, e-mail or number, any case.'),
-    limit: limit(10, 50),
+    limit: limitArg(10, 50),
   }),
   output: z.object({
     customers: z.array(
       z.object({
         customer_id: z.string(),
-        name: untrustedText,
-        email: untrustedText,
+        name: untrustedTextRef,
+        email: untrustedTextRef,
         city: untrustedOrNull,
         open_invoices: z.number(),
         open_tickets: z.number(),

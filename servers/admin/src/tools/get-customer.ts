@@ -1,7 +1,7 @@
-import { defineTool, untrusted } from '@bulkhead/core';
+import { customerIdArg, defineTool, untrusted, untrustedTextRef } from '@bulkhead/core';
 import { z } from 'zod';
 import { getCustomer as getCustomerRow } from '../queries.ts';
-import { customerId, icons, notFound, untrustedOrNull, untrustedText } from './shared.ts';
+import { icons, notFound, untrustedOrNull } from './shared.ts';
 
 export const getCustomer = defineTool({
   name: 'get_customer',
@@ -10,11 +10,11 @@ export const getCustomer = defineTool({
     'Returns the customer with this customer_id: name, email, phone, street, postal_code, city, country, language, ' +
     'due_cents and overdue_cents (unpaid), open_invoices, overdue_invoices, open_tickets. find_customers searches by name.',
   scope: 'customers:read',
-  input: z.strictObject({ customer_id: customerId.describe('Customer number.') }),
+  input: z.strictObject({ customer_id: customerIdArg.describe('Customer number.') }),
   output: z.object({
     customer_id: z.string(),
-    name: untrustedText,
-    email: untrustedText,
+    name: untrustedTextRef,
+    email: untrustedTextRef,
     phone: untrustedOrNull,
     street: untrustedOrNull,
     postal_code: untrustedOrNull,

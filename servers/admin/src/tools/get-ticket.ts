@@ -1,12 +1,8 @@
-import { defineTool, untrusted } from '@bulkhead/core';
+import { defineTool, ticketKeyArg, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { getTicketMessages, TICKET_AUTHOR_KINDS, TICKET_CATEGORIES, TICKET_STATUSES } from '@bulkhead/db';
 import { z } from 'zod';
-import {
-  getTicket as getTicketRow,
-  getTicketMessages,
-  TICKET_CATEGORIES,
-  TICKET_STATUSES,
-} from '../queries.ts';
-import { icons, notFound, ticketKey, untrustedOrNull, untrustedText } from './shared.ts';
+import { getTicket as getTicketRow } from '../queries.ts';
+import { icons, notFound, untrustedOrNull } from './shared.ts';
 
 /** Threads longer than this come back with their latest messages and `truncated`. */
 const MAX_MESSAGES = 50;
@@ -19,12 +15,12 @@ export const getTicket = defineTool({
     `escalation_reason, messages (author_kind, author, sent, body; the latest ${MAX_MESSAGES}, oldest first), truncated. ` +
     'list_tickets gives short forms of many.',
   scope: 'tickets:read',
-  input: z.strictObject({ key: ticketKey.describe('Ticket key.') }),
+  input: z.strictObject({ key: ticketKeyArg.describe('Ticket key.') }),
   output: z.object({
     key: z.string(),
     customer_id: z.string(),
-    sender: untrustedText,
-    subject: untrustedText,
+    sender: untrustedTextRef,
+    subject: untrustedTextRef,
     category: z.enum(TICKET_CATEGORIES).nullable(),
     status: z.enum(TICKET_STATUSES),
     received: z.string(),
@@ -32,10 +28,10 @@ export const getTicket = defineTool({
     escalation_reason: untrustedOrNull,
     messages: z.array(
       z.object({
-        author_kind: z.enum(['customer', 'agent', 'system']),
-        author: untrustedText,
+        author_kind: z.enum(TICKET_AUTHOR_KINDS),
+        author: untrustedTextRef,
         sent: z.string(),
-        body: untrustedText,
+        body: untrustedTextRef,
       }),
     ),
     truncated: z.boolean(),

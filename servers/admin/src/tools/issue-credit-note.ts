@@ -1,7 +1,7 @@
-import { defineTool, ToolError, type ToolContext } from '@bulkhead/core';
+import { defineTool, invoiceNumberArg, ToolError, type ToolContext } from '@bulkhead/core';
 import { z } from 'zod';
 import { insertCreditNote, lockInvoice } from '../queries.ts';
-import { excerpt, GATED, icons, invoiceNumber, money, notFound } from './shared.ts';
+import { excerpt, GATED, icons, money, notFound } from './shared.ts';
 
 async function creditableInvoice(ctx: ToolContext, number: string, amountCents: number) {
   const invoice = await lockInvoice(ctx.sql, number);
@@ -30,7 +30,7 @@ export const issueCreditNote = defineTool({
     `send_invoice sends without changing the amount. ${GATED}`,
   scope: 'credits:write',
   input: z.strictObject({
-    invoice_number: invoiceNumber.describe('Invoice number.'),
+    invoice_number: invoiceNumberArg.describe('Invoice number.'),
     amount_cents: z
       .number()
       .int()

@@ -1,7 +1,7 @@
-import { defineTool } from '@bulkhead/core';
+import { customerIdArg, defineTool, limitArg, offsetArg, pageCheck } from '@bulkhead/core';
 import { z } from 'zod';
 import { customerExists, INVOICE_STATES, listInvoices as listInvoiceRows } from '../queries.ts';
-import { customerId, icons, limit, notFound, offset } from './shared.ts';
+import { icons, notFound } from './shared.ts';
 
 export const listInvoices = defineTool({
   name: 'list_invoices',
@@ -12,7 +12,7 @@ export const listInvoices = defineTool({
     'due_cents = total minus payments and credit notes), count, total, truncated. get_customer sums a balance.',
   scope: 'invoices:read',
   input: z.strictObject({
-    customer_id: customerId.optional().describe('Only this customer.'),
+    customer_id: customerIdArg.optional().describe('Only this customer.'),
     status: z
       .enum(INVOICE_STATES)
       .optional()
@@ -22,8 +22,8 @@ export const listInvoices = defineTool({
       .regex(/^\d{4}(-(0[1-9]|1[0-2]))?$/)
       .optional()
       .describe('Issued in this year or month: 2026 or 2026-03.'),
-    limit: limit(20, 100),
-    offset,
+    limit: limitArg(20, 100),
+    offset: offsetArg,
   }),
   output: z.object({
     invoices: z.array(
@@ -55,6 +55,7 @@ export const listInvoices = defineTool({
     });
     if (total === 0 && customer_id && !(await customerExists(ctx.sql, customer_id)))
       throw notFound.customer(customer_id);
+    pageCheck(offset, total, 'invoice');
     const invoices = rows.map((r) => ({
       invoice_number: r.number,
       customer_id: r.customerId,

@@ -1,12 +1,16 @@
-import { defineTool, untrusted } from '@bulkhead/core';
-import { z } from 'zod';
 import {
-  customerExists,
-  listTickets as listTicketRows,
-  TICKET_CATEGORIES,
-  TICKET_STATUSES,
-} from '../queries.ts';
-import { customerId, icons, limit, notFound, offset, untrustedText } from './shared.ts';
+  customerIdArg,
+  defineTool,
+  limitArg,
+  offsetArg,
+  pageCheck,
+  untrusted,
+  untrustedTextRef,
+} from '@bulkhead/core';
+import { TICKET_CATEGORIES, TICKET_STATUSES } from '@bulkhead/db';
+import { z } from 'zod';
+import { customerExists, listTickets as listTicketRows } from '../queries.ts';
+import { icons, notFound } from './shared.ts';
 
 export const listTickets = defineTool({
   name: 'list_tickets',
@@ -22,16 +26,16 @@ export const listTickets = defineTool({
       .enum([...TICKET_CATEGORIES, 'uncategorized'])
       .optional()
       .describe('Only this category; uncategorized = none set yet.'),
-    customer_id: customerId.optional().describe('Only this customer.'),
-    limit: limit(20, 100),
-    offset,
+    customer_id: customerIdArg.optional().describe('Only this customer.'),
+    limit: limitArg(20, 100),
+    offset: offsetArg,
   }),
   output: z.object({
     tickets: z.array(
       z.object({
         key: z.string(),
-        subject: untrustedText,
-        sender: untrustedText,
+        subject: untrustedTextRef,
+        sender: untrustedTextRef,
         customer_id: z.string(),
         received: z.string(),
         category: z.enum(TICKET_CATEGORIES).nullable(),
@@ -55,6 +59,7 @@ export const listTickets = defineTool({
     });
     if (total === 0 && customer_id && !(await customerExists(ctx.sql, customer_id)))
       throw notFound.customer(customer_id);
+    pageCheck(offset, total, 'ticket');
     const tickets = rows.map((t) => ({
       key: t.key,
       subject: untrusted(t.subject, { source: `ticket ${t.key} subject` }),

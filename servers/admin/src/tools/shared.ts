@@ -1,45 +1,24 @@
-import { ToolError, untrustedTextSchema, type ToolIcon } from '@bulkhead/core';
-import { z } from 'zod';
+import { svgIcon, ToolError, untrustedTextRef } from '@bulkhead/core';
 
-/** `C-1001`, `R-2026-0001`, `T-1001`: the same argument names and shapes on every server. */
-export const customerId = z.string().regex(/^C-\d{4}$/);
-export const invoiceNumber = z.string().regex(/^R-\d{4}-\d{4}$/);
-export const ticketKey = z.string().regex(/^T-\d{4}$/);
-
-/** A page size with a default and a maximum. */
-export const limit = (byDefault: number, max: number) =>
-  z.number().int().min(1).max(max).default(byDefault).describe(`Default ${byDefault}, max ${max}.`);
-
-export const offset = z.number().int().min(0).max(100_000).default(0).describe('Rows to skip, default 0.');
-
-/**
- * The kit's untrusted-text schema under an id: tools/list is paid for on every
- * request, and with the id a tool's output schema carries the definition once
- * (`$defs`) and a short `$ref` at each of its fields instead of a full copy.
- */
-export const untrustedText = untrustedTextSchema.meta({ id: 'untrusted_text' });
+// send_invoice still imports the invoice number under its old name; it can take
+// invoiceNumberArg from the kit like every other tool, and this line can go.
+export { invoiceNumberArg as invoiceNumber } from '@bulkhead/core';
 
 /** A nullable database text, untrusted when present. */
-export const untrustedOrNull = untrustedText.nullable();
-
-// Icons are inline SVG (data URIs, no request leaves the client); "<", ">" and "#" are percent-encoded.
-function svg(body: string): ToolIcon[] {
-  const markup = `<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'>${body}</svg>`;
-  return [{ src: `data:image/svg+xml,${markup.replace(/[<>#]/g, encodeURIComponent)}` }];
-}
+export const untrustedOrNull = untrustedTextRef.nullable();
 
 /** One icon per kind of object or action. */
 export const icons = {
-  customer: svg("<circle cx='8' cy='5' r='3'/><path d='M2 15a6 6 0 0 1 12 0z'/>"),
-  contact: svg("<path d='M1 3h14v10H1zm3 3h5v1H4zm0 3h8v1H4z' fill-rule='evenodd'/>"),
-  invoice: svg("<path d='M3 1h10v14H3zm2 4h6v1H5zm0 3h6v1H5z' fill-rule='evenodd'/>"),
-  send: svg("<path d='M1 8l14-6-4 13-3-5z'/>"),
-  credit: svg("<circle cx='8' cy='8' r='7'/><path d='M4 8h8' stroke='#fff' stroke-width='2'/>"),
-  tickets: svg("<path d='M1 2h14v3H1zm0 4h14v3H1zm0 4h14v3H1z'/>"),
-  ticket: svg("<path d='M1 2h14v9H6l-4 4v-4H1z'/>"),
-  tag: svg("<path d='M1 1h7l7 7-7 7-7-7z'/>"),
-  escalate: svg("<path d='M8 1l6 7h-4v7H6V8H2z'/>"),
-  answer: svg("<path d='M15 2H1v9h9l4 4v-4h1z'/>"),
+  customer: svgIcon("<circle cx='8' cy='5' r='3'/><path d='M2 15a6 6 0 0 1 12 0z'/>"),
+  contact: svgIcon("<path d='M1 3h14v10H1zm3 3h5v1H4zm0 3h8v1H4z' fill-rule='evenodd'/>"),
+  invoice: svgIcon("<path d='M3 1h10v14H3zm2 4h6v1H5zm0 3h6v1H5z' fill-rule='evenodd'/>"),
+  send: svgIcon("<path d='M1 8l14-6-4 13-3-5z'/>"),
+  credit: svgIcon("<circle cx='8' cy='8' r='7'/><path d='M4 8h8' stroke='#fff' stroke-width='2'/>"),
+  tickets: svgIcon("<path d='M1 2h14v3H1zm0 4h14v3H1zm0 4h14v3H1z'/>"),
+  ticket: svgIcon("<path d='M1 2h14v9H6l-4 4v-4H1z'/>"),
+  tag: svgIcon("<path d='M1 1h7l7 7-7 7-7-7z'/>"),
+  escalate: svgIcon("<path d='M8 1l6 7h-4v7H6V8H2z'/>"),
+  answer: svgIcon("<path d='M15 2H1v9h9l4 4v-4h1z'/>"),
 };
 
 /** "€1,234.50": amounts as the person approving reads them. */

@@ -1,11 +1,11 @@
-import { defineTool, ToolError, type ToolContext } from '@bulkhead/core';
+import { customerIdArg, defineTool, ToolError, type ToolContext } from '@bulkhead/core';
 import { z } from 'zod';
 import {
   lockCustomerContact,
   updateCustomerContact as updateContact,
   type ContactFields,
 } from '../queries.ts';
-import { customerId, GATED, icons, notFound } from './shared.ts';
+import { GATED, icons, notFound } from './shared.ts';
 
 const FIELDS = ['email', 'phone', 'street', 'postal_code', 'city'] as const;
 
@@ -33,7 +33,7 @@ export const updateCustomerContact = defineTool({
   scope: 'customers:write',
   input: z
     .strictObject({
-      customer_id: customerId.describe('Customer number.'),
+      customer_id: customerIdArg.describe('Customer number.'),
       email: z
         .string()
         .trim()

@@ -1,7 +1,7 @@
-import { defineTool, ToolError } from '@bulkhead/core';
+import { defineTool, ticketKeyArg, ToolError } from '@bulkhead/core';
 import { z } from 'zod';
 import { getTicket, insertCustomerMessage } from '../queries.ts';
-import { body, customerOf, icons, notFound, ticketKey, write } from './shared.ts';
+import { body, customerOf, icons, notFound, write } from './shared.ts';
 
 export const addTicketMessage = defineTool({
   name: 'add_ticket_message',
@@ -10,7 +10,7 @@ export const addTicketMessage = defineTool({
     'Adds body as a message to this account’s ticket key. Returns key, n, status, created_at. A pending or resolved ' +
     'ticket reopens; a closed one refuses (open_ticket starts a new one).',
   scope: 'tickets:write',
-  input: z.strictObject({ key: ticketKey.describe('Ticket key.'), body }),
+  input: z.strictObject({ key: ticketKeyArg.describe('Ticket key.'), body }),
   annotations: write,
   icons: icons.reply,
   timeoutMs: 5_000,

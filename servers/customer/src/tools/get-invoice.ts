@@ -1,17 +1,20 @@
-import { defineTool } from '@bulkhead/core';
+import { defineTool, invoiceNumberArg, untrusted, untrustedTextSchema } from '@bulkhead/core';
 import { z } from 'zod';
-import { getInvoice as findInvoice, invoiceDetails } from '../queries.ts';
-import { customerOf, icons, invoiceNumber, notFound, ro } from './shared.ts';
+import { getInvoice as findInvoice, invoiceDetails, PAYMENT_METHODS } from '../queries.ts';
+import { customerOf, icons, notFound, ro } from './shared.ts';
+
+/** The most lines, payments and credit notes one answer holds, each. */
+const MAX_ROWS = 100;
 
 export const getInvoice = defineTool({
   name: 'get_invoice',
   title: 'Invoice',
   description:
     'One invoice of this account, also paid or void. Returns status, issued_on, due_on, days_overdue, total_cents, ' +
-    'amount_due_cents (total − payments − credit notes), lines, payments, credit_notes. invoice_number: e.g. R-2026-0001. ' +
-    'list_open_invoices lists unpaid ones.',
+    `amount_due_cents (total − payments − credit notes), lines, payments, credit_notes (${MAX_ROWS} each at most), ` +
+    'truncated (a list was cut). invoice_number: e.g. R-2026-0001. list_open_invoices lists unpaid ones.',
   scope: 'invoices:read',
-  input: z.strictObject({ invoice_number: invoiceNumber.describe('Invoice number.') }),
+  input: z.strictObject({ invoice_number: invoiceNumberArg.describe('Invoice number.') }),
   output: z.object({
     invoice_number: z.string(),
     status: z.enum(['open', 'overdue', 'paid', 'void']),
@@ -29,10 +32,19 @@ export const getInvoice = defineTool({
         amount_cents: z.number(),
       }),
     ),
-    payments: z.array(z.object({ received_on: z.string(), amount_cents: z.number(), method: z.string() })),
-    credit_notes: z.array(
-      z.object({ number: z.string(), issued_on: z.string(), amount_cents: z.number(), reason: z.string() }),
+    payments: z.array(
+      z.object({ received_on: z.string(), amount_cents: z.number(), method: z.enum(PAYMENT_METHODS) }),
     ),
+    credit_notes: z.array(
+      z.object({
+        number: z.string(),
+        issued_on: z.string(),
+        amount_cents: z.number(),
+        // Inline: with one untrusted field, a `$defs` entry and its `$ref` would only add characters.
+        reason: untrustedTextSchema,
+      }),
+    ),
+    truncated: z.boolean(),
   }),
   annotations: ro,
   icons: icons.invoice,
@@ -41,7 +53,7 @@ export const getInvoice = defineTool({
     const customerId = await customerOf(ctx);
     const inv = await findInvoice(ctx.sql, customerId, invoice_number);
     if (!inv) throw notFound.invoice(invoice_number);
-    const { lines, payments, creditNotes } = await invoiceDetails(ctx.sql, inv.number);
+    const { lines, payments, creditNotes, truncated } = await invoiceDetails(ctx.sql, inv.number, MAX_ROWS);
     return {
       invoice_number: inv.number,
       status: inv.status,
@@ -66,8 +78,10 @@ export const getInvoice = defineTool({
         number: c.number,
         issued_on: c.issuedOn,
         amount_cents: c.amountCents,
-        reason: c.reason,
+        // Written by an operator, often quoting the customer: text, never instructions.
+        reason: untrusted(c.reason, { source: `credit note ${c.number} reason` }),
       })),
+      truncated,
     };
   },
 });

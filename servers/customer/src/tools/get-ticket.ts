@@ -1,12 +1,8 @@
-import { defineTool, untrusted } from '@bulkhead/core';
+import { defineTool, ticketKeyArg, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { getTicketMessages, TICKET_AUTHOR_KINDS, TICKET_CATEGORIES, TICKET_STATUSES } from '@bulkhead/db';
 import { z } from 'zod';
-import {
-  getTicket as findTicket,
-  getTicketMessages,
-  TICKET_CATEGORIES,
-  TICKET_STATUSES,
-} from '../queries.ts';
-import { customerOf, icons, notFound, ro, ticketKey, untrustedText } from './shared.ts';
+import { getTicket as findTicket } from '../queries.ts';
+import { customerOf, icons, notFound, ro } from './shared.ts';
 
 /** Threads longer than this come back with their latest messages and `truncated`. */
 const MAX_MESSAGES = 50;
@@ -18,10 +14,10 @@ export const getTicket = defineTool({
     'One ticket of this account. Returns key, subject, category, status, created_at, updated_at, truncated and ' +
     `messages (latest ${MAX_MESSAGES}, oldest first). key: e.g. T-1001. list_my_tickets lists tickets without text.`,
   scope: 'tickets:read',
-  input: z.strictObject({ key: ticketKey.describe('Ticket key.') }),
+  input: z.strictObject({ key: ticketKeyArg.describe('Ticket key.') }),
   output: z.object({
     key: z.string(),
-    subject: untrustedText,
+    subject: untrustedTextRef,
     category: z.enum(TICKET_CATEGORIES).nullable(),
     status: z.enum(TICKET_STATUSES),
     created_at: z.string(),
@@ -29,10 +25,10 @@ export const getTicket = defineTool({
     messages: z.array(
       z.object({
         n: z.number(),
-        author_kind: z.enum(['customer', 'agent', 'system']),
-        author_name: untrustedText,
+        author_kind: z.enum(TICKET_AUTHOR_KINDS),
+        author_name: untrustedTextRef,
         created_at: z.string(),
-        body: untrustedText,
+        body: untrustedTextRef,
       }),
     ),
     truncated: z.boolean(),

@@ -1,7 +1,8 @@
-import { defineTool, untrusted } from '@bulkhead/core';
+import { defineTool, limitArg, offsetArg, pageCheck, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { TICKET_CATEGORIES, TICKET_STATUSES } from '@bulkhead/db';
 import { z } from 'zod';
-import { listTickets, TICKET_CATEGORIES, TICKET_STATUSES } from '../queries.ts';
-import { customerOf, icons, limit, offset, ro, untrustedText } from './shared.ts';
+import { listTickets } from '../queries.ts';
+import { customerOf, icons, ro } from './shared.ts';
 
 export const listMyTickets = defineTool({
   name: 'list_my_tickets',
@@ -13,14 +14,14 @@ export const listMyTickets = defineTool({
   scope: 'tickets:read',
   input: z.strictObject({
     status: z.enum(TICKET_STATUSES).optional().describe('Only this status (default: all).'),
-    limit: limit(20, 100),
-    offset,
+    limit: limitArg(20, 100),
+    offset: offsetArg,
   }),
   output: z.object({
     tickets: z.array(
       z.object({
         key: z.string(),
-        subject: untrustedText,
+        subject: untrustedTextRef,
         category: z.enum(TICKET_CATEGORIES).nullable(),
         status: z.enum(TICKET_STATUSES),
         created_at: z.string(),
@@ -38,6 +39,7 @@ export const listMyTickets = defineTool({
   handler: async ({ status, limit, offset }, ctx) => {
     const customerId = await customerOf(ctx);
     const { rows, total } = await listTickets(ctx.sql, { customerId, status, limit, offset });
+    pageCheck(offset, total, 'ticket');
     const tickets = rows.map((t) => ({
       key: t.key,
       subject: untrusted(t.subject, { source: `ticket ${t.key} subject` }),

@@ -1,7 +1,7 @@
-import { defineTool } from '@bulkhead/core';
+import { defineTool, limitArg, offsetArg, pageCheck } from '@bulkhead/core';
 import { z } from 'zod';
 import { listOpenInvoices as listOpen } from '../queries.ts';
-import { customerOf, icons, limit, offset, ro } from './shared.ts';
+import { customerOf, icons, ro } from './shared.ts';
 
 export const listOpenInvoices = defineTool({
   name: 'list_open_invoices',
@@ -19,8 +19,8 @@ export const listOpenInvoices = defineTool({
       .max(3650)
       .default(0)
       .describe('Minimum days past due (default 0).'),
-    limit: limit(20, 100),
-    offset,
+    limit: limitArg(20, 100),
+    offset: offsetArg,
   }),
   output: z.object({
     invoices: z.array(
@@ -49,6 +49,7 @@ export const listOpenInvoices = defineTool({
       limit,
       offset,
     });
+    pageCheck(offset, total, 'invoice');
     const invoices = rows.map((r) => ({
       invoice_number: r.number,
       issued_on: r.issuedOn,

@@ -1,26 +1,9 @@
-import { ToolError, untrustedTextSchema, type ToolContext, type ToolIcon } from '@bulkhead/core';
+import { svgIcon, ToolError, type ToolContext } from '@bulkhead/core';
 import { z } from 'zod';
 import { customerExists } from '../queries.ts';
 
-/** `R-2026-0001`, `T-1001`: the same argument names and shapes on every server. */
-export const invoiceNumber = z.string().regex(/^R-\d{4}-\d{4}$/);
-export const ticketKey = z.string().regex(/^T-\d{4}$/);
-
-/** A page size with a default and a maximum. */
-export const limit = (byDefault: number, max: number) =>
-  z.number().int().min(1).max(max).default(byDefault).describe(`Default ${byDefault}, max ${max}.`);
-
-export const offset = z.number().int().min(0).max(100_000).default(0).describe('Rows to skip, default 0.');
-
 /** What a customer writes: trimmed, not empty, bounded. */
 export const body = z.string().trim().min(1).max(5000).describe('Message text.');
-
-/**
- * The kit's untrusted-text schema under an id, so that an output schema holds
- * its definition once (`$defs`) and a short `$ref` at each field: tools/list is
- * paid for on every request.
- */
-export const untrustedText = untrustedTextSchema.meta({ id: 'untrusted_text' });
 
 export const ro = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 export const write = {
@@ -30,21 +13,17 @@ export const write = {
   openWorldHint: false,
 };
 
-// Inline SVG (no request leaves the client); "<", ">" and "#" are percent-encoded.
-function svg(path: string): ToolIcon[] {
-  const markup = `<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'><path d='${path}'/></svg>`;
-  return [{ src: `data:image/svg+xml,${markup.replace(/[<>#]/g, encodeURIComponent)}` }];
-}
+const path = (d: string) => svgIcon(`<path d='${d}'/>`);
 
 /** One icon per kind of object or action. */
 export const icons = {
-  balance: svg('M1 4h14v9H1zm9 3h4v3h-4z'),
-  invoices: svg('M2 1h9v11H2zm3 3h9v11H5z'),
-  invoice: svg('M3 1h10v14H3zm2 4h6v1H5zm0 3h6v1H5z'),
-  tickets: svg('M1 2h14v3H1zm0 4h14v3H1zm0 4h14v3H1z'),
-  ticket: svg('M1 2h14v9H6l-4 4v-4H1z'),
-  open: svg('M7 1h2v6h6v2H9v6H7V9H1V7h6z'),
-  reply: svg('M15 2H1v9h9l4 4v-4h1z'),
+  balance: path('M1 4h14v9H1zm9 3h4v3h-4z'),
+  invoices: path('M2 1h9v11H2zm3 3h9v11H5z'),
+  invoice: path('M3 1h10v14H3zm2 4h6v1H5zm0 3h6v1H5z'),
+  tickets: path('M1 2h14v3H1zm0 4h14v3H1zm0 4h14v3H1z'),
+  ticket: path('M1 2h14v9H6l-4 4v-4H1z'),
+  open: path('M7 1h2v6h6v2H9v6H7V9H1V7h6z'),
+  reply: path('M15 2H1v9h9l4 4v-4h1z'),
 };
 
 /**
