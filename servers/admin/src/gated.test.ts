@@ -282,6 +282,9 @@ describe('send_invoice', () => {
   });
 });
 
+/** Credit notes are numbered in the year they are issued. */
+const YEAR = new Date().getFullYear();
+
 describe('issue_credit_note', () => {
   const reason = 'Two hours were billed twice in September.';
 
@@ -294,13 +297,13 @@ describe('issue_credit_note', () => {
     expect(done).toMatchObject({
       status: 'executed',
       result: {
-        credit_note_number: 'CN-2026-0030',
+        credit_note_number: `CN-${YEAR}-0030`,
         invoice_number: 'R-2026-0026',
         amount_cents: 10000,
         due_cents: 491698,
       },
     });
-    const [note] = await h.db.sql`select * from credit_notes where number = 'CN-2026-0030'`;
+    const [note] = await h.db.sql`select * from credit_notes where number = ${`CN-${YEAR}-0030`}`;
     expect(note).toMatchObject({
       invoice_number: 'R-2026-0026',
       customer_id: 'C-1001',
@@ -312,6 +315,14 @@ describe('issue_credit_note', () => {
     expect(list.structured!.invoices).toContainEqual(
       expect.objectContaining({ invoice_number: 'R-2026-0026', due_cents: 491698 }),
     );
+  });
+
+  it('numbers on past 9999 instead of failing', async () => {
+    await h.db.sql`select setval('credit_note_seq', 9999)`;
+    const r = await h.call('issue_credit_note', { invoice_number: 'R-2026-0026', amount_cents: 100, reason });
+    const id = (r.structured as { approval_id: string }).approval_id;
+    const done = await decide(id);
+    expect(done).toMatchObject({ status: 'executed', result: { credit_note_number: `CN-${YEAR}-10000` } });
   });
 
   it('refuses more than is due, and fails at execution if a payment arrived meanwhile', async () => {

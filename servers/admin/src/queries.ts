@@ -212,10 +212,9 @@ export async function insertCreditNote(
 ): Promise<{ number: string }> {
   const [row] = await sql<{ number: string }[]>`
     insert into credit_notes (number, invoice_number, customer_id, amount_cents, reason, approval_id)
-    values (
-      'CN-' || to_char(now(), 'YYYY') || '-' || lpad(nextval('credit_note_seq')::text, 4, '0'),
+    select 'CN-' || to_char(now(), 'YYYY') || '-' || lpad(seq::text, greatest(4, length(seq::text)), '0'),
       ${n.invoiceNumber}, ${n.customerId}, ${n.amountCents}, ${n.reason}, ${n.approvalId}
-    )
+    from nextval('credit_note_seq') as seq
     returning number`;
   return row!;
 }
