@@ -25,6 +25,14 @@ describe.each([adminServer, customerServer, devKnowledgeServer] as ServerDefinit
       }
     });
 
+    it('appears in the main README with the same figures', () => {
+      const { size } = lintServer(def);
+      const main = readFileSync(`${root}README.md`, 'utf8');
+      expect(main).toContain(
+        `| ${fmt(size.chars)} chars (~${fmt(size.tokens)} tokens), budget ${fmt(def.toolsBudgetChars)} |`,
+      );
+    });
+
     it('states the whole list and its budget', () => {
       const { size } = lintServer(def);
       expect(readme.replace(/\s+/g, ' ')).toContain(`${fmt(size.chars)} characters`);
