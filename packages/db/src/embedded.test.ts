@@ -71,7 +71,7 @@ it('is stopped by its last user, not by whoever started it', async () => {
     });
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    for (let i = 0; i < 100 && !out.includes('ready'); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 300 && !out.includes('ready'); i++) await new Promise((r) => setTimeout(r, 100));
     expect(out).toBe('ready false\n');
 
     // The starter leaves: the other process still uses the cluster, so it keeps running.
