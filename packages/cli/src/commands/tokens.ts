@@ -255,6 +255,20 @@ Options:
   },
 };
 
+function oneId(positionals: string[]): string {
+  const [id] = positionals;
+  if (!id || positionals.length > 1)
+    throw new UsageError('give exactly one token id (see `bulkhead tokens list`)');
+  return id;
+}
+
+async function existingToken(sql: Sql, id: string): Promise<TokenRecord> {
+  const token = await getToken(sql, id);
+  if (!token || token.kind !== 'mcp')
+    throw new CliError(`token ${id} does not exist — see \`bulkhead tokens list --all\``);
+  return token;
+}
+
 const revoke: Command = {
   name: 'revoke',
   summary: 'revoke a token; it is refused from the next request on',
@@ -264,13 +278,9 @@ Revokes one token. Every server refuses it from its next request (within a
 second, on every replica). Other tokens, even for the same client, keep working.`,
   async run(argv, { env, io }) {
     const { values, positionals } = parse(argv, { json: { type: 'boolean', default: false } }, true);
-    const id = positionals[0];
-    if (!id || positionals.length > 1)
-      throw new UsageError('give exactly one token id (see `bulkhead tokens list`)');
+    const id = oneId(positionals);
     return withDatabase(env, io, async ({ sql }) => {
-      const existing = await getToken(sql, id);
-      if (!existing || existing.kind !== 'mcp')
-        throw new CliError(`token ${id} does not exist — see \`bulkhead tokens list --all\``);
+      await existingToken(sql, id);
       const done = await revokeToken(sql, id);
       const after = (await getToken(sql, id))!;
       if (values.json) io.out(JSON.stringify(json(after)));
@@ -298,13 +308,9 @@ prints it once, and revokes the old one.`,
       { json: { type: 'boolean', default: false }, url: { type: 'string' } },
       true,
     );
-    const id = positionals[0];
-    if (!id || positionals.length > 1)
-      throw new UsageError('give exactly one token id (see `bulkhead tokens list`)');
+    const id = oneId(positionals);
     return withDatabase(env, io, async ({ sql }) => {
-      const existing = await getToken(sql, id);
-      if (!existing || existing.kind !== 'mcp')
-        throw new CliError(`token ${id} does not exist — see \`bulkhead tokens list --all\``);
+      const existing = await existingToken(sql, id);
       if (existing.revokedAt)
         throw new CliError(`token ${id} is revoked; issue a new one with \`bulkhead tokens issue\``);
       const rotated = await rotateToken(sql, id, env.operator);
