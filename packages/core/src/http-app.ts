@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import { createAuditWriter, type AuditWriter, type Outcome } from '@bulkhead/audit';
 import { isReachable, type Sql } from '@bulkhead/db';
@@ -335,5 +335,3 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
 function authInfo(token: string, access: Access) {
   return { token, clientId: access.tokenId, scopes: [...access.scopes], extra: { access } };
 }
-
-export type { Context };
