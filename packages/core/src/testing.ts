@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { serve } from '@hono/node-server';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { AddressInfo } from 'node:net';
@@ -5,6 +6,7 @@ import type { Sql } from '@bulkhead/db';
 import pino from 'pino';
 import type { ServerDefinition } from './create-server.ts';
 import { createHttpApp, type HttpAppOptions } from './http-app.ts';
+import { lintServer } from './lint/lint-tools.ts';
 import { issueToken } from './tokens.ts';
 
 /** A server listening on a random loopback port, for tests that use a real client over real HTTP. */
@@ -85,5 +87,30 @@ export async function callFlat(
     isError: result.isError === true,
     text: content.map((c) => c.text ?? '').join('\n'),
     structured: result.structuredContent as Record<string, unknown> | undefined,
+  };
+}
+
+/** What a server shows the model, as its own test checks it. */
+export interface ServerSurface {
+  /** Linter findings on its tools/list (none for a shipped server). */
+  findings: ReturnType<typeof lintServer>['findings'];
+  chars: number;
+  /** The budget the linter checked against (undefined would mean it checked none). */
+  budgetChars: number | undefined;
+  /** The `bulkhead.scopes` of its package.json, and the scopes its tools actually need. */
+  declaredScopes: string[];
+  toolScopes: string[];
+}
+
+/** Lints a server definition and reads its package.json manifest, so each server's test is three assertions. */
+export function serverSurface(def: ServerDefinition, packageJson: URL): ServerSurface {
+  const lint = lintServer(def);
+  const manifest = JSON.parse(readFileSync(packageJson, 'utf8')) as { bulkhead?: { scopes?: string[] } };
+  return {
+    findings: lint.findings,
+    chars: lint.size.chars,
+    budgetChars: lint.budgetChars,
+    declaredScopes: manifest.bulkhead?.scopes ?? [],
+    toolScopes: [...def.catalog.scopes],
   };
 }
