@@ -1,5 +1,5 @@
 import { issueToken } from '@bulkhead/core';
-import { connectTestClient, issueTestToken } from '@bulkhead/core/testing';
+import { chromiumLaunchOptions, connectTestClient, issueTestToken } from '@bulkhead/core/testing';
 import { createTestDatabase, seedDemo, type TestDatabase } from '@bulkhead/db';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -15,16 +15,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   await seedDemo(db.sql);
   [admin, consoleServer] = await Promise.all([spawnServer('admin', db.url), spawnServer('console', db.url)]);
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-    ],
-  });
+  browser = await chromium.launch(chromiumLaunchOptions);
 }, 60_000);
 afterAll(async () => {
   await browser?.close();

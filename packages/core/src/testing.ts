@@ -114,3 +114,18 @@ export function serverSurface(def: ServerDefinition, packageJson: URL): ServerSu
     toolScopes: [...def.catalog.scopes],
   };
 }
+
+/**
+ * How browser tests start Debian's Chromium with playwright-core: headless, and
+ * quiet on a machine without outside network (no background or update traffic).
+ */
+export const chromiumLaunchOptions = {
+  executablePath: '/usr/bin/chromium',
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-background-networking',
+    '--disable-component-update',
+  ],
+};

@@ -11,7 +11,12 @@ import {
   startApprovalExecutor,
   type ApprovalExecutor,
 } from '@bulkhead/core';
-import { issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
+import {
+  chromiumLaunchOptions,
+  issueTestToken,
+  startTestServer,
+  type TestServer,
+} from '@bulkhead/core/testing';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -64,16 +69,7 @@ beforeAll(async () => {
   http = serve({ fetch: consoleApp.app.fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise<void>((resolve) => http.once('listening', resolve));
   base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-    ],
-  });
+  browser = await chromium.launch(chromiumLaunchOptions);
   await executor.ready;
 });
 afterAll(async () => {
