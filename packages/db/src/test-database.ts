@@ -1,22 +1,44 @@
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { createSql, type Sql } from './connect.ts';
+import { discoverDeployables } from './deployables.ts';
 import { migrate } from './migrate.ts';
+import {
+  applyPrivileges,
+  ensureGroupRoles,
+  ensureLogin,
+  loginRole,
+  roleSpecs,
+  type RoleSpec,
+} from './roles.ts';
 
 /** A throwaway, migrated database for one test file. */
 export interface TestDatabase {
+  /** The owner's URL and pool: for setting up rows and checking results. */
   url: string;
   sql: Sql;
+  /**
+   * A pool connected as `deployable`'s own login role, the way servers run. A name that is no
+   * folder under `servers/` (a test's own fixture server) gets a group role with the kit's grants
+   * for `spec` (default: an MCP server with gated tools); its own tables need grants by the test.
+   */
+  as(deployable: string, spec?: Omit<RoleSpec, 'name'>): Promise<{ url: string; sql: Sql }>;
   drop(): Promise<void>;
 }
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+/** Test clusters only: the embedded one lives for one run, the CI one trusts loopback connections. */
+const password = 'bulkhead-test';
 
 /**
  * Creates a fresh database on the server behind `BULKHEAD_TEST_ADMIN_URL`
  * (set by the test global setup: the real Postgres in CI or the embedded
- * default), migrates it and returns it. Each test file gets its own, so
- * files can run in parallel without seeing each other's rows.
+ * default), migrates it, gives every deployable's group role its privileges in
+ * it (creating the roles on the cluster if missing), and returns it. Each test
+ * file gets its own, so files can run in parallel without seeing each other's rows.
  */
 export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
-  // The test harness's one handshake with the global setup, which sets this variable.
+  // The test harness's one handshake with the global setup, which sets these variables.
   const adminUrl = process.env.BULKHEAD_TEST_ADMIN_URL;
   if (!adminUrl)
     throw new Error('BULKHEAD_TEST_ADMIN_URL is not set: run tests through vitest with the global setup');
@@ -28,11 +50,40 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
   target.pathname = `/${name}`;
   const url = target.toString();
   const sql = createSql(url, { max: 20 });
-  if (options.migrate !== false) await migrate(sql);
+  const specs = roleSpecs(discoverDeployables(root));
+  if (options.migrate !== false) {
+    await migrate(sql);
+    await ensureGroupRoles(sql, specs);
+    await applyPrivileges(sql, specs);
+  }
+  const pools = new Map<string, Promise<{ url: string; sql: Sql }>>();
+  const connect = async (deployable: string, spec?: Omit<RoleSpec, 'name'>) => {
+    if (!specs.some((s) => s.name === deployable)) {
+      const own: RoleSpec = { name: deployable, ...(spec ?? { kind: 'mcp', gated: true }) };
+      await ensureGroupRoles(sql, [own]);
+      await applyPrivileges(sql, [own]);
+    }
+    const login = loginRole(deployable);
+    const [exists] = await sql`select 1 from pg_roles where rolname = ${login}`;
+    await ensureLogin(sql, deployable, login, exists ? undefined : password);
+    const roleUrl = new URL(url);
+    roleUrl.username = login;
+    roleUrl.password = password;
+    return { url: roleUrl.toString(), sql: createSql(roleUrl.toString(), { max: 10 }) };
+  };
   return {
     url,
     sql,
+    as(deployable, spec) {
+      let pool = pools.get(deployable);
+      if (!pool) {
+        pool = connect(deployable, spec);
+        pools.set(deployable, pool);
+      }
+      return pool;
+    },
     drop: async () => {
+      for (const pool of pools.values()) await (await pool.catch(() => undefined))?.sql.end({ timeout: 5 });
       await sql.end({ timeout: 5 });
       const again = createSql(adminUrl, { max: 1 });
       await again.unsafe(`drop database if exists ${name} with (force)`);

@@ -1,0 +1,38 @@
+-- What the customer server may do in the database, beyond the kit's grants (audit append, token
+-- check). Applied by `bulkhead db roles`; idempotent.
+-- Every row is fenced by row-level security keyed on the customer the kit sets from the token for the
+-- transaction (`bulkhead.customer_id`): under this role a query sees only that customer's rows, and
+-- none without the setting, so a query that forgets its `where customer_id = …` still cannot read
+-- another customer. Drafts are not yet the customer's to see.
+grant select (id, name, language) on customers to bulkhead_customer;
+grant select on invoices, invoice_lines, payments, credit_notes, tickets, ticket_messages, invoice_balances
+  to bulkhead_customer;
+grant insert (key, customer_id, subject, category, status) on tickets to bulkhead_customer;
+grant update (status, updated_at) on tickets to bulkhead_customer;
+grant insert (ticket_key, author_kind, author_name, body, created_at) on ticket_messages to bulkhead_customer;
+grant usage on sequence ticket_key_seq to bulkhead_customer;
+
+drop policy if exists bh_customer_own on customers;
+create policy bh_customer_own on customers for select to bulkhead_customer
+  using (id = current_setting('bulkhead.customer_id', true));
+drop policy if exists bh_customer_own on invoices;
+create policy bh_customer_own on invoices for select to bulkhead_customer
+  using (customer_id = current_setting('bulkhead.customer_id', true) and status <> 'draft');
+drop policy if exists bh_customer_own on invoice_lines;
+create policy bh_customer_own on invoice_lines for select to bulkhead_customer
+  using (exists (select 1 from invoices i where i.number = invoice_number));
+drop policy if exists bh_customer_own on payments;
+create policy bh_customer_own on payments for select to bulkhead_customer
+  using (customer_id = current_setting('bulkhead.customer_id', true));
+drop policy if exists bh_customer_own on credit_notes;
+create policy bh_customer_own on credit_notes for select to bulkhead_customer
+  using (customer_id = current_setting('bulkhead.customer_id', true)
+    and exists (select 1 from invoices i where i.number = invoice_number));
+drop policy if exists bh_customer_own on tickets;
+create policy bh_customer_own on tickets to bulkhead_customer
+  using (customer_id = current_setting('bulkhead.customer_id', true))
+  with check (customer_id = current_setting('bulkhead.customer_id', true));
+drop policy if exists bh_customer_own on ticket_messages;
+create policy bh_customer_own on ticket_messages to bulkhead_customer
+  using (exists (select 1 from tickets t where t.key = ticket_key))
+  with check (author_kind = 'customer' and exists (select 1 from tickets t where t.key = ticket_key));
