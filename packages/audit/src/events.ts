@@ -10,18 +10,23 @@ export const OUTCOMES = [
   'bad_request',
   'rate_limited',
   'timeout',
+  'cancelled',
+  'unavailable',
   'internal_error',
   'pending_approval',
   'approved',
   'rejected',
   'executed',
   'expired',
+  'withdrawn',
 ] as const;
-
 export type Outcome = (typeof OUTCOMES)[number];
 
-/** What a caller hands to the writer; the writer adds id, time, chain position and hashes. */
+/** What a caller hands to the writer; the database adds the sequence number, time and role. */
 export interface AuditEventInput {
+  /** The event's id, when the writer must be able to tell a retry from a second event (a UUID; else one is drawn). */
+  id?: string;
+  /** The writing server. Under a server's own role the database records that server, whatever is given. */
   server: string;
   method: string;
   outcome: Outcome;
@@ -38,13 +43,10 @@ export interface AuditEventInput {
   injectionSuspected?: boolean;
 }
 
-/** A stored event, as read back. */
-export interface AuditEvent {
-  seq: number;
+/** An event as it is stored: every field normalised and bounded (see `normaliseEvent`). */
+export interface StoredEventFields {
   id: string;
-  at: Date;
   server: string;
-  chainSeq: number;
   tokenId: string | null;
   tokenLabel: string | null;
   clientName: string | null;
@@ -58,6 +60,12 @@ export interface AuditEvent {
   requestId: string;
   approvalId: string | null;
   injectionSuspected: boolean;
-  prevHash: string;
-  hash: string;
+}
+
+/** A stored event, as read back. */
+export interface AuditEvent extends StoredEventFields {
+  seq: number;
+  at: Date;
+  /** The database role that wrote it (a server's login role, the console's, or the owner's). */
+  dbRole: string;
 }

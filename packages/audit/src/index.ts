@@ -1,6 +1,33 @@
-export { OUTCOMES, type Outcome, type AuditEvent, type AuditEventInput } from './events.ts';
-export { canonicalJson, eventHash, GENESIS } from './hash.ts';
-export { createAuditWriter, type AuditWriter } from './writer.ts';
-export { readRecent, streamEvents, streamChain, type AuditFilter } from './reader.ts';
-export { verifyChains, signCheckpoint, type ChainReport, type ChainBreak } from './verify.ts';
-export { pruneEvents, type PruneResult } from './prune.ts';
+export {
+  OUTCOMES,
+  type Outcome,
+  type AuditEvent,
+  type AuditEventInput,
+  type StoredEventFields,
+} from './events.ts';
+export { canonicalJson } from './hash.ts';
+export {
+  cleanField,
+  cleanJson,
+  normaliseEvent,
+  FIELD_LIMITS,
+  MAX_DEPTH,
+  MAX_JSON_CHARS,
+} from './normalise.ts';
+export { createAuditWriter, type AuditWriter, type AuditWriterOptions } from './writer.ts';
+export { readRecent, streamEvents, EVENT_COLUMNS, type AuditFilter } from './reader.ts';
+export {
+  sealLog,
+  sealUpTo,
+  startSealer,
+  horizon,
+  settled,
+  sealHead,
+  GENESIS_MAC,
+  type Seal,
+  type SealHead,
+  type SealPass,
+  type Sealer,
+} from './seal.ts';
+export { verifyLog, type LogBreak, type LogReport, type ServerTally } from './verify.ts';
+export { pruneLog, type PruneResult } from './prune.ts';

@@ -1,67 +1,52 @@
 import type { Sql } from '@bulkhead/db';
-import { signCheckpoint } from './verify.ts';
+import { readCheckpoint, SEAL_COLUMNS, signCheckpoint, toSeal } from './seal.ts';
 
-/** What {@link pruneEvents} removed, per server. */
+/** What {@link pruneLog} removed. */
 export interface PruneResult {
-  server: string;
-  removed: number;
-  checkpoint: number;
+  removedEvents: number;
+  removedSeals: number;
+  /** The seal the log now continues from (the prune checkpoint), or null when nothing was old enough. */
+  checkpointSeal: number | null;
 }
 
 /**
- * Removes each server's events older than `before` — always a prefix of its
- * chain, so the rest stays a chain — and records a signed checkpoint holding
- * the hash of the last removed event, from which `verify` continues. Works in
- * batches of `batchSize` positions, each its own short transaction that moves
- * the checkpoint along, so writers of that server wait only for one batch and
- * other servers not at all.
+ * Removes whole seals sealed before `before`, with their events — always the oldest part of the sealed
+ * log, never an unsealed event — and records a checkpoint signed with the key: the last removed seal's
+ * number, MAC and running totals, from which `verify` continues. Works a few seals per transaction, each
+ * moving the checkpoint along, so that writers never wait on it (they take no lock it holds).
  */
-export async function pruneEvents(
+export async function pruneLog(
   sql: Sql,
   before: Date,
   key: string,
-  batchSize = 10_000,
-): Promise<PruneResult[]> {
-  const servers = await sql<
-    { server: string }[]
-  >`select distinct server from audit_events where at < ${before} order by server`;
-  const results: PruneResult[] = [];
-  for (const { server } of servers) {
-    // The prefix ends before the first event at or after `before`; events are appended in time order per server.
-    const [end] = await sql<{ last: string | null }[]>`
-      select max(chain_seq) as last from audit_events
-      where server = ${server} and chain_seq < coalesce(
-        (select min(chain_seq) from audit_events where server = ${server} and at >= ${before}),
-        (select max(chain_seq) + 1 from audit_events where server = ${server}))`;
-    if (!end?.last) continue;
-    const target = Number(end.last);
-    let removed = 0;
-    for (;;) {
-      const batch = await sql.begin(async (tx) => {
-        await tx`set local bulkhead.audit_prune = 'on'`;
-        await tx`select pg_advisory_xact_lock(hashtext(${'bulkhead_audit:' + server}))`;
-        const [cut] = await tx<{ chainSeq: string; hash: string }[]>`
-          select chain_seq as "chainSeq", hash from audit_events
-          where server = ${server} and chain_seq <= ${target}
-            and chain_seq < (select min(chain_seq) from audit_events where server = ${server}) + ${batchSize}
-          order by chain_seq desc limit 1`;
-        if (!cut) return 0;
-        const chainSeq = Number(cut.chainSeq);
-        const deleted =
-          await tx`delete from audit_events where server = ${server} and chain_seq <= ${chainSeq}`;
-        const signature = signCheckpoint(key, { server, chainSeq, hash: cut.hash });
-        await tx`
-          insert into audit_checkpoints (server, chain_seq, hash, pruned_before, removed, signature)
-          values (${server}, ${chainSeq}, ${cut.hash}, ${before}, ${deleted.count}, ${signature})
-          on conflict (server) do update set chain_seq = excluded.chain_seq, hash = excluded.hash,
-            pruned_before = excluded.pruned_before, removed = audit_checkpoints.removed + excluded.removed,
-            signature = excluded.signature, created_at = now()`;
-        return deleted.count;
-      });
-      removed += batch;
-      if (batch === 0) break;
-    }
-    if (removed) results.push({ server, removed, checkpoint: target });
+  sealsPerBatch = 20,
+): Promise<PruneResult> {
+  const result: PruneResult = { removedEvents: 0, removedSeals: 0, checkpointSeal: null };
+  for (;;) {
+    const done = await sql.begin(async (tx) => {
+      await tx`set local bulkhead.audit_prune = 'on'`;
+      const rows = await tx<Parameters<typeof toSeal>[0][]>`
+        select ${tx.unsafe(SEAL_COLUMNS)} from audit_seals
+        where sealed_at < ${before} order by seal_no limit ${sealsPerBatch}`;
+      if (rows.length === 0) return true;
+      const cut = toSeal(rows[rows.length - 1]!);
+      const deleted = await tx`delete from audit_events where seq <= ${cut.lastSeq}`;
+      await tx`delete from audit_seals where seal_no <= ${cut.sealNo}`;
+      const previous = await readCheckpoint(tx);
+      const removed = (previous?.removed ?? 0) + deleted.count;
+      const checkpoint = { sealNo: cut.sealNo, lastSeq: cut.lastSeq, mac: cut.mac, totals: cut.totals };
+      await tx`
+        insert into audit_prune_checkpoint (id, seal_no, last_seq, mac, totals, pruned_before, removed, signature)
+        values (true, ${cut.sealNo}, ${cut.lastSeq}, ${cut.mac}, ${tx.json(cut.totals)}, ${before}, ${removed},
+          ${signCheckpoint(key, checkpoint)})
+        on conflict (id) do update set seal_no = excluded.seal_no, last_seq = excluded.last_seq, mac = excluded.mac,
+          totals = excluded.totals, pruned_before = excluded.pruned_before, removed = excluded.removed,
+          signature = excluded.signature, created_at = now()`;
+      result.removedEvents += deleted.count;
+      result.removedSeals += rows.length;
+      result.checkpointSeal = cut.sealNo;
+      return rows.length < sealsPerBatch;
+    });
+    if (done) return result;
   }
-  return results;
 }

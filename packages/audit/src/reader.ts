@@ -13,10 +13,11 @@ export interface AuditFilter {
   afterSeq?: number;
 }
 
-const COLUMNS = `seq, id, at, server, chain_seq as "chainSeq", token_id as "tokenId", token_label as "tokenLabel",
+/** The select list matching {@link AuditEvent}. */
+export const EVENT_COLUMNS = `seq, id, at, server, db_role as "dbRole", token_id as "tokenId", token_label as "tokenLabel",
   client_name as "clientName", client_version as "clientVersion", method, tool, arguments, outcome,
   result_summary as "resultSummary", duration_ms as "durationMs", request_id as "requestId",
-  approval_id as "approvalId", injection_suspected as "injectionSuspected", prev_hash as "prevHash", hash`;
+  approval_id as "approvalId", injection_suspected as "injectionSuspected"`;
 
 function where(sql: Sql, f: AuditFilter) {
   return sql`
@@ -31,13 +32,13 @@ function where(sql: Sql, f: AuditFilter) {
 }
 
 function toEvent(row: Record<string, unknown>): AuditEvent {
-  return { ...(row as unknown as AuditEvent), seq: Number(row.seq), chainSeq: Number(row.chainSeq) };
+  return { ...(row as unknown as AuditEvent), seq: Number(row.seq) };
 }
 
 /** The newest `limit` events matching `filter`, oldest first. */
 export async function readRecent(sql: Sql, filter: AuditFilter, limit = 50): Promise<AuditEvent[]> {
   const rows =
-    await sql`select ${sql.unsafe(COLUMNS)} from audit_events ${where(sql, filter)} order by seq desc limit ${limit}`;
+    await sql`select ${sql.unsafe(EVENT_COLUMNS)} from audit_events ${where(sql, filter)} order by seq desc limit ${limit}`;
   return rows.map(toEvent).reverse();
 }
 
@@ -50,23 +51,10 @@ export async function* streamEvents(
   let after = filter.afterSeq ?? 0;
   for (;;) {
     const rows = await sql`
-      select ${sql.unsafe(COLUMNS)} from audit_events ${where(sql, { ...filter, afterSeq: after })}
+      select ${sql.unsafe(EVENT_COLUMNS)} from audit_events ${where(sql, { ...filter, afterSeq: after })}
       order by seq limit ${batchSize}`;
     for (const row of rows) yield toEvent(row);
     if (rows.length < batchSize) return;
     after = Number(rows[rows.length - 1]!.seq);
-  }
-}
-
-/** Streams one server's chain in chain order (for verify). */
-export async function* streamChain(sql: Sql, server: string, batchSize = 2000): AsyncGenerator<AuditEvent> {
-  let after = 0;
-  for (;;) {
-    const rows = await sql`
-      select ${sql.unsafe(COLUMNS)} from audit_events where server = ${server} and chain_seq > ${after}
-      order by chain_seq limit ${batchSize}`;
-    for (const row of rows) yield toEvent(row);
-    if (rows.length < batchSize) return;
-    after = Number(rows[rows.length - 1]!.chainSeq);
   }
 }

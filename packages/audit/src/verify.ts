@@ -1,116 +1,270 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { Sql } from '@bulkhead/db';
-import { GENESIS, eventHash } from './hash.ts';
-import { streamChain } from './reader.ts';
+import {
+  eventDigest,
+  GENESIS_MAC,
+  readBodies,
+  readCheckpoint,
+  SEAL_COLUMNS,
+  sealMac,
+  signCheckpoint,
+  toSeal,
+  type Counts,
+  type Seal,
+} from './seal.ts';
 
-/** The first broken link of a chain. */
-export interface ChainBreak {
-  server: string;
-  /** Position in the server's chain where the break was found. */
-  chainSeq: number;
-  /** Global sequence number of the event at that position, when it exists. */
+/** One thing that does not hold. Every break is reported, not only the first. */
+export interface LogBreak {
+  kind:
+    | 'seal_missing'
+    | 'seal_changed'
+    | 'event_changed'
+    | 'event_missing'
+    | 'event_unsealed'
+    | 'event_in_pruned_range'
+    | 'server_mismatch'
+    | 'checkpoint_invalid'
+    | 'anchor_mismatch';
+  /** The seal the break was found in, when there is one. */
+  sealNo: number | null;
+  /** The event's sequence number, when the break is about one event. */
   seq: number | null;
+  server: string | null;
   reason: string;
 }
 
-/** The verdict for one server's chain. */
-export interface ChainReport {
+/** Per server: how many events the seals account for, and how many of those are still there. */
+export interface ServerTally {
   server: string;
-  events: number;
-  checkpoint: number | null;
-  break: ChainBreak | null;
+  sealed: number;
+  present: number;
 }
 
-/** Signs a prune checkpoint so that a forged one (to hide removed events) is caught. */
-export function signCheckpoint(key: string, c: { server: string; chainSeq: number; hash: string }): string {
-  return createHmac('sha256', key).update(`${c.server}\n${c.chainSeq}\n${c.hash}`).digest('hex');
+/** The verdict on the whole log. */
+export interface LogReport {
+  ok: boolean;
+  seals: number;
+  /** Sequence numbers covered by seals (and the prune checkpoint before them). */
+  sealedThrough: number;
+  /** The newest seal's time: a sealer that stopped, or a tail of seals deleted, shows here. */
+  newestSealAt: Date | null;
+  checkpoint: { sealNo: number; lastSeq: number; prunedBefore: Date } | null;
+  servers: ServerTally[];
+  breaks: LogBreak[];
+  /** Breaks beyond the first `maxBreaks` are only counted. */
+  moreBreaks: number;
+  /** Events after the newest seal: not yet covered by any seal. */
+  unsealed: { count: number; oldestAt: Date | null };
 }
 
-/**
- * Recomputes every hash of each server's chain from its start (or its signed
- * prune checkpoint) and reports the first link that does not hold: a changed
- * row (hash mismatch), a removed row (gap in positions or wrong previous hash),
- * or a checkpoint whose signature does not match `key`.
- */
-export async function verifyChains(
-  sql: Sql,
-  options: { server?: string; key?: string; onProgress?: (server: string, events: number) => void } = {},
-): Promise<ChainReport[]> {
-  const servers = options.server
-    ? [options.server]
-    : (
-        await sql<{ server: string }[]>`
-          select server from audit_events union select server from audit_checkpoints order by server`
-      ).map((r) => r.server);
-  const reports: ChainReport[] = [];
-  for (const server of servers) reports.push(await verifyChain(sql, server, options));
-  return reports;
-}
-
-async function verifyChain(
-  sql: Sql,
-  server: string,
-  options: { key?: string; onProgress?: (server: string, events: number) => void },
-): Promise<ChainReport> {
-  const [cp] = await sql<{ chainSeq: string; hash: string; signature: string }[]>`
-    select chain_seq as "chainSeq", hash, signature from audit_checkpoints where server = ${server}`;
-  let expectedSeq = cp ? Number(cp.chainSeq) + 1 : 1;
-  let prevHash = cp?.hash ?? GENESIS;
-  const report: ChainReport = { server, events: 0, checkpoint: cp ? Number(cp.chainSeq) : null, break: null };
-  if (cp) {
-    const good =
-      options.key !== undefined &&
-      safeEqual(
-        cp.signature,
-        signCheckpoint(options.key, { server, chainSeq: Number(cp.chainSeq), hash: cp.hash }),
-      );
-    if (!good) {
-      const reason =
-        options.key === undefined
-          ? 'checkpoint present but no audit key to check its signature'
-          : 'checkpoint signature does not match';
-      report.break = { server, chainSeq: Number(cp.chainSeq), seq: null, reason };
-      return report;
-    }
-  }
-  for await (const event of streamChain(sql, server)) {
-    report.events++;
-    if (report.events % 10_000 === 0) options.onProgress?.(server, report.events);
-    if (event.chainSeq !== expectedSeq) {
-      report.break = {
-        server,
-        chainSeq: expectedSeq,
-        seq: null,
-        reason: `event at chain position ${expectedSeq} is missing (next present is ${event.chainSeq})`,
-      };
-      return report;
-    }
-    if (event.prevHash !== prevHash) {
-      report.break = {
-        server,
-        chainSeq: event.chainSeq,
-        seq: event.seq,
-        reason: 'previous-hash link does not match the event before it',
-      };
-      return report;
-    }
-    if (eventHash(event) !== event.hash) {
-      report.break = {
-        server,
-        chainSeq: event.chainSeq,
-        seq: event.seq,
-        reason: 'event content does not match its hash (changed)',
-      };
-      return report;
-    }
-    prevHash = event.hash;
-    expectedSeq++;
-  }
-  return report;
-}
-
-function safeEqual(a: string, b: string): boolean {
+function same(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/**
+ * Checks the whole log with the seal key: every seal's MAC and its link to the one before, every sealed
+ * event's digest (a changed row, a reordered one — the sequence number is part of what is digested —
+ * and a missing one are each named by sequence number), every event present inside a sealed range that
+ * no seal covers (inserted afterwards), events left in a pruned range, the per-server totals of the
+ * newest seal against the events present (a server whose whole history was deleted shows with 0
+ * present), the prune checkpoint's signature, and an optional anchor kept outside the database (the
+ * seal number and MAC a previous verify saw: a deleted tail of seals fails it). Events after the
+ * newest seal are reported as the unsealed tail, with their count and age.
+ */
+export async function verifyLog(
+  sql: Sql,
+  options: {
+    key: string;
+    anchor?: { sealNo: number; mac: string } | undefined;
+    maxBreaks?: number;
+    onProgress?: (seals: number, events: number) => void;
+  },
+): Promise<LogReport> {
+  const { key } = options;
+  const maxBreaks = options.maxBreaks ?? 1000;
+  const breaks: LogBreak[] = [];
+  let moreBreaks = 0;
+  const fail = (b: LogBreak) => {
+    if (breaks.length < maxBreaks) breaks.push(b);
+    else moreBreaks++;
+  };
+
+  const checkpoint = await readCheckpoint(sql);
+  let prevMac = GENESIS_MAC;
+  let prevNo = 0;
+  let prevLast = 0;
+  let totals: Counts = {};
+  if (checkpoint) {
+    if (!same(checkpoint.signature, signCheckpoint(key, checkpoint)))
+      fail({
+        kind: 'checkpoint_invalid',
+        sealNo: checkpoint.sealNo,
+        seq: null,
+        server: null,
+        reason: 'the prune checkpoint is not signed with this key (forged, or another key)',
+      });
+    prevMac = checkpoint.mac;
+    prevNo = checkpoint.sealNo;
+    prevLast = checkpoint.lastSeq;
+    totals = { ...checkpoint.totals };
+  }
+  const [stale] = await sql<{ n: number; first: string | null }[]>`
+    select count(*)::int as n, min(seq) as first from audit_events where seq <= ${prevLast}`;
+  if (stale!.n > 0)
+    fail({
+      kind: 'event_in_pruned_range',
+      sealNo: checkpoint?.sealNo ?? null,
+      seq: Number(stale!.first),
+      server: null,
+      reason: `${stale!.n} event(s) numbered at or below ${prevLast}, ${checkpoint ? 'in the pruned range' : 'before the first number'}: inserted afterwards`,
+    });
+  const baseTotals = { ...totals };
+  const present: Counts = {};
+  let seals = 0;
+  let events = 0;
+  let newestSealAt: Date | null = null;
+  let anchorSeen = false;
+
+  for (let after = prevNo; ;) {
+    const rows = await sql<Parameters<typeof toSeal>[0][]>`
+      select ${sql.unsafe(SEAL_COLUMNS)} from audit_seals where seal_no > ${after} order by seal_no limit 200`;
+    if (rows.length === 0) break;
+    for (const row of rows) {
+      const seal: Seal = toSeal(row);
+      after = seal.sealNo;
+      seals++;
+      newestSealAt = seal.sealedAt;
+      if (seal.sealNo !== prevNo + 1)
+        fail({
+          kind: 'seal_missing',
+          sealNo: prevNo + 1,
+          seq: null,
+          server: null,
+          reason: `seal${seal.sealNo - prevNo > 2 ? 's' : ''} ${prevNo + 1}${seal.sealNo - prevNo > 2 ? `–${seal.sealNo - 1}` : ''} missing`,
+        });
+      const { mac, ...body } = seal;
+      if (!same(mac, sealMac(key, body)) || seal.prevMac !== prevMac || seal.firstSeq !== prevLast + 1)
+        fail({
+          kind: 'seal_changed',
+          sealNo: seal.sealNo,
+          seq: null,
+          server: null,
+          reason:
+            seal.prevMac !== prevMac || seal.firstSeq !== prevLast + 1
+              ? 'the seal does not continue the one before it'
+              : 'the seal record does not match its MAC (changed, or sealed with another key)',
+        });
+      if (options.anchor && seal.sealNo === options.anchor.sealNo) {
+        anchorSeen = true;
+        if (!same(seal.mac, options.anchor.mac))
+          fail({
+            kind: 'anchor_mismatch',
+            sealNo: seal.sealNo,
+            seq: null,
+            server: null,
+            reason: 'this seal differs from the one recorded in the anchor',
+          });
+      }
+      for (const [server, n] of Object.entries(seal.counts)) totals[server] = (totals[server] ?? 0) + n;
+      const expected = new Map<number, Buffer>();
+      seal.seqs.forEach((seq, i) => expected.set(seq, seal.digests.subarray(i * 8, i * 8 + 8)));
+      const bodies = await sql.begin((tx) =>
+        readBodies(tx, seal.firstSeq - 1, seal.lastSeq, seal.events + 100_000),
+      );
+      for (const e of bodies) {
+        events++;
+        const digest = expected.get(e.seq);
+        if (!digest) {
+          fail({
+            kind: 'event_unsealed',
+            sealNo: seal.sealNo,
+            seq: e.seq,
+            server: e.server,
+            reason: `event ${e.seq} (${e.server}, ${e.at.toISOString()}) lies inside seal ${seal.sealNo} but was not sealed: inserted afterwards`,
+          });
+          continue;
+        }
+        expected.delete(e.seq);
+        present[e.server] = (present[e.server] ?? 0) + 1;
+        if (!eventDigest(key, e.body).equals(digest))
+          fail({
+            kind: 'event_changed',
+            sealNo: seal.sealNo,
+            seq: e.seq,
+            server: e.server,
+            reason: `event ${e.seq} (${e.server}, ${e.at.toISOString()}) differs from what was sealed: changed or renumbered`,
+          });
+      }
+      for (const seq of expected.keys())
+        fail({
+          kind: 'event_missing',
+          sealNo: seal.sealNo,
+          seq,
+          server: null,
+          reason: `event ${seq}, sealed in seal ${seal.sealNo}, is missing`,
+        });
+      prevMac = seal.mac;
+      prevNo = seal.sealNo;
+      prevLast = seal.lastSeq;
+      options.onProgress?.(seals, events);
+    }
+  }
+
+  if (options.anchor && !anchorSeen && options.anchor.sealNo > prevNo)
+    fail({
+      kind: 'anchor_mismatch',
+      sealNo: options.anchor.sealNo,
+      seq: null,
+      server: null,
+      reason: `the anchor records seal ${options.anchor.sealNo}, but the log ends at seal ${prevNo}: seals were deleted from the end`,
+    });
+
+  const servers: ServerTally[] = [];
+  for (const server of [...new Set([...Object.keys(totals), ...Object.keys(present)])].sort()) {
+    const tally = {
+      server,
+      sealed: (totals[server] ?? 0) - (baseTotals[server] ?? 0),
+      present: present[server] ?? 0,
+    };
+    servers.push(tally);
+  }
+  const [tail] = await sql<{ n: number; oldest: Date | null }[]>`
+    select count(*)::int as n, min(at) as oldest from audit_events where seq > ${prevLast}`;
+  for (const mismatch of await serverMismatches(sql))
+    fail({
+      kind: 'server_mismatch',
+      sealNo: null,
+      seq: mismatch.seq,
+      server: mismatch.server,
+      reason: `event ${mismatch.seq} names server ${mismatch.server} but was written by ${mismatch.role}, the role of ${mismatch.deployable}`,
+    });
+  return {
+    ok: breaks.length === 0 && moreBreaks === 0,
+    seals,
+    sealedThrough: prevLast,
+    newestSealAt,
+    checkpoint: checkpoint
+      ? { sealNo: checkpoint.sealNo, lastSeq: checkpoint.lastSeq, prunedBefore: checkpoint.prunedBefore }
+      : null,
+    servers,
+    breaks,
+    moreBreaks,
+    unsealed: { count: tail!.n, oldestAt: tail!.oldest },
+  };
+}
+
+/** Events whose server is not the one their writing role serves (only the owner could have written them so). */
+async function serverMismatches(
+  sql: Sql,
+): Promise<{ seq: number; server: string; role: string; deployable: string }[]> {
+  const rows = await sql<{ seq: string; server: string; role: string; deployable: string }[]>`
+    with roles as (
+      select r.db_role, bulkhead_deployable_of(r.db_role) as deployable
+      from (select distinct db_role from audit_events) r)
+    select e.seq, e.server, e.db_role as role, roles.deployable from audit_events e join roles using (db_role)
+    where roles.deployable is not null and roles.deployable <> e.server
+    order by e.seq limit 1000`;
+  return rows.map((r) => ({ ...r, seq: Number(r.seq) }));
 }

@@ -1,10 +1,10 @@
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { pruneEvents } from './prune.ts';
-import { verifyChains } from './verify.ts';
 import { createAuditWriter } from './writer.ts';
+import { FIELD_LIMITS, MAX_DEPTH } from './normalise.ts';
 
 let db: TestDatabase;
+
 beforeAll(async () => {
   db = await createTestDatabase();
 });
@@ -12,59 +12,119 @@ afterAll(async () => {
   await db.drop();
 });
 
-it('records any arguments a client can send — lone surrogates, NUL in values and keys — and the chain still verifies', async () => {
+const base = { server: 'admin', method: 'tools/call', outcome: 'ok' as const, requestId: 'r', durationMs: 1 };
+
+it('stores any value a client can send in any field — NUL, lone surrogates, control characters, huge and deep values — as the bounded form it returns', async () => {
   const audit = createAuditWriter(db.sql);
+  let deep: unknown = 'bottom';
+  for (let i = 0; i < 3000; i++) deep = { d: deep };
   const event = await audit.append({
-    server: 'admin',
-    method: 'tools/call',
-    tool: 'escalate_ticket',
-    outcome: 'ok',
-    requestId: 'r1',
-    durationMs: 1,
+    ...base,
+    tool: `x\ud800${'t'.repeat(5000)}`,
+    method: 'tools/\u0000call',
+    requestId: 'r\u0000\r\nid',
+    clientName: 'evil\u0000client\u001b[31m',
+    clientVersion: '\udc00v1',
+    tokenLabel: 'label\u0007',
     arguments: {
-      reason: 'needs a look \ud800 now',
       'k\u0000ey': 'v\u0000al',
-      nested: { ['\udc00']: [1, 'x\udfff'] },
+      lone: 'a\ud800b',
+      deep,
+      big: Array.from({ length: 5 }, () => 'x'.repeat(20_000)),
     },
+    resultSummary: { error: 'bad\u0000' },
   });
-  expect(event.arguments).toEqual({
-    reason: 'needs a look \ufffd now',
-    'k\ufffdey': 'v\ufffdal',
-    nested: { '\ufffd': [1, 'x\ufffd'] },
+  expect(event.method).toBe('tools/\ufffdcall');
+  expect(event.requestId).toBe('r\ufffd\ufffd\ufffdid');
+  expect(event.clientName).toBe('evil\ufffdclient\ufffd[31m');
+  expect(event.clientVersion).toBe('\ufffdv1');
+  expect(event.tokenLabel).toBe('label\ufffd');
+  expect(event.tool!.length).toBe(FIELD_LIMITS.tool);
+  expect(event.tool!.startsWith('x\ufffdttt')).toBe(true);
+  expect(event.tool!.endsWith('…[+4802 chars]')).toBe(true);
+  // Larger than 64 KiB: stored as its size, hash and keys.
+  expect(JSON.stringify(event.arguments).length).toBeLessThan(1000);
+  expect(event.arguments).toMatchObject({
+    _bulkhead_truncated: true,
+    keys: ['k\ufffdey', 'lone', 'deep', 'big'],
   });
-  const [row] = await db.sql`select arguments from audit_events where id = ${event.id}`;
-  expect(row!.arguments).toEqual(event.arguments);
-  expect((await verifyChains(db.sql))[0]!.break).toBeNull();
+  expect(event.resultSummary).toEqual({ error: 'bad\ufffd' });
+
+  const [row] = await db.sql`
+    select tool, method, request_id, client_name, client_version, token_label, arguments, result_summary
+    from audit_events where id = ${event.id}`;
+  expect(row).toEqual({
+    tool: event.tool,
+    method: event.method,
+    request_id: event.requestId,
+    client_name: event.clientName,
+    client_version: event.clientVersion,
+    token_label: event.tokenLabel,
+    arguments: event.arguments,
+    result_summary: event.resultSummary,
+  });
 });
 
-it('prunes in batches, each leaving a chain that verifies from its signed checkpoint', async () => {
-  const fresh = await createTestDatabase();
-  try {
-    const audit = createAuditWriter(fresh.sql);
-    for (let i = 0; i < 25; i++) {
-      await audit.append({
-        server: 'admin',
-        method: 'tools/call',
-        outcome: 'ok',
-        requestId: `r${i}`,
-        durationMs: 1,
-      });
-    }
-    const [cut] = await fresh.sql`select at from audit_events where chain_seq = 21`;
-    expect(await pruneEvents(fresh.sql, cut!.at as Date, 'k'.repeat(32), 7)).toEqual([
-      { server: 'admin', removed: 20, checkpoint: 20 },
-    ]);
-    const [report] = await verifyChains(fresh.sql, { key: 'k'.repeat(32) });
-    expect(report).toEqual({ server: 'admin', events: 5, checkpoint: 20, break: null });
-    const next = await audit.append({
-      server: 'admin',
-      method: 'tools/call',
-      outcome: 'ok',
-      requestId: 'after',
-      durationMs: 1,
-    });
-    expect(next.chainSeq).toBe(26);
-  } finally {
-    await fresh.drop();
+it('cuts JSON deeper than the limit with a marker instead of failing', async () => {
+  const audit = createAuditWriter(db.sql);
+  let deep: unknown = 'bottom';
+  for (let i = 0; i < 40; i++) deep = [deep];
+  const event = await audit.append({ ...base, arguments: { deep } });
+  let node = (event.arguments as { deep: unknown }).deep;
+  let depth = 1;
+  while (Array.isArray(node)) {
+    node = node[0];
+    depth++;
   }
+  expect(depth).toBe(MAX_DEPTH);
+  expect(node).toBe(`[nested deeper than ${MAX_DEPTH} levels]`);
+});
+
+it('commits events appended together in one statement, numbered by the database, each resolved once committed', async () => {
+  const audit = createAuditWriter(db.sql);
+  const events = await Promise.all(
+    Array.from({ length: 300 }, (_, i) => audit.append({ ...base, requestId: `batch-${i}` })),
+  );
+  const rows = await db.sql<{ request_id: string; seq: string }[]>`
+    select request_id, seq from audit_events where request_id like 'batch-%' order by seq`;
+  expect(rows.length).toBe(300);
+  expect(new Set(rows.map((r) => r.seq)).size).toBe(300);
+  expect(events.map((e) => e.requestId)).toEqual(Array.from({ length: 300 }, (_, i) => `batch-${i}`));
+  const [stats] = await db.sql<{ xacts: number }[]>`
+    select count(distinct xmin::text)::int as xacts from audit_events where request_id like 'batch-%'`;
+  // Many events per transaction: far fewer commits than events.
+  expect(stats!.xacts).toBeLessThan(30);
+});
+
+it('under a server role the database records that server and role, whatever the writer claims', async () => {
+  const { sql } = await db.as('dev-knowledge');
+  const audit = createAuditWriter(sql);
+  const event = await audit.append({ ...base, server: 'admin', requestId: 'claims-admin' });
+  const [row] = await db.sql`select server, db_role from audit_events where id = ${event.id}`;
+  expect(row).toEqual({ server: 'dev-knowledge', db_role: 'bulkhead_dev_knowledge_login' });
+  await expect(
+    audit.appendIn(sql, {
+      ...base,
+      server: 'console',
+      method: 'approvals/decide',
+      outcome: 'approved',
+      requestId: 'forged',
+    }),
+  ).rejects.toThrow(/only the console records decisions/);
+  // A server role may not read the log it writes to.
+  await expect(sql`select count(*) from audit_events`).rejects.toThrow(/permission denied/);
+});
+
+it('a batch with one event the database refuses still commits the others', async () => {
+  const { sql } = await db.as('dev-knowledge');
+  const audit = createAuditWriter(sql);
+  const results = await Promise.allSettled([
+    audit.append({ ...base, requestId: 'ok-1' }),
+    audit.append({ ...base, method: 'approvals/decide', outcome: 'approved', requestId: 'refused' }),
+    audit.append({ ...base, requestId: 'ok-2' }),
+  ]);
+  expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+  const rows =
+    await db.sql`select request_id from audit_events where request_id in ('ok-1', 'ok-2', 'refused') order by request_id`;
+  expect(rows.map((r) => r.request_id)).toEqual(['ok-1', 'ok-2']);
 });

@@ -1,96 +1,227 @@
-import { randomUUID } from 'node:crypto';
-import type { Sql } from '@bulkhead/db';
-import type { AuditEvent, AuditEventInput } from './events.ts';
-import { GENESIS, eventHash } from './hash.ts';
+import { isConnectionError, type Sql } from '@bulkhead/db';
+import type { AuditEventInput, StoredEventFields } from './events.ts';
+import { normaliseEvent } from './normalise.ts';
 
-/** Writes audit events. `append` resolves once the event is committed. */
+/** postgres.js's transaction type, reached through `begin` so that audit needs no direct dependency on postgres. */
+type TransactionSql = Parameters<Parameters<Sql['begin']>[1]>[0];
+
+/** Writes audit events. Every promise resolves once the event is committed (or, in a transaction, part of it). */
 export interface AuditWriter {
-  append(input: AuditEventInput): Promise<AuditEvent>;
+  /**
+   * Appends an event on its own. Events appended at about the same time are committed together in one
+   * statement (one round trip for the batch); the promise resolves when the batch has committed.
+   */
+  append(input: AuditEventInput): Promise<StoredEventFields>;
+  /** Appends an event inside `tx`: it commits with the transaction's other effects, or not at all. */
+  appendIn(tx: TransactionSql | Sql, input: AuditEventInput): Promise<StoredEventFields>;
+  /**
+   * Appends an event that must not be lost though its caller cannot wait for the database: a refusal
+   * answered while the database is unreachable. If the database cannot be reached the event is held in
+   * memory (up to `maxHeld`) and written, marked with when it was held, once the database is back.
+   * Resolves once the event is written or held; rejects only when the database refuses the event.
+   */
+  keep(input: AuditEventInput): Promise<void>;
   /** Resolves when the log can take an event now (database reachable, insert allowed); rejects otherwise. */
   check(): Promise<void>;
+  /** Waits for events still being written, and tries once more to write the held ones. */
+  flush(): Promise<void>;
+  /** Events held for an unreachable database and not yet written, and those dropped because the hold was full. */
+  readonly held: { waiting: number; dropped: number };
+}
+
+/** Options of {@link createAuditWriter}. */
+export interface AuditWriterOptions {
+  /** Most events in one statement (default 500). */
+  maxBatch?: number;
+  /** Batches in flight at once (default 2); further events wait for the next batch. */
+  maxInFlight?: number;
+  /** Most events held while the database is unreachable (default 10,000); beyond it they are counted as dropped. */
+  maxHeld?: number;
+  /** How often held events are retried (default 1,000 ms). */
+  retryMs?: number;
+}
+
+const ROW_COLUMNS = `id, server, token_id, token_label, client_name, client_version, method, tool, arguments,
+  outcome, result_summary, duration_ms, request_id, approval_id, injection_suspected`;
+
+function toRow(e: StoredEventFields): Record<string, unknown> {
+  return {
+    id: e.id,
+    server: e.server,
+    token_id: e.tokenId,
+    token_label: e.tokenLabel,
+    client_name: e.clientName,
+    client_version: e.clientVersion,
+    method: e.method,
+    tool: e.tool,
+    arguments: e.arguments,
+    outcome: e.outcome,
+    result_summary: e.resultSummary,
+    duration_ms: e.durationMs,
+    request_id: e.requestId,
+    approval_id: e.approvalId,
+    injection_suspected: e.injectionSuspected,
+  };
+}
+
+/** One statement, one parameter, any number of rows; the database stamps number, time, role and server. */
+async function insertRows(sql: TransactionSql | Sql, events: StoredEventFields[]): Promise<void> {
+  await sql`
+    insert into audit_events (${sql.unsafe(ROW_COLUMNS)})
+    select ${sql.unsafe(ROW_COLUMNS)} from jsonb_populate_recordset(null::audit_events, ${sql.json(events.map(toRow) as never)})`;
+}
+
+/** The event is stored already: an earlier attempt committed, and only its answer was lost. */
+const isDuplicate = (err: unknown) => (err as { code?: string }).code === '23505';
+
+interface Pending {
+  event: StoredEventFields;
+  resolve: () => void;
+  reject: (err: unknown) => void;
 }
 
 /**
- * The chain is one chain per server. Writers of the same server, in any
- * process or replica, serialise on a transaction-scoped advisory lock keyed by
- * the server name, read the head of the chain and append after it; writers of
- * different servers never wait on each other.
+ * Appending costs at most one round trip and takes no lock shared between processes: the database
+ * numbers each event from a sequence and stamps its time, the writing role and (for a server's role)
+ * the server. Integrity does not come from here but from the sealer, off the request path
+ * (`sealLog`). Events appended outside a transaction are group-committed: what arrives while a batch
+ * is being written goes in the next one, so a busy server writes many events per statement.
  */
-export function createAuditWriter(sql: Sql): AuditWriter {
-  return {
-    async append(input) {
-      return sql.begin(async (tx) => {
-        await tx`select pg_advisory_xact_lock(hashtext(${'bulkhead_audit:' + input.server}))`;
-        const [head] = await tx<{ chainSeq: string; hash: string }[]>`
-          select chain_seq as "chainSeq", hash from audit_events
-          where server = ${input.server} order by chain_seq desc limit 1`;
-        const [checkpoint] = head
-          ? []
-          : await tx<{ chainSeq: string; hash: string }[]>`
-              select chain_seq as "chainSeq", hash from audit_checkpoints where server = ${input.server}`;
-        const previous = head ?? checkpoint;
-        const event: Omit<AuditEvent, 'seq' | 'hash'> = {
-          id: randomUUID(),
-          at: new Date(),
-          server: input.server,
-          chainSeq: previous ? Number(previous.chainSeq) + 1 : 1,
-          tokenId: input.tokenId ?? null,
-          tokenLabel: input.tokenLabel ?? null,
-          clientName: input.clientName ?? null,
-          clientVersion: input.clientVersion ?? null,
-          method: input.method,
-          tool: input.tool ?? null,
-          arguments: normalise(input.arguments),
-          outcome: input.outcome,
-          resultSummary: normalise(input.resultSummary),
-          durationMs: Math.max(0, Math.round(input.durationMs)),
-          requestId: input.requestId,
-          approvalId: input.approvalId ?? null,
-          injectionSuspected: input.injectionSuspected ?? false,
-          prevHash: previous?.hash ?? GENESIS,
-        };
-        const hash = eventHash(event);
-        const [row] = await tx<{ seq: string }[]>`
-          insert into audit_events (id, at, server, chain_seq, token_id, token_label, client_name, client_version,
-            method, tool, arguments, outcome, result_summary, duration_ms, request_id, approval_id,
-            injection_suspected, prev_hash, hash)
-          values (${event.id}, ${event.at}, ${event.server}, ${event.chainSeq}, ${event.tokenId}, ${event.tokenLabel},
-            ${event.clientName}, ${event.clientVersion}, ${event.method}, ${event.tool},
-            ${event.arguments === null ? null : tx.json(event.arguments as never)}, ${event.outcome},
-            ${event.resultSummary === null ? null : tx.json(event.resultSummary as never)}, ${event.durationMs},
-            ${event.requestId}, ${event.approvalId}, ${event.injectionSuspected}, ${event.prevHash}, ${hash})
-          returning seq`;
-        return { ...event, seq: Number(row!.seq), hash };
+export function createAuditWriter(sql: Sql, options: AuditWriterOptions = {}): AuditWriter {
+  const maxBatch = options.maxBatch ?? 500;
+  const maxInFlight = options.maxInFlight ?? 2;
+  const maxHeld = options.maxHeld ?? 10_000;
+  const retryMs = options.retryMs ?? 1_000;
+  const held = { waiting: 0, dropped: 0 };
+  let holding: StoredEventFields[] = [];
+  let retrying: Promise<void> | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let queue: Pending[] = [];
+  let inFlight = 0;
+  let scheduled = false;
+  const idle: (() => void)[] = [];
+
+  const settle = () => {
+    if (queue.length === 0 && inFlight === 0) for (const done of idle.splice(0)) done();
+  };
+
+  const write = async (batch: Pending[]) => {
+    try {
+      await insertRows(
+        sql,
+        batch.map((p) => p.event),
+      );
+      for (const p of batch) p.resolve();
+    } catch (err) {
+      if (batch.length === 1) {
+        batch[0]!.reject(err);
+        return;
+      }
+      // One event the database refused must not take the others with it.
+      await Promise.all(batch.map((p) => write([p])));
+    }
+  };
+
+  const drain = () => {
+    scheduled = false;
+    while (queue.length && inFlight < maxInFlight) {
+      const batch = queue.slice(0, maxBatch);
+      queue = queue.slice(batch.length);
+      inFlight++;
+      void write(batch).finally(() => {
+        inFlight--;
+        if (queue.length) schedule();
+        settle();
       });
+    }
+  };
+
+  const schedule = () => {
+    if (scheduled) return;
+    scheduled = true;
+    // After the current turn of the event loop: events appended by other requests in it join the batch.
+    setImmediate(drain);
+  };
+
+  const enqueue = (event: StoredEventFields) =>
+    new Promise<StoredEventFields>((resolve, reject) => {
+      queue.push({ event, resolve: () => resolve(event), reject });
+      schedule();
+    });
+
+  /**
+   * Writes the held events, oldest first. An event whose id is already stored was written by an
+   * attempt whose answer was lost with the connection: it counts as written, never twice.
+   */
+  const retryHeld = (): Promise<void> =>
+    (retrying ??= (async () => {
+      try {
+        while (holding.length) {
+          const batch = holding.slice(0, maxBatch);
+          await insertRows(sql, batch).catch(async (err: unknown) => {
+            if (!isDuplicate(err)) throw err;
+            for (const e of batch)
+              await insertRows(sql, [e]).catch((one: unknown) => {
+                if (!isDuplicate(one)) throw one;
+              });
+          });
+          holding = holding.slice(batch.length);
+          held.waiting = holding.length;
+        }
+      } catch {
+        // Still unreachable: the timer tries again.
+      } finally {
+        retrying = undefined;
+        if (holding.length === 0 && retryTimer) {
+          clearInterval(retryTimer);
+          retryTimer = undefined;
+        }
+      }
+    })());
+
+  const hold = (event: StoredEventFields) => {
+    if (holding.length >= maxHeld) {
+      held.dropped++;
+      return;
+    }
+    const since = new Date().toISOString();
+    const summary = event.resultSummary;
+    const fields = summary && typeof summary === 'object' && !Array.isArray(summary) ? summary : { summary };
+    holding.push({ ...event, resultSummary: { ...fields, held_since: since } });
+    held.waiting = holding.length;
+    if (!retryTimer) {
+      retryTimer = setInterval(() => void retryHeld(), retryMs);
+      retryTimer.unref();
+    }
+  };
+
+  return {
+    held,
+    append(input) {
+      return enqueue(normaliseEvent(input));
+    },
+    async keep(input) {
+      const event = normaliseEvent(input);
+      try {
+        await enqueue(event);
+      } catch (err) {
+        if (!isConnectionError(err)) throw err;
+        hold(event);
+      }
+    },
+    async appendIn(tx, input) {
+      const event = normaliseEvent(input);
+      await insertRows(tx, [event]);
+      return event;
     },
     async check() {
       const [row] = await sql<{ ok: boolean }[]>`
         select has_table_privilege(current_user, 'audit_events', 'INSERT') as ok`;
       if (!row?.ok) throw new Error('the audit log refuses inserts from this role');
     },
+    async flush() {
+      if (queue.length || inFlight) await new Promise<void>((resolve) => idle.push(resolve));
+      if (holding.length) await retryHeld();
+    },
   };
-}
-
-/**
- * Stores what jsonb would give back, so that the hash computed now equals the
- * hash recomputed from the row later — and so that no argument can make the
- * insert fail (a call whose event cannot be written must not have run): jsonb
- * drops undefined, refuses NUL characters and lone surrogates (in values and
- * keys), and stores dates as strings.
- */
-function normalise(value: unknown): unknown {
-  if (value === undefined) return null;
-  return JSON.parse(JSON.stringify(value), (_key, v: unknown) => {
-    if (typeof v === 'string') return clean(v);
-    if (v && typeof v === 'object' && !Array.isArray(v)) {
-      const entries = Object.entries(v as Record<string, unknown>);
-      if (entries.some(([k]) => clean(k) !== k))
-        return Object.fromEntries(entries.map(([k, x]) => [clean(k), x]));
-    }
-    return v;
-  });
-}
-
-function clean(text: string): string {
-  return text.toWellFormed().replaceAll('\u0000', '\uFFFD');
 }

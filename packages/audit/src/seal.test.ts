@@ -1,0 +1,226 @@
+import { type Sql } from '@bulkhead/db';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import type { Outcome } from './events.ts';
+import { pruneLog } from './prune.ts';
+import { sealLog, startSealer } from './seal.ts';
+import { verifyLog } from './verify.ts';
+import { createAuditWriter } from './writer.ts';
+
+const KEY = 'k'.repeat(43);
+let db: TestDatabase;
+
+beforeEach(async () => {
+  db = await createTestDatabase();
+});
+afterEach(async () => {
+  await db.drop();
+});
+
+/** Appends `n` events under `server`'s own role, as that server would. */
+async function appendAs(server: string, n: number, outcome: Outcome = 'ok'): Promise<void> {
+  const audit = createAuditWriter((await db.as(server)).sql);
+  await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      audit.append({
+        server,
+        method: 'tools/call',
+        tool: 'search_docs',
+        outcome,
+        requestId: `${server}-${i}`,
+        durationMs: i,
+        arguments: { query: `query ${i}` },
+      }),
+    ),
+  );
+}
+
+/** Tampering needs the owner, with the append-only trigger out of the way: what an owner could do. */
+async function asOwnerWithoutTriggers(work: (sql: Sql) => Promise<unknown>): Promise<void> {
+  await db.sql.begin(async (tx) => {
+    await tx`alter table audit_events disable trigger user`;
+    await tx`alter table audit_seals disable trigger user`;
+    await work(tx as unknown as Sql);
+    await tx`alter table audit_events enable trigger user`;
+    await tx`alter table audit_seals enable trigger user`;
+  });
+}
+
+const kinds = (r: Awaited<ReturnType<typeof verifyLog>>) =>
+  r.breaks.map((b) => `${b.kind}:${b.seq ?? b.sealNo}`);
+
+it('seals what two server roles appended, and verify accounts for every event of every server', async () => {
+  await appendAs('dev-knowledge', 30);
+  await appendAs('customer', 12);
+  const pass = await sealLog(db.sql, KEY);
+  expect(pass.elected).toBe(true);
+  expect(pass.seals.map((s) => s.events)).toEqual([42]);
+  await appendAs('customer', 3);
+  const report = await verifyLog(db.sql, { key: KEY });
+  expect(report.ok).toBe(true);
+  expect(report.breaks).toEqual([]);
+  expect(report.servers).toEqual([
+    { server: 'customer', sealed: 12, present: 12 },
+    { server: 'dev-knowledge', sealed: 30, present: 30 },
+  ]);
+  expect(report.unsealed.count).toBe(3);
+  expect(report.unsealed.oldestAt).toBeInstanceOf(Date);
+  // The same key seals on: the second seal continues the first.
+  expect((await sealLog(db.sql, KEY)).seals.map((s) => [s.sealNo, s.events])).toEqual([[2, 3]]);
+  expect((await verifyLog(db.sql, { key: KEY })).ok).toBe(true);
+});
+
+it('a column added to the log by a later migration leaves every sealed event verifiable', async () => {
+  await appendAs('customer', 5);
+  await sealLog(db.sql, KEY);
+  await db.sql`alter table audit_events add column added_later text default 'x'`;
+  await appendAs('customer', 2);
+  await sealLog(db.sql, KEY);
+  const report = await verifyLog(db.sql, { key: KEY });
+  expect(report.breaks).toEqual([]);
+  expect(report.ok).toBe(true);
+});
+
+it('detects a rewritten event even when the writer recomputes anything it can without the key', async () => {
+  await appendAs('dev-knowledge', 10);
+  await sealLog(db.sql, KEY);
+  const [target] = await db.sql<{ seq: string }[]>`
+    select seq from audit_events order by seq offset 4 limit 1`;
+  await asOwnerWithoutTriggers(
+    (sql) => sql`update audit_events set arguments = '{"query":"harmless"}' where seq = ${target!.seq}`,
+  );
+  const report = await verifyLog(db.sql, { key: KEY });
+  expect(report.ok).toBe(false);
+  expect(kinds(report)).toEqual([`event_changed:${target!.seq}`]);
+  expect(report.breaks[0]!.reason).toContain('differs from what was sealed');
+});
+
+it('detects events deleted from the sealed tail, a whole server deleted, and two events swapped', async () => {
+  await appendAs('dev-knowledge', 8);
+  await appendAs('customer', 4);
+  await sealLog(db.sql, KEY);
+  const seqs = (
+    await db.sql<{ seq: string; server: string }[]>`select seq, server from audit_events order by seq`
+  ).map((r) => ({ seq: Number(r.seq), server: r.server }));
+  const dev = seqs.filter((s) => s.server === 'dev-knowledge').map((s) => s.seq);
+  const last = seqs[seqs.length - 1]!.seq;
+  await asOwnerWithoutTriggers(async (sql) => {
+    await sql`delete from audit_events where server = 'customer'`;
+    // Swap the numbers of two events: tail and export would show them out of order.
+    await sql`update audit_events set seq = -1 where seq = ${dev[0]!}`;
+    await sql`update audit_events set seq = ${dev[0]!} where seq = ${dev[1]!}`;
+    await sql`update audit_events set seq = ${dev[1]!} where seq = -1`;
+  });
+  const report = await verifyLog(db.sql, { key: KEY });
+  expect(report.ok).toBe(false);
+  const customer = seqs.filter((s) => s.server === 'customer').map((s) => `event_missing:${s.seq}`);
+  expect(kinds(report).sort()).toEqual(
+    [`event_changed:${dev[0]}`, `event_changed:${dev[1]}`, ...customer].sort(),
+  );
+  expect(report.servers).toEqual([
+    { server: 'customer', sealed: 4, present: 0 },
+    { server: 'dev-knowledge', sealed: 8, present: 8 },
+  ]);
+  expect(report.sealedThrough).toBe(last);
+});
+
+it('detects an event inserted into a sealed range, and an event written under another server by the owner', async () => {
+  await appendAs('dev-knowledge', 3);
+  // A number taken and never used: a transaction that rolled back leaves such gaps.
+  const [gap] = await db.sql<{ seq: string }[]>`select nextval('audit_events_seq') as seq`;
+  await appendAs('dev-knowledge', 2);
+  await asOwnerWithoutTriggers(
+    (sql) => sql`
+      insert into audit_events (seq, id, at, server, db_role, method, outcome, duration_ms, request_id)
+      values (nextval('audit_events_seq'), gen_random_uuid(), now(), 'console', 'bulkhead_dev_knowledge_login',
+        'approvals/decide', 'approved', 0, 'forged')`,
+  );
+  await sealLog(db.sql, KEY);
+  const report = await verifyLog(db.sql, { key: KEY });
+  // Sealed like any new event, but the database role that wrote it serves dev-knowledge.
+  expect(report.breaks.map((b) => b.kind)).toEqual(['server_mismatch']);
+  expect(report.breaks[0]!.reason).toContain(
+    'names server console but was written by bulkhead_dev_knowledge_login',
+  );
+
+  await asOwnerWithoutTriggers(
+    (sql) => sql`
+      insert into audit_events (seq, id, at, server, db_role, method, outcome, duration_ms, request_id)
+      values (${gap!.seq}, gen_random_uuid(), now(), 'dev-knowledge', 'postgres', 'tools/call', 'ok', 0, 'late'),
+        (0, gen_random_uuid(), now(), 'dev-knowledge', 'postgres', 'tools/call', 'ok', 0, 'before')`,
+  );
+  const again = await verifyLog(db.sql, { key: KEY });
+  expect(again.breaks.map((b) => `${b.kind}:${b.seq}`).sort()).toEqual(
+    [
+      `event_unsealed:${gap!.seq}`,
+      'event_in_pruned_range:0',
+      `server_mismatch:${again.breaks.find((b) => b.kind === 'server_mismatch')!.seq}`,
+    ].sort(),
+  );
+});
+
+it('a server role cannot write under another name, decide, change, delete or read the log; forged rows by the owner are named', async () => {
+  const { sql } = await db.as('customer');
+  const audit = createAuditWriter(sql);
+  await audit.appendIn(sql, {
+    server: 'admin',
+    method: 'tools/call',
+    outcome: 'ok',
+    requestId: 'r',
+    durationMs: 0,
+  });
+  const [row] = await db.sql`select server from audit_events where request_id = 'r'`;
+  expect(row!.server).toBe('customer');
+  await expect(sql`update audit_events set outcome = 'ok'`).rejects.toThrow(/permission denied/);
+  await expect(sql`delete from audit_events`).rejects.toThrow(/permission denied/);
+  await expect(sql`insert into audit_seals (seal_no, sealed_at, first_seq, last_seq, events, seqs, digests, counts, totals, prev_mac, mac)
+    values (1, now(), 1, 1, 0, '{}', '\\x', '{}', '{}', '', '')`).rejects.toThrow(/permission denied/);
+});
+
+it('a deleted tail of seals is caught by the anchor a previous verify recorded; a forged prune checkpoint by its signature', async () => {
+  await appendAs('dev-knowledge', 4);
+  await sealLog(db.sql, KEY);
+  await appendAs('dev-knowledge', 4);
+  const [second] = (await sealLog(db.sql, KEY)).seals;
+  const anchor = { sealNo: second!.sealNo, mac: second!.mac };
+  expect((await verifyLog(db.sql, { key: KEY, anchor })).ok).toBe(true);
+  await asOwnerWithoutTriggers(async (sql) => {
+    await sql`delete from audit_events where seq >= ${second!.firstSeq}`;
+    await sql`delete from audit_seals where seal_no = ${second!.sealNo}`;
+  });
+  expect((await verifyLog(db.sql, { key: KEY })).ok).toBe(true);
+  const report = await verifyLog(db.sql, { key: KEY, anchor });
+  expect(kinds(report)).toEqual([`anchor_mismatch:${second!.sealNo}`]);
+  expect(report.breaks[0]!.reason).toContain('seals were deleted from the end');
+
+  await db.sql`
+    insert into audit_prune_checkpoint (seal_no, last_seq, mac, totals, pruned_before, removed, signature)
+    values (1, 0, 'x', '{}', now(), 0, 'forged')`;
+  expect((await verifyLog(db.sql, { key: KEY })).breaks.map((b) => b.kind)).toContain('checkpoint_invalid');
+});
+
+it('prunes whole seals, leaving a signed checkpoint from which verify continues; the sealer loop elects one sealer', async () => {
+  await appendAs('dev-knowledge', 6);
+  await sealLog(db.sql, KEY);
+  const cut = new Date(Date.now() + 1);
+  await new Promise((r) => setTimeout(r, 20));
+  await appendAs('dev-knowledge', 3);
+  const a = startSealer(db.sql, KEY, { intervalMs: 20 });
+  const b = startSealer(db.sql, KEY, { intervalMs: 20 });
+  await a.sealNow();
+  await b.sealNow();
+  await Promise.all([a.stop(), b.stop()]);
+  const seals = await db.sql<
+    { seal_no: string; events: number }[]
+  >`select seal_no, events from audit_seals order by seal_no`;
+  // One chain: seal numbers without gaps or doubles, whoever sealed.
+  expect(seals.map((s) => Number(s.seal_no))).toEqual(seals.map((_, i) => i + 1));
+  expect(seals.reduce((n, s) => n + s.events, 0)).toBe(9);
+
+  const pruned = await pruneLog(db.sql, cut, KEY);
+  expect(pruned).toEqual({ removedEvents: 6, removedSeals: 1, checkpointSeal: 1 });
+  const report = await verifyLog(db.sql, { key: KEY });
+  expect(report.ok).toBe(true);
+  expect(report.checkpoint?.sealNo).toBe(1);
+  expect(report.servers).toEqual([{ server: 'dev-knowledge', sealed: 3, present: 3 }]);
+});
