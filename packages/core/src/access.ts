@@ -7,4 +7,6 @@ export interface Access {
   scopes: readonly string[];
   /** Set only for tokens of the customer server: the one customer this client may see. */
   customerId: string | null;
+  /** The person the token was issued to, when recorded (separation of duties). */
+  owner?: string | null;
 }

@@ -1,40 +1,68 @@
-import { DOC_ID_PATTERN } from '@bulkhead/db';
 import { z } from 'zod';
-import type { ToolIcon } from './define-tool.ts';
 import { ToolError } from './errors.ts';
 import { untrustedTextSchema } from './untrusted.ts';
 
-// The platform's argument convention: the same name means the same thing, in the same
-// shape, on every server (customer_id, invoice_number, key, doc_id, limit, offset), so a
-// model that learned one server reads the next without surprises. The patterns mirror
-// the checks of the business tables (migrations 0005 and 0009). Each tool adds its own
-// `.describe()`, which says what the argument does for that tool.
+// The kit's generic arguments: pages, free text, dates. The same name means the same thing on every
+// server (limit, offset), and a sanity bound is enforced without being shown, since every tool would
+// pay for the number on every tools/list. Business arguments (customer_id, invoice_number, key,
+// doc_id) live with the servers that share them, in @bulkhead/domain.
 
-/** A customer number, `C-1001`. */
-export const customerIdArg = z.string().regex(/^C-\d{4}$/);
+/** True for a real day written `YYYY-MM-DD` (2026-02-30 is not one). */
+function isCalendarDate(value: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(value)) return false;
+  const day = new Date(`${value}T00:00:00Z`);
+  return !Number.isNaN(day.getTime()) && day.toISOString().slice(0, 10) === value;
+}
 
-/** An invoice number, `R-2026-0001`. */
-export const invoiceNumberArg = z.string().regex(/^R-\d{4}-\d{4}$/);
+/** A calendar date, `2026-03-02`: checked by the kit, not shown as a pattern (each tool's description gives an example). */
+export const dateArg = z.string().refine(isCalendarDate, 'a date written YYYY-MM-DD');
 
-/** A ticket key, `T-1001`: four digits or more, so numbering goes on past T-9999. */
-export const ticketKeyArg = z.string().regex(/^T-\d{4,}$/);
+/**
+ * Free text of `min` to `max` characters, trimmed. The upper bound is a sanity
+ * limit the kit enforces without showing it (no model writes 5,000 characters by
+ * accident, and every tool would pay for the number on every tools/list); so is a
+ * lower bound of one or two.
+ */
+export function textArg(min: number, max: number) {
+  const text = z.string().trim();
+  // A lower bound of one or two characters says nothing a model does not know either.
+  return (min > 2 ? text.min(min) : text.refine((v) => v.length >= min, `at least ${min} characters`)).refine(
+    (v) => v.length <= max,
+    `at most ${max} characters`,
+  );
+}
 
-/** A knowledge document id, its file name without `.md`: `runbook-rotate-a-leaked-token`. */
-export const docIdArg = z.string().regex(DOC_ID_PATTERN);
+const LINE_BREAK = /[\r\n\t\v\f\u0085\u2028\u2029]/;
+
+/**
+ * Free text that stays on one line (a subject, a street): trimmed, `min` to
+ * `max` characters, no line breaks or tabs inside. Such text ends up in mail
+ * headers and one-line displays, where a line break splits or forges a line.
+ * The check is a refinement, so it costs nothing in tools/list.
+ */
+export function lineArg(min: number, max: number) {
+  return textArg(min, max).refine((s) => !LINE_BREAK.test(s), 'one line: no line breaks or tabs');
+}
 
 /** A page size: `defaultValue` when left out, at most `max`. */
 export function limitArg(defaultValue: number, max: number) {
   return z
     .number()
     .int()
-    .min(1)
+    .refine((v) => v >= 1, 'a number >= 1')
     .max(max)
     .default(defaultValue)
-    .describe(`Default ${defaultValue}, max ${max}.`);
+    .describe(`Default ${defaultValue}.`);
 }
 
 /** Rows to skip before a page, default 0; {@link pageCheck} refuses one past the end. */
-export const offsetArg = z.number().int().min(0).max(100_000).default(0).describe('Rows to skip, default 0.');
+export const offsetArg = z
+  .number()
+  .int()
+  .refine((v) => v >= 0, 'a number >= 0')
+  .refine((v) => v <= 100_000, 'a number <= 100000')
+  .default(0)
+  .describe('Default 0.');
 
 /**
  * Refuses an offset past the end of a non-empty result, in the same words on
@@ -55,13 +83,3 @@ export function pageCheck(offset: number, total: number, noun = 'result'): void 
  * definition once (`$defs`) and a short `$ref` at each field that uses it.
  */
 export const untrustedTextRef = untrustedTextSchema.meta({ id: 'untrusted_text' });
-
-/**
- * A tool or server icon as an inline SVG data URI (no request leaves the
- * client). `body` is the SVG's content in a `size`×`size` view box; "<", ">"
- * and "#" are percent-encoded, which is shorter than base64.
- */
-export function svgIcon(body: string, size = 16): ToolIcon[] {
-  const markup = `<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 ${size} ${size}'>${body}</svg>`;
-  return [{ src: `data:image/svg+xml,${markup.replace(/[<>#]/g, encodeURIComponent)}` }];
-}

@@ -1,23 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import { ProtocolError, ProtocolErrorCode, type CallToolResult } from '@modelcontextprotocol/server';
-import type { AuditEventInput, AuditWriter, Outcome } from '@bulkhead/audit';
-import type { Sql } from '@bulkhead/db';
+import { MAX_DEPTH, type AuditEventInput, type AuditWriter, type Outcome } from '@bulkhead/audit';
+import { isConnectionError, type Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
 import type { Access } from './access.ts';
 import { pendingApprovalOutput } from './approvals/pending-result.ts';
+import { textArgumentError } from './argument-text.ts';
 import type { ToolCatalog } from './catalog.ts';
 import type { AnyTool, ToolContext } from './define-tool.ts';
 import { ToolError, formatIssues } from './errors.ts';
-import { shapeResult } from './result.ts';
+import { guardedSql, openCallTransaction, type TransactionSql } from './guarded-sql.ts';
+import { NO_PROGRESS, type ProgressReporter } from './progress.ts';
+import { shapeResult, type ShapedResult } from './result.ts';
 import { maskSecrets, redactArguments } from './secret.ts';
-import { TimeLimitExceeded, withTimeLimit } from './time-limit.ts';
+import { Cancelled, TimeLimitExceeded, withTimeLimit } from './time-limit.ts';
 
 /** The default time limit of a tool call. */
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
-/** Persists a gated call and answers `pending_approval`; implemented by the approval store. */
+/** Files a gated call inside the call's transaction and answers `pending_approval`; implemented by the approval store. */
 export interface ApprovalRequester {
-  request(input: { tool: AnyTool; args: unknown; redacted: unknown; ctx: ToolContext }): Promise<{
+  /** `task`: the client asked for an MCP task; the approval id is then also its task id. */
+  request(input: { tool: AnyTool; args: unknown; ctx: ToolContext; task?: boolean }): Promise<{
     approvalId: string;
     result: Record<string, unknown>;
   }>;
@@ -34,6 +38,23 @@ export interface CallKit {
   auditFullResults: boolean;
 }
 
+/** One tool call as it arrives. */
+export interface CallRequest {
+  /** As the client sent it: anything but a known tool's name is an unknown tool. */
+  name: unknown;
+  arguments: unknown;
+  access: Access;
+  requestId: string;
+  clientName?: string | null;
+  clientVersion?: string | null;
+  /** Aborted when the client withdraws the call or goes away. */
+  signal?: AbortSignal;
+  /** The client asked for an MCP task: a gated call is filed as one (other calls run as usual). */
+  task?: boolean;
+  /** Where the handler's `ctx.progress` goes (the client's progress token); nowhere when absent. */
+  progress?: ProgressReporter;
+}
+
 /**
  * Holds a handler to its declared output: the parsed value (unknown keys
  * stripped, so a stray column never reaches the model), or an internal error.
@@ -46,32 +67,45 @@ function conformToOutput(tool: AnyTool, value: unknown): unknown {
   return parsed.data;
 }
 
-/** One tool call as it arrives. */
-export interface CallRequest {
-  name: string;
-  arguments: unknown;
-  access: Access;
-  requestId: string;
-  clientName?: string | null;
-  clientVersion?: string | null;
-  /** Aborted when the client goes away. */
-  signal?: AbortSignal;
-}
-
 function errorResult(text: string): CallToolResult {
   return { content: [{ type: 'text', text }], isError: true };
 }
 
+/** The path of the first value nested deeper than `max` levels, or null. Iterative: any depth is safe to check. */
+export function tooDeep(value: unknown, max = MAX_DEPTH): string | null {
+  const stack: { node: unknown; depth: number; path: string }[] = [{ node: value, depth: 0, path: '' }];
+  while (stack.length) {
+    const { node, depth, path } = stack.pop()!;
+    if (!node || typeof node !== 'object') continue;
+    if (depth >= max) return path || '(arguments)';
+    for (const [key, child] of Object.entries(node as Record<string, unknown>))
+      stack.push({ node: child, depth: depth + 1, path: path ? `${path}.${key}` : key });
+  }
+  return null;
+}
+
+const WITHHELD =
+  'The audit log could not record this call, so its result is withheld. Nothing was changed; try again in a moment, and if it persists, tell the operator.';
+
 /**
- * Runs one tool call through every step after authentication: lookup, scope,
- * validation, audit readiness (write tools), approval gate, handler under a
- * time limit, result shaping, audit. The audit event is committed before the
- * result is returned; if it cannot be, the result is withheld.
+ * Runs one tool call through every step after authentication: lookup and
+ * scope (a tool outside the token's scopes does not exist for it), shape and
+ * schema validation, then the handler (or, for a gated tool, the approval
+ * request) in a transaction of its own whose settings carry the customer the
+ * row policies fence on and the tool's time limit as the statement timeout.
+ *
+ * No effect without its event: a write tool's audit event is inserted in the
+ * same transaction as its effects, and a gated call's request with its
+ * `pending_approval` event, so both commit or neither does. A read tool's
+ * event is group-committed right after; its result is returned only once the
+ * event is committed, and withheld if it cannot be. Every call yields exactly
+ * one event, refusals and failures included.
  */
 export async function callTool(kit: CallKit, req: CallRequest): Promise<CallToolResult> {
   const started = performance.now();
-  const logger = kit.logger.child({ requestId: req.requestId, tool: req.name });
-  const tool = kit.catalog.byName.get(req.name);
+  const name = typeof req.name === 'string' ? req.name : String(req.name as never);
+  const logger = kit.logger.child({ requestId: req.requestId, tool: name });
+  const tool = kit.catalog.byName.get(name);
   const base: Omit<AuditEventInput, 'outcome' | 'durationMs'> = {
     server: kit.server,
     method: 'tools/call',
@@ -80,105 +114,169 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
     tokenLabel: req.access.label,
     clientName: req.clientName ?? null,
     clientVersion: req.clientVersion ?? null,
-    tool: req.name,
+    tool: name,
     // An unknown tool's arguments are not recorded: which of them are secret is unknown.
     arguments: tool ? redactArguments(tool.input, req.arguments) : null,
   };
-  const record = async (outcome: Outcome, extra: Partial<AuditEventInput> = {}) => {
-    await kit.audit.append({ ...base, outcome, durationMs: performance.now() - started, ...extra });
-  };
+  const event = (outcome: Outcome, extra: Partial<AuditEventInput> = {}): AuditEventInput => ({
+    ...base,
+    outcome,
+    durationMs: performance.now() - started,
+    ...extra,
+  });
+  /**
+   * Records the outcome on its own (nothing else to commit with it) and answers, or withholds the
+   * answer. A refusal discloses nothing and says that nothing was done: it goes out even when the
+   * database is away, its event held until the database is back. A result goes out only once its
+   * event is committed.
+   */
   const finish = async (outcome: Outcome, result: CallToolResult, extra: Partial<AuditEventInput> = {}) => {
-    try {
-      await record(outcome, extra);
-    } catch (err) {
-      logger.error({ err }, 'audit event could not be written');
-      return errorResult(
-        'The audit log could not record this call, so its result is withheld. Try again in a moment; if it persists, tell the operator.',
-      );
+    if (result.isError) {
+      await kit.audit
+        .keep(event(outcome, extra))
+        .catch((err: unknown) => logger.error({ err, outcome }, 'audit event could not be written'));
+      return result;
     }
-    return result;
+    return release(event(outcome, extra), result);
   };
+  /** Answers with `result` once `done` is committed; withholds it when the event cannot be written. */
+  const release = async (given: AuditEventInput, result: CallToolResult) => {
+    // One id for both attempts: if the first committed though its answer was lost, the second is not stored twice.
+    const done = { ...given, id: given.id ?? randomUUID() };
+    try {
+      await kit.audit.append(done);
+      return result;
+    } catch (err) {
+      logger.error(
+        { err, outcome: done.outcome },
+        'audit event could not be written; the result is withheld',
+      );
+      if (!isConnectionError(err)) return errorResult(WITHHELD);
+      const text = `${name} could not record its result in the audit log because the database is unreachable, so the result is withheld. Try again in a few seconds.`;
+      await kit.audit
+        .keep({ ...done, outcome: 'unavailable', resultSummary: { error: text, withheld: done.outcome } })
+        .catch(() => {});
+      return errorResult(text);
+    }
+  };
+  const refuse = (outcome: Outcome, text: string) =>
+    finish(outcome, errorResult(text), { resultSummary: { error: text } });
 
   if (!tool || !req.access.scopes.includes(tool.scope)) {
-    // A tool outside the token's scopes does not exist for this client.
+    // A tool outside the token's scopes does not exist for this client, as in its tools/list.
     const names =
       req.arguments && typeof req.arguments === 'object' ? Object.keys(req.arguments).slice(0, 50) : [];
-    await record('unknown_tool', { resultSummary: { argument_names: names } }).catch((err: unknown) =>
-      logger.error({ err }, 'audit event could not be written'),
+    await kit.audit
+      .append(event('unknown_tool', { resultSummary: { argument_names: names } }))
+      .catch((err: unknown) => logger.error({ err }, 'audit event could not be written'));
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 200)}`);
+  }
+  const args = req.arguments ?? {};
+  const invalid = (what: string) =>
+    refuse(
+      'invalid_arguments',
+      `Invalid arguments — ${what}. Nothing was done; call again with corrected arguments.`,
     );
-    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${req.name}`);
-  }
-
-  const parsed = tool.input.safeParse(req.arguments ?? {});
-  if (!parsed.success) {
-    const text = formatIssues(parsed.error, maskSecrets(tool.input, req.arguments ?? {}));
-    return finish('invalid_arguments', errorResult(text), { resultSummary: { error: text } });
-  }
-
-  if (!tool.annotations.readOnlyHint) {
-    try {
-      await kit.audit.check();
-    } catch (err) {
-      logger.error({ err }, 'audit log unavailable; write tool refused');
-      return errorResult(
-        'The audit log is unavailable, so this action was not carried out. Nothing changed; try again later.',
-      );
-    }
-  }
+  if (typeof args !== 'object' || Array.isArray(args))
+    return invalid('arguments: expected an object of named arguments');
+  const deep = tooDeep(args);
+  if (deep)
+    return invalid(
+      `${deep.split('.')[0]}: nested deeper than ${MAX_DEPTH} levels (at ${deep.slice(0, 80)}); send flatter values`,
+    );
+  const parsed = tool.input.safeParse(args);
+  if (!parsed.success)
+    return refuse('invalid_arguments', formatIssues(parsed.error, maskSecrets(tool.input, args)));
+  const textError = textArgumentError(parsed.data);
+  if (textError) return refuse('invalid_arguments', textError);
 
   const timeoutMs = tool.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const context = (signal: AbortSignal): ToolContext => ({
-    access: req.access,
-    sql: kit.sql,
-    logger,
-    signal,
-    server: kit.server,
-    requestId: req.requestId,
-  });
-
+  const writes = !tool.annotations.readOnlyHint || Boolean(tool.approval);
+  let pid: number | undefined;
+  // Past this point the transaction's COMMIT is on its way: a lost connection leaves its fate unknown.
+  let committing = false;
+  const stop = () => {
+    // A withdrawn call's query would run on until its statement timeout: stop it now.
+    if (pid !== undefined) kit.sql`select pg_cancel_backend(${pid})`.catch(() => {});
+  };
+  req.signal?.addEventListener('abort', stop, { once: true });
   try {
-    if (tool.approval) {
-      if (!kit.approvals) throw new Error(`tool ${tool.name} is gated but this server has no approval store`);
-      const approvals = kit.approvals;
-      const gated = await withTimeLimit(
+    const outcome = await kit.sql.begin(async (tx: TransactionSql) => {
+      // Sent without waiting for its answer: the handler's first query follows it on the same connection
+      // (postgres.js pipelines), so the settings cost no round trip of their own.
+      const opened = openCallTransaction(tx, { customerId: req.access.customerId, timeoutMs }).then((p) => {
+        pid = p;
+      });
+      opened.catch(() => {});
+      const shaped: ShapedResult & { approvalId?: string; outcome: Outcome } = await withTimeLimit(
         timeoutMs,
-        (signal) =>
-          approvals.request({ tool, args: parsed.data, redacted: base.arguments, ctx: context(signal) }),
+        async (signal) => {
+          const ctx: ToolContext = {
+            access: req.access,
+            sql: guardedSql(tx, signal),
+            logger,
+            signal,
+            server: kit.server,
+            requestId: req.requestId,
+            progress: req.progress ?? NO_PROGRESS.report,
+          };
+          if (tool.approval) {
+            if (!kit.approvals)
+              throw new Error(`tool ${tool.name} is gated but this server has no approval store`);
+            const task = req.task === true;
+            const gated = await kit.approvals.request({ tool, args: parsed.data, ctx, task });
+            const result = shapeResult(
+              { ...tool, output: pendingApprovalOutput },
+              gated.result,
+              kit.auditFullResults,
+            );
+            if (task) result.summary.task = true;
+            return { ...result, approvalId: gated.approvalId, outcome: 'pending_approval' as const };
+          }
+          const value = conformToOutput(tool, await tool.handler(parsed.data, ctx));
+          return { ...shapeResult(tool, value, kit.auditFullResults), outcome: 'ok' as const };
+        },
         req.signal,
       );
-      const shaped = shapeResult(
-        { ...tool, output: pendingApprovalOutput },
-        gated.result,
-        kit.auditFullResults,
-      );
-      return await finish('pending_approval', shaped.result, {
-        approvalId: gated.approvalId,
+      await opened;
+      const done = event(shaped.outcome, {
         resultSummary: shaped.summary,
         injectionSuspected: shaped.injectionSuspected,
+        ...(shaped.approvalId ? { approvalId: shaped.approvalId } : {}),
       });
-    }
-    const returned = await withTimeLimit(
-      timeoutMs,
-      (signal) => tool.handler(parsed.data, context(signal)),
-      req.signal,
-    );
-    const value = conformToOutput(tool, returned);
-    const shaped = shapeResult(tool, value, kit.auditFullResults);
-    return await finish('ok', shaped.result, {
-      resultSummary: shaped.summary,
-      injectionSuspected: shaped.injectionSuspected,
+      // What changes the world commits with its event, or not at all.
+      if (writes) await kit.audit.appendIn(tx, done);
+      committing = true;
+      return { shaped, done };
     });
+    return writes ? outcome.shaped.result : release(outcome.done, outcome.shaped.result);
   } catch (err) {
-    if (err instanceof TimeLimitExceeded) {
-      const text = `${tool.name} did not finish within ${timeoutMs / 1000} s and was stopped. Try again, or narrow the request.`;
-      return finish('timeout', errorResult(text), { resultSummary: { error: text } });
+    if (err instanceof TimeLimitExceeded || (err as { code?: string }).code === '57014') {
+      if (req.signal?.aborted) return cancelled();
+      const text = `${tool.name} did not finish within ${timeoutMs / 1000} s and was stopped; nothing it did was kept. Try again, or narrow the request.`;
+      return refuse('timeout', text);
     }
-    if (err instanceof ToolError) {
-      return finish('tool_error', errorResult(err.message), { resultSummary: { error: err.message } });
+    if (err instanceof Cancelled) return cancelled();
+    if (err instanceof ToolError) return refuse('tool_error', err.message);
+    if (isConnectionError(err)) {
+      logger.warn({ err }, 'database unavailable');
+      // A change whose COMMIT lost its connection may or may not have been made: say so rather than guess.
+      return refuse(
+        'unavailable',
+        writes && committing
+          ? `${tool.name} lost its connection to the database while committing: the change may have been made. Check before repeating it; try again in a few seconds.`
+          : `${tool.name} could not reach the database. Nothing was changed; try again in a few seconds.`,
+      );
     }
     const incident = randomUUID().slice(0, 8);
     logger.error({ err, incident }, 'tool failed');
-    const text = `Internal error, incident ${incident}. The details are in the server's log under that id; retrying may not help.`;
+    const text = `Internal error, incident ${incident}. Nothing was changed. The details are in the server's log under that id; retrying may not help.`;
     return finish('internal_error', errorResult(text), { resultSummary: { error: text, incident } });
+  } finally {
+    req.signal?.removeEventListener('abort', stop);
+  }
+
+  function cancelled() {
+    return refuse('cancelled', `${tool!.name} was cancelled by the client; nothing it did was kept.`);
   }
 }

@@ -1,16 +1,17 @@
 import { z } from 'zod';
 import type { AnyTool } from './define-tool.ts';
-import { pendingApprovalOutput } from './approvals/pending-result.ts';
+import { untrustedTextSchema } from './untrusted.ts';
 
 /** The tools/list entry of one tool, computed once per process. */
 export interface ToolListing {
   name: string;
-  title: string;
   description: string;
   inputSchema: Record<string, unknown> & { type: 'object' };
   outputSchema?: Record<string, unknown> & { type: 'object' };
   annotations: AnyTool['annotations'] & { title: string };
   icons?: AnyTool['icons'];
+  /** A gated tool may be called as a task (2025-11-25; the 2026-07-28 wire drops the field). */
+  execution?: { taskSupport: 'optional' };
 }
 
 /** Everything about a server's tools that does not change per request. */
@@ -25,30 +26,164 @@ export interface ToolCatalog {
 }
 
 const SAFE_INTEGER = Number.MAX_SAFE_INTEGER;
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Keys of a schema whose value maps names to schemas (a property named `description` is not a description). */
+const NAMED = new Set(['properties', 'patternProperties', '$defs', 'definitions']);
+
+/**
+ * Walks a schema, giving `visit` every subschema (never a `properties` map
+ * itself), children first; what `visit` returns replaces the node.
+ */
+function mapSchema(node: unknown, visit: (schema: Json) => unknown): unknown {
+  if (Array.isArray(node)) return node.map((n) => mapSchema(n, visit));
+  if (!isObject(node)) return node;
+  const out: Json = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (NAMED.has(key) && isObject(value))
+      out[key] = Object.fromEntries(Object.entries(value).map(([name, s]) => [name, mapSchema(s, visit)]));
+    else if (key === 'enum' || key === 'const' || key === 'default' || key === 'examples') out[key] = value;
+    else out[key] = mapSchema(value, visit);
+  }
+  return visit(out);
+}
 
 /**
  * Drops what costs characters on every tools/list and tells a client nothing:
- * zod's default integer bounds (±2^53-1) everywhere, and `additionalProperties:
- * false` on output objects (a client validating a result needs the fields, not
- * a ban on extra ones; input objects keep their strictness).
+ * zod's default integer bounds (±2^53-1), and `additionalProperties: false`
+ * (a client validating a result needs the fields, not a ban on extra ones, and
+ * the kit refuses an unknown argument by name, with a sentence, schema or not).
  */
-function lean(node: unknown, io: 'input' | 'output'): unknown {
-  if (Array.isArray(node)) return node.map((n) => lean(n, io));
-  if (!node || typeof node !== 'object') return node;
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
-    if (key === '$schema') continue;
-    if ((key === 'minimum' && value === -SAFE_INTEGER) || (key === 'maximum' && value === SAFE_INTEGER))
-      continue;
-    if (io === 'output' && key === 'additionalProperties' && value === false) continue;
-    out[key] = lean(value, io);
-  }
-  return out;
+function lean(schema: unknown): unknown {
+  return mapSchema(schema, (node) => {
+    const out: Json = {};
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$schema') continue;
+      if ((key === 'minimum' && value === -SAFE_INTEGER) || (key === 'maximum' && value === SAFE_INTEGER))
+        continue;
+      // The server refuses unknown arguments by name whatever the schema says; the flag would cost every tool.
+      if (key === 'additionalProperties' && value === false) continue;
+      out[key] = value;
+    }
+    return out;
+  });
 }
 
-/** A tool schema as JSON Schema, leaned. */
+/** `#/$defs/x` references replaced by what they name (the kit's output schemas have no recursive ones). */
+function inlineDefs(schema: Json): Json {
+  const defs = isObject(schema.$defs) ? schema.$defs : {};
+  const resolve = (node: unknown): unknown =>
+    mapSchema(node, (s) => {
+      const ref = typeof s.$ref === 'string' ? /^#\/\$defs\/(.+)$/.exec(s.$ref)?.[1] : undefined;
+      if (!ref || !(ref in defs)) return s;
+      const { $ref: _ref, ...rest } = s;
+      return { ...(resolve(defs[ref]) as Json), ...rest };
+    });
+  const { $defs: _defs, ...rest } = schema;
+  return resolve(rest) as Json;
+}
+
+/**
+ * An output schema as a client needs it to read a result: every field with its
+ * type, and nothing else. Descriptions reach no model (the tool description
+ * says what comes back); `required` would repeat every field name once more
+ * (the kit's results always carry all their fields) and enums every value
+ * list of the input side. A looser schema costs a client no result; a
+ * stricter one that was wrong would.
+ */
+function withoutWords(schema: unknown): unknown {
+  return mapSchema(schema, (node) => {
+    const out: Json = {};
+    for (const [key, value] of Object.entries(node)) {
+      if (['description', 'title', 'examples', 'required', 'enum'].includes(key)) continue;
+      if (key === 'type' && 'const' in node) continue; // the constant says it
+      out[key] = value;
+    }
+    return out;
+  });
+}
+
+const stable = (v: unknown): string =>
+  JSON.stringify(v, (_k, x: unknown) =>
+    isObject(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => a.localeCompare(b))) : x,
+  );
+const UNTRUSTED_FULL = withoutWords(lean(z.toJSONSchema(untrustedTextSchema, { io: 'output' }))) as Json;
+const UNTRUSTED_KEY = stable(UNTRUSTED_FULL);
+/** The definition as listed: `injection_suspected` (optional, a list of reasons) is left to the README. */
+const UNTRUSTED = {
+  ...UNTRUSTED_FULL,
+  properties: Object.fromEntries(
+    Object.entries(UNTRUSTED_FULL.properties as Json).filter(([name]) => name !== 'injection_suspected'),
+  ),
+};
+const NULL_KEY = stable({ type: 'null' });
+
+/**
+ * The untrusted-text shape once per output schema, as `$defs.untrusted`,
+ * referenced wherever a field carries database text: a ticket has a dozen such
+ * fields, and spelled out each time they would be most of its listing. A field
+ * that may also be null refers to `$defs.untrusted_or_null` where that is
+ * shorter than spelling out its `anyOf` (a schema with several such fields).
+ */
+function shareUntrusted(schema: Json): Json {
+  const plain = stable({ $ref: '#/$defs/untrusted' });
+  const share = (nullableDef: boolean): Json => {
+    const out = mapSchema(schema, (node) => {
+      if (stable(node) === UNTRUSTED_KEY) return { $ref: '#/$defs/untrusted' };
+      const anyOf = Array.isArray(node.anyOf) ? (node.anyOf as unknown[]).map(stable) : [];
+      if (
+        nullableDef &&
+        Object.keys(node).length === 1 &&
+        anyOf.length === 2 &&
+        anyOf.includes(plain) &&
+        anyOf.includes(NULL_KEY)
+      )
+        return { $ref: '#/$defs/untrusted_or_null' };
+      return node;
+    }) as Json;
+    const text = JSON.stringify(out);
+    const nullable = text.includes('"#/$defs/untrusted_or_null"');
+    if (!nullable && !text.includes('"#/$defs/untrusted"')) return out;
+    return {
+      ...out,
+      $defs: {
+        untrusted: UNTRUSTED,
+        ...(nullable
+          ? { untrusted_or_null: { anyOf: [{ $ref: '#/$defs/untrusted' }, { type: 'null' }] } }
+          : {}),
+      },
+    };
+  };
+  const shared = share(true);
+  const inline = share(false);
+  return JSON.stringify(inline).length <= JSON.stringify(shared).length ? inline : shared;
+}
+
+/**
+ * `anyOf` of bare types (`[{ type: "string" }, { type: "null" }]`, what a
+ * nullable enum leaves once its values are dropped) as the one type list it
+ * means (`{ type: ["string", "null"] }`): the same schema, half the characters.
+ */
+function typeLists(schema: unknown): unknown {
+  return mapSchema(schema, (node) => {
+    const anyOf = node.anyOf;
+    if (!Array.isArray(anyOf) || 'type' in node) return node;
+    const types = anyOf.map((m) =>
+      isObject(m) && Object.keys(m).length === 1 && typeof m.type === 'string' ? m.type : null,
+    );
+    if (types.length < 2 || types.includes(null)) return node;
+    const { anyOf: _anyOf, ...rest } = node;
+    return { ...rest, type: types };
+  });
+}
+
+/** A tool schema as JSON Schema, leaned; output schemas also compacted (words dropped, untrusted text shared). */
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> & { type: 'object' } {
-  return lean(z.toJSONSchema(schema, { io, unrepresentable: 'any' }), io) as Record<string, unknown> & {
+  const json = lean(z.toJSONSchema(schema, { io, unrepresentable: 'any' })) as Json;
+  return (
+    io === 'input' ? json : shareUntrusted(typeLists(withoutWords(inlineDefs(json))) as Json)
+  ) as Json & {
     type: 'object';
   };
 }
@@ -62,17 +197,21 @@ export function createCatalog(tools: readonly AnyTool[]): ToolCatalog {
     byName.set(tool.name, tool);
     listings.set(tool.name, {
       name: tool.name,
-      title: tool.title,
       description: tool.description,
       inputSchema: jsonSchema(tool.input, 'input'),
-      // A gated tool's call answers pending_approval; its own output comes later, from get_approval_status.
-      ...(tool.approval
-        ? { outputSchema: jsonSchema(pendingApprovalOutput, 'output') }
-        : tool.output
-          ? { outputSchema: jsonSchema(tool.output, 'output') }
-          : {}),
+      // A gated tool's call answers the kit's pending_approval envelope, the same for every gated tool and
+      // explained in its description and in the answer's note; its own output comes later, from
+      // get_approval_status. So it advertises no output schema: one would describe that envelope, at
+      // some 400 characters a tool on every tools/list, and not what the tool does.
+      ...(tool.output && !tool.approval ? { outputSchema: jsonSchema(tool.output, 'output') } : {}),
+      // The display name goes where the spec has long had it, annotations.title: clients show it
+      // (title, else annotations.title, else name), and models are never shown either, so the words
+      // are not spent on the part of the listing that a model reads.
       annotations: { title: tool.title, ...tool.annotations },
       ...(tool.icons ? { icons: tool.icons } : {}),
+      // A 2025-11-25 client calls a tool as a task only where the listing allows it; a gated call
+      // is the one that waits (for a person), so it is the one a task can follow.
+      ...(tool.approval ? { execution: { taskSupport: 'optional' as const } } : {}),
     });
   }
   const scopes = [...new Set(tools.map((t) => t.scope))].sort();

@@ -32,6 +32,9 @@ const list = z.string().transform((v) =>
     .filter(Boolean),
 );
 
+/** `true`/`false` (also `1`/`0`, `yes`/`no`). */
+export const boolEnv = bool;
+
 /** Variables every deployable understands (database and logging). */
 export const baseEnvShape = {
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
@@ -61,6 +64,10 @@ export function serverEnvSchema(defaultPort: number) {
       BULKHEAD_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
       BULKHEAD_APPROVAL_WEBHOOK_URL: z.url().optional(),
       BULKHEAD_CONSOLE_URL: z.url().optional(),
+      /** Run under the schema owner or a superuser (refused by default: each server runs under its own role). */
+      BULKHEAD_ALLOW_OWNER_ROLE: bool.default(false),
+      /** Lets a scraper that is not on loopback read /metrics (Authorization: Bearer <token>). */
+      BULKHEAD_METRICS_TOKEN: z.string().min(16).optional(),
     })
     .transform((env) => ({
       ...env,

@@ -11,8 +11,10 @@ export interface ServerOptions {
   description: string;
   icons?: ToolIcon[];
   tools: readonly AnyTool[];
-  /** The tools/list size budget in characters, checked by the linter. */
+  /** The budget of the whole tools/list in characters, checked by the linter (default 12,000). */
   toolsBudgetChars?: number;
+  /** The budget of the part a model reads: name, title, description, input schema (default 6,000). */
+  modelBudgetChars?: number;
 }
 
 /** A server ready to be served over HTTP (`createHttpApp`) or stdio (`serveStdio`). */
@@ -20,6 +22,7 @@ export interface ServerDefinition extends Readonly<Omit<ServerOptions, 'tools'>>
   title: string;
   catalog: ToolCatalog;
   toolsBudgetChars: number;
+  modelBudgetChars: number;
 }
 
 const SERVER_NAME = /^[a-z][a-z0-9-]{0,39}$/;
@@ -42,7 +45,8 @@ export function createServer(options: ServerOptions): ServerDefinition {
   return Object.freeze({
     ...meta,
     title: options.title ?? options.name,
-    toolsBudgetChars: options.toolsBudgetChars ?? 6000,
+    toolsBudgetChars: options.toolsBudgetChars ?? 12_000,
+    modelBudgetChars: options.modelBudgetChars ?? 6000,
     catalog: createCatalog(tools.some((t) => t.approval) ? [...tools, getApprovalStatus] : tools),
   });
 }

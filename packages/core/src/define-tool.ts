@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { Sql } from '@bulkhead/db';
 import type { Access } from './access.ts';
 import type { Outbox } from './approvals/outbox.ts';
+import type { ProgressReporter } from './progress.ts';
 
 /** What a handler gets besides its arguments. Handlers import no singletons: everything comes through here. */
 export interface ToolContext {
@@ -17,6 +18,14 @@ export interface ToolContext {
   /** The name of the server serving the call. */
   server: string;
   requestId: string;
+  /**
+   * Reports how far long work is: `done` of `total` (units the tool chooses; `total` when known) and
+   * a short status line. Becomes `notifications/progress` when the client asked for progress (sent a
+   * progress token): in order, at most four a second (the newest report wins), and a final one at
+   * `total` when the call completes. Without a token, and while an approved action runs, it does
+   * nothing. Never throws and never waits: call it freely.
+   */
+  progress: ProgressReporter;
   /** Set only while an approved action runs: effects outside the database go here, in the same transaction. */
   outbox?: Outbox;
   /**
@@ -53,7 +62,7 @@ type Output<O> = O extends z.ZodObject ? z.input<O> : string | Record<string, un
 
 /** Everything a tool is: what the model sees (name, title, description, schemas, annotations) and its handler. */
 export interface ToolSpec<I extends z.ZodObject, O extends z.ZodObject | undefined = undefined> {
-  /** snake_case verb and object (`list_open_invoices`). */
+  /** snake_case verb and object (`list_open_orders`). */
   name: string;
   title: string;
   /** Written for the model: what comes back, what the arguments do, how it differs from its neighbour. */

@@ -11,7 +11,13 @@ export class ToolError extends Error {
 
 function describe(value: unknown): string {
   if (value === undefined) return 'missing';
-  const json = JSON.stringify(value);
+  let json: string;
+  try {
+    json = JSON.stringify(value);
+  } catch {
+    // Nested deeper than the stack allows: the shape is all that can be shown.
+    json = Array.isArray(value) ? '[...]' : '{...}';
+  }
   return json.length > 80 ? `${json.slice(0, 77)}...` : json;
 }
 
@@ -61,7 +67,11 @@ function expected(issue: z.core.$ZodIssue): string {
 export function formatIssues(error: z.ZodError, args: unknown): string {
   const lines = error.issues.map((issue) => {
     if (issue.code === 'unrecognized_keys') {
-      return `${issue.keys.map((k) => JSON.stringify(k)).join(', ')}: not an argument of this tool; remove ${issue.keys.length > 1 ? 'them' : 'it'}`;
+      // Named up to ten, so that a flood of unknown keys cannot flood the answer (and the audit log).
+      const named = issue.keys.slice(0, 10).map((k) => describe(k));
+      const more = issue.keys.length - named.length;
+      const list = more ? `${named.join(', ')} and ${more.toLocaleString('en-US')} more` : named.join(', ');
+      return `${list}: not an argument of this tool; remove ${issue.keys.length > 1 ? 'them' : 'it'}`;
     }
     const field = issue.path.length ? issue.path.map(String).join('.') : '(arguments)';
     return `${field}: got ${describe(at(args, issue.path))}, expected ${expected(issue)}`;

@@ -2,7 +2,8 @@ import { createServer as createTcpServer, connect, type Server as TcpServer, typ
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { createSql, createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { createSql } from '@bulkhead/db';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -69,7 +70,7 @@ let token: string;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  server = await startTestServer(def, { sql: db.sql });
+  server = await startTestServer(def, { db });
   token = await issueTestToken(db.sql, def);
 });
 afterAll(async () => {
@@ -161,7 +162,7 @@ describe('a 2026-07-28 client over HTTP', () => {
       content: [
         {
           type: 'text',
-          text: 'wait_forever did not finish within 0.3 s and was stopped. Try again, or narrow the request.',
+          text: 'wait_forever did not finish within 0.3 s and was stopped; nothing it did was kept. Try again, or narrow the request.',
         },
       ],
     });
@@ -296,7 +297,7 @@ describe('request guards', () => {
 
 describe('rate limit', () => {
   it('answers 429 with Retry-After past the per-token limit and audits it', async () => {
-    const limited = await startTestServer(def, { sql: db.sql, rateLimitPerMinute: 3 });
+    const limited = await startTestServer(def, { db, rateLimitPerMinute: 3 });
     const own = await issueTestToken(db.sql, def, { label: 'limited' });
     const statuses: number[] = [];
     let retryAfter: string | null = null;
@@ -333,7 +334,7 @@ describe('refusals by the MCP layer and malformed bodies', () => {
       publicUrl: 'http://127.0.0.1',
     });
     const own = await issueTestToken(db.sql, def, { label: 'malformed sender' });
-    const send = (method: string, body?: string) =>
+    const send = (method: string, body?: string, version = '2025-11-25') =>
       app.request('http://127.0.0.1/mcp', {
         method,
         headers: {
@@ -341,6 +342,7 @@ describe('refusals by the MCP layer and malformed bodies', () => {
           'content-type': 'application/json',
           accept: 'application/json, text/event-stream',
           authorization: `Bearer ${own}`,
+          'mcp-protocol-version': version,
         },
         ...(body === undefined ? {} : { body }),
       });
@@ -360,5 +362,75 @@ describe('refusals by the MCP layer and malformed bodies', () => {
       { outcome: 'bad_request', reason: 'batch', status: 400 },
       { outcome: 'bad_request', reason: 'mcp', status: 405 },
     ]);
+  });
+});
+
+describe('a 2025-03-26 client', () => {
+  it('sends a batch: every message answered in one response, every call audited on its own', async () => {
+    const own = await issueTestToken(db.sql, def, { label: 'batch sender' });
+    const res = await fetch(server.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${own}`,
+        'mcp-protocol-version': '2025-03-26',
+      },
+      body: JSON.stringify([
+        { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+        {
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'tools/call',
+          params: { name: 'add_numbers', arguments: { a: 2, b: 3 } },
+        },
+        {
+          jsonrpc: '2.0',
+          id: 3,
+          method: 'tools/call',
+          params: { name: 'add_numbers', arguments: { a: -1, b: 3 } },
+        },
+        { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 99 } },
+      ]),
+    });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    // One JSON array, or one event per answer: either way, three answers, by id.
+    const answers = (
+      res.headers.get('content-type')?.startsWith('text/event-stream')
+        ? text
+            .split('\n')
+            .filter((l) => l.startsWith('data: '))
+            .flatMap((l) => JSON.parse(l.slice(6)) as unknown)
+        : (JSON.parse(text) as unknown[])
+    ) as { id: number; result?: { tools?: unknown[]; structuredContent?: unknown; isError?: boolean } }[];
+    const byId = new Map(answers.map((a) => [a.id, a.result]));
+    expect([...byId.keys()].sort()).toEqual([1, 2, 3]);
+    expect(byId.get(1)!.tools).toHaveLength(3);
+    expect(byId.get(2)!.structuredContent).toEqual({ sum: 5 });
+    expect(byId.get(3)!.isError).toBe(true);
+    const rows = await db.sql<{ method: string; tool: string | null; outcome: string }[]>`
+      select method, tool, outcome from audit_events where token_label = 'batch sender' order by tool, outcome`;
+    expect(rows).toEqual([
+      { method: 'tools/call', tool: 'add_numbers', outcome: 'invalid_arguments' },
+      { method: 'tools/call', tool: 'add_numbers', outcome: 'ok' },
+    ]);
+  });
+
+  it('a batch under 2025-11-25 is refused with a message that says why', async () => {
+    const res = await fetch(server.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${token}`,
+        'mcp-protocol-version': '2025-11-25',
+      },
+      body: JSON.stringify([{ jsonrpc: '2.0', id: 1, method: 'tools/list' }]),
+    });
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.message).toBe(
+      'Batches are not part of protocol revision 2025-11-25: send one JSON-RPC message per request.',
+    );
   });
 });

@@ -1,16 +1,27 @@
 import { randomUUID } from 'node:crypto';
-import { Hono } from 'hono';
-import { createMcpHandler } from '@modelcontextprotocol/server';
-import { createAuditWriter, type AuditWriter, type Outcome } from '@bulkhead/audit';
+import { Hono, type Context } from 'hono';
+import { createMcpHandler, localhostAllowedHostnames } from '@modelcontextprotocol/server';
+import { createAuditWriter, type AuditEventInput, type AuditWriter } from '@bulkhead/audit';
 import { isReachable, type Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
 import type { Access } from './access.ts';
 import type { ApprovalRequester, CallKit } from './call-tool.ts';
 import { approvalsFor } from './approvals/requester.ts';
-import type { ServerDefinition } from './create-server.ts';
+import { hasGatedTools, type ServerDefinition } from './create-server.ts';
 import { buildMcpServer } from './mcp-server.ts';
-import { createRateLimiter } from './rate-limit.ts';
+import { createRateLimiter, type RateLimiter } from './rate-limit.ts';
 import { createTokenVerifier, type TokenVerifier } from './tokens.ts';
+import { bearerAuth } from './http/middleware/bearer-auth.ts';
+import { cors } from './http/middleware/cors.ts';
+import { hostAndOrigin } from './http/middleware/host-origin.ts';
+import { jsonBody, unserved } from './http/middleware/json-body.ts';
+import { rateLimit } from './http/middleware/rate-limit.ts';
+import { requestContext, sourceOf } from './http/middleware/request-context.ts';
+import { createMetrics, metricsRoute, type Metrics } from './metrics.ts';
+import { Refusal, rpcError } from './http/refusal.ts';
+import { createRefusalLog, type RefusalLog } from './http/refusal-log.ts';
+import { createCancellations } from './http/cancellations.ts';
+import type { McpEnv } from './http/state.ts';
 
 /** What serving a definition over HTTP needs. */
 export interface HttpAppOptions {
@@ -26,6 +37,10 @@ export interface HttpAppOptions {
   maxBodyBytes?: number;
   /** Requests per token per minute; 0 switches the limit off (default 600). */
   rateLimitPerMinute?: number;
+  /** How often replicas exchange rate-limit counts (default 1 s). */
+  rateLimitSyncMs?: number;
+  /** Unauthenticated refusals audited one by one per source address and minute; the rest are summarised (default 20). */
+  unauthenticatedEventsPerMinute?: number;
   auditFullResults?: boolean;
   audit?: AuditWriter;
   verifier?: TokenVerifier;
@@ -35,77 +50,84 @@ export interface HttpAppOptions {
   approvalWebhookUrl?: string | undefined;
   /** `BULKHEAD_CONSOLE_URL`: where approvers decide, linked from notifications. */
   consoleUrl?: string | undefined;
+  /** `BULKHEAD_METRICS_TOKEN`: lets a scraper that is not on loopback read `/metrics`. */
+  metricsToken?: string | undefined;
+  /** The size of `sql`'s pool, reported on `/metrics` (default 10). */
+  poolMax?: number;
 }
 
 /** A served server: the Hono app and how to release what it holds. */
 export interface HttpApp {
-  app: Hono;
+  app: Hono<McpEnv>;
+  verifier: TokenVerifier;
+  limiter: RateLimiter;
+  /** The audit writer the app writes with (counted on `/metrics`); the approval executor writes with it too. */
+  audit: AuditWriter;
+  metrics: Metrics;
   close(): Promise<void>;
 }
 
-/** Query parameters that carry credentials, and values that look like a Bulkhead token: never accepted in a URL. */
-const QUERY_CREDENTIAL = /^(access[-_]?token|token|bearer|auth(orization)?|api[-_]?key|key)$/i;
-const TOKEN_LIKE = /bh_[a-z][a-z0-9-]*_/i;
-
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
-
-function hostname(hostHeader: string): string {
-  if (hostHeader.startsWith('[')) return hostHeader.slice(0, hostHeader.indexOf(']') + 1);
-  return hostHeader.split(':')[0]!.toLowerCase();
+/** Hostnames in the SDK's validators' form (IPv6 in brackets). */
+function hostnameOf(url: URL): string {
+  return url.hostname.toLowerCase();
 }
 
-function originHost(origin: string): string | undefined {
+function originHostname(origin: string): string | undefined {
   try {
-    return new URL(origin).hostname;
+    return new URL(origin).hostname.toLowerCase();
   } catch {
-    return undefined;
+    return origin.toLowerCase();
   }
-}
-
-async function readLimited(req: Request, max: number): Promise<Uint8Array | 'too_large'> {
-  if (!req.body) return new Uint8Array();
-  const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      return 'too_large';
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const c of chunks) {
-    out.set(c, offset);
-    offset += c.byteLength;
-  }
-  return out;
 }
 
 /**
  * The HTTP face of a server: `POST /mcp` (Streamable HTTP, 2026-07-28 and the
- * 2025-11-25 stateless fallback), `GET /healthz`, `GET /readyz`. Before the
- * MCP transport sees a request it passes, in order: Host and Origin checks,
- * the body limit, the bearer token (audience = this server), the per-token
- * rate limit and, for `tools/call`, the tool's scope. Every refusal is audited.
+ * 2025-era stateless fallback), `GET /healthz`, `GET /readyz`. Before the MCP
+ * layer sees a request it passes a row of guards, one a middleware: request
+ * context → Host and Origin (the SDK's validators) → CORS → declared body size
+ * → bearer token (audience = this server) → rate limit for the token → body
+ * read, parsed and classified. A guard refuses by throwing a `Refusal`, which
+ * `onError` answers and audits. Every request that reaches the server yields
+ * one audit event — refusals, unsupported methods, malformed calls, the MCP
+ * layer's own rejections — except the housekeeping the README lists.
  */
 export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): HttpApp {
   const { sql, logger } = options;
-  const audit = options.audit ?? createAuditWriter(sql);
   const verifier = options.verifier ?? createTokenVerifier(sql, def.name);
-  const limiter = createRateLimiter(sql, options.rateLimitPerMinute ?? 600);
+  const metrics = createMetrics({
+    server: def.name,
+    sql,
+    poolMax: options.poolMax ?? 10,
+    tokenCache: verifier.stats,
+    approvals: hasGatedTools(def),
+  });
+  // Every request yields one audit event: counting them gives requests by tool and outcome.
+  const audit = metrics.audited(options.audit ?? createAuditWriter(sql));
+  const limiter = createRateLimiter(sql, options.rateLimitPerMinute ?? 600, {
+    ...(options.rateLimitSyncMs ? { syncIntervalMs: options.rateLimitSyncMs } : {}),
+  });
+  const refusals: RefusalLog = createRefusalLog(audit, def.name, logger, {
+    ...(options.unauthenticatedEventsPerMinute !== undefined
+      ? { perSourcePerMinute: options.unauthenticatedEventsPerMinute }
+      : {}),
+  });
+  const cancellations = createCancellations();
   const maxBody = options.maxBodyBytes ?? 1024 * 1024;
   const publicUrl = new URL(options.publicUrl);
-  const hosts = new Set([
-    ...LOOPBACK,
-    publicUrl.hostname,
-    ...(options.allowedHosts ?? []).map((h) => h.toLowerCase()),
-  ]);
-  const origins = new Set([publicUrl.origin, ...(options.allowedOrigins ?? [])]);
+  const hosts = [
+    ...new Set([
+      ...localhostAllowedHostnames(),
+      hostnameOf(publicUrl),
+      ...(options.allowedHosts ?? []).map((h) => h.toLowerCase()),
+    ]),
+  ];
+  const origins = [
+    ...new Set([
+      ...localhostAllowedHostnames(),
+      hostnameOf(publicUrl),
+      ...(options.allowedOrigins ?? []).map((o) => originHostname(o)!),
+    ]),
+  ];
   const kit: CallKit = {
     server: def.name,
     catalog: def.catalog,
@@ -115,16 +137,42 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     auditFullResults: options.auditFullResults ?? false,
     ...approvalsFor(def, options),
   };
-  const requestIds = new WeakMap<Request, string>();
-  const handler = createMcpHandler(
-    ({ authInfo, requestInfo }) =>
-      buildMcpServer(def, kit, (authInfo?.extra as { access: Access }).access, () =>
-        requestInfo ? (requestIds.get(requestInfo) ?? randomUUID()) : randomUUID(),
-      ),
+  const mcp = createMcpHandler(
+    ({ authInfo }) => {
+      const request = authInfo!.extra as unknown as RequestHandle;
+      return buildMcpServer(def, kit, {
+        access: request.access,
+        requestId: () => request.requestId,
+        onToolCall: request.onToolCall,
+        cancellable: (rpcId) => cancellations.track(request.access.tokenId, rpcId),
+      });
+    },
     { onerror: (err) => logger.debug({ err }, 'mcp handler reported an error'), maxRequestBodySize: maxBody },
   );
 
-  const app = new Hono();
+  /** The event of a request that yields no tool call of its own. */
+  const requestEvent = (
+    c: Context<McpEnv>,
+    outcome: AuditEventInput['outcome'],
+    summary: Record<string, unknown>,
+  ) => {
+    const access = c.get('access');
+    const presented = c.get('presented');
+    const messages = c.get('messages');
+    return {
+      server: def.name,
+      method: messages[0]?.method ?? `http ${c.req.method}`,
+      tool: typeof messages[0]?.tool === 'string' ? messages[0].tool : null,
+      outcome,
+      requestId: c.get('requestId'),
+      durationMs: performance.now() - c.get('started'),
+      tokenId: access?.tokenId ?? presented?.tokenId ?? null,
+      tokenLabel: access?.label ?? presented?.label ?? null,
+      resultSummary: summary,
+    } satisfies AuditEventInput;
+  };
+
+  const app = new Hono<McpEnv>();
   app.get('/healthz', (c) => c.json({ status: 'ok', server: def.name }));
   app.get('/readyz', async (c) =>
     (await isReachable(sql, 2000))
@@ -132,206 +180,110 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
       : c.json({ status: 'unavailable', server: def.name, reason: 'database unreachable' }, 503),
   );
 
+  app.get('/metrics', metricsRoute(metrics, options.metricsToken, sourceOf));
+  app.use('/mcp', requestContext(logger));
+  app.use('/mcp', hostAndOrigin(hosts, origins));
+  app.use('/mcp', cors());
+  app.use('/mcp', async (c, next) => {
+    if (Number(c.req.header('content-length') ?? '0') > maxBody)
+      throw new Refusal(
+        413,
+        'payload_too_large',
+        { error: 'payload_too_large', error_description: `Request bodies are limited to ${maxBody} bytes.` },
+        { summary: { reason: 'body', bytes: Number(c.req.header('content-length')) } },
+      );
+    await next();
+  });
+  app.use('/mcp', bearerAuth(verifier, { realm: def.name }));
+  app.use('/mcp', rateLimit(limiter));
+  app.use('/mcp', jsonBody(maxBody));
   app.all('/mcp', async (c) => {
-    const started = performance.now();
-    const requestId = c.req.header('x-request-id')?.slice(0, 100) || randomUUID();
-    const log = logger.child({ requestId });
-    let method = `http ${c.req.method}`;
-    let tool: string | null = null;
-    let access: Access | undefined;
-    // A presented token whose secret matched but which is refused (revoked, expired): the log names it.
-    let known: { tokenId: string; label: string } | undefined;
-    const refuse = async (
-      status: number,
-      outcome: Outcome,
-      body: unknown,
-      headers: Record<string, string>,
-      summary: Record<string, unknown>,
-    ) => {
-      try {
-        await audit.append({
-          server: def.name,
-          method,
-          tool,
-          outcome,
-          requestId,
-          durationMs: performance.now() - started,
-          tokenId: access?.tokenId ?? known?.tokenId ?? null,
-          tokenLabel: access?.label ?? known?.label ?? null,
-          resultSummary: { status, ...summary },
-        });
-      } catch (err) {
-        log.error({ err }, 'audit event for a refusal could not be written');
-      }
-      log.info({ status, outcome, ...summary }, 'request refused');
-      return c.json(body, status as 401, headers);
+    const access = c.get('access')!;
+    const log = c.get('log');
+    cancellations.cancel(access.tokenId, c.get('body'));
+    // Messages that are not served (unknown methods, malformed calls) are answered by the MCP layer; each gets its event here.
+    const owed = c.get('messages').flatMap((m) => {
+      const reason = unserved(m);
+      return reason ? [{ m, reason }] : [];
+    });
+    await Promise.all(
+      owed.map(({ m, reason }) =>
+        audit
+          .keep({ ...requestEvent(c, 'bad_request', { reason }), method: m.method ?? 'response' })
+          .catch((err: unknown) => log.error({ err }, 'audit event could not be written')),
+      ),
+    );
+    if (owed.length) c.set('audited', true);
+    const handle: RequestHandle = {
+      access,
+      requestId: c.get('requestId'),
+      onToolCall: () => c.set('audited', true),
     };
-    const unauthorized = (reason: string, tokenId?: string) =>
-      refuse(
-        401,
-        'unauthorized',
-        { error: 'invalid_token', error_description: 'A valid access token for this server is required.' },
-        {
-          'WWW-Authenticate': `Bearer realm="${def.name}", error="invalid_token", error_description="The access token is missing, malformed, unknown, expired, revoked or issued for another server"`,
-        },
-        { reason, ...(tokenId ? { presented_token_id: tokenId } : {}) },
-      );
+    const response = await mcp.fetch(c.req.raw, {
+      authInfo: {
+        token: access.tokenId,
+        clientId: access.tokenId,
+        scopes: [...access.scopes],
+        extra: handle as unknown as Record<string, unknown>,
+      },
+      ...(c.get('body') !== undefined ? { parsedBody: c.get('body') } : {}),
+    });
+    // What the MCP layer turns away before any tool runs (a wrong Accept header, an unsupported version, GET without sessions) is a refusal too.
+    const streaming = response.headers.get('content-type')?.startsWith('text/event-stream') ?? false;
+    const expectsCall = c.get('messages').some((m) => m.wellFormedCall);
+    if (!c.get('audited') && (response.status >= 400 || (expectsCall && !streaming))) {
+      await audit
+        .keep(requestEvent(c, 'bad_request', { status: response.status, reason: 'mcp' }))
+        .catch((err: unknown) => log.error({ err }, 'audit event could not be written'));
+    }
+    return response;
+  });
 
-    const host = c.req.header('host');
-    if (!host || !hosts.has(hostname(host))) {
-      return refuse(
-        403,
-        'forbidden',
-        { error: 'forbidden', error_description: 'Host not allowed.' },
-        {},
-        { reason: 'host', host: host ?? null },
-      );
+  app.onError(async (err, c) => {
+    const ctx = c as unknown as Context<McpEnv>;
+    if (err instanceof Refusal) {
+      await refusals
+        .record(requestEvent(ctx, err.outcome, { status: err.status, ...err.options.summary }), {
+          // A refusal because the database is away cannot be provoked at will: each is written (or held) on its own.
+          authenticated: ctx.get('access') !== undefined || err.outcome === 'unavailable',
+          source: ctx.get('source') ?? 'unknown',
+        })
+        .catch((e: unknown) => logger.error({ err: e }, 'audit event for a refusal could not be written'));
+      ctx
+        .get('log')
+        ?.info({ status: err.status, outcome: err.outcome, ...err.options.summary }, 'request refused');
+      return c.json(err.body, err.status, err.options.headers);
     }
-    const origin = c.req.header('origin');
-    if (origin !== undefined) {
-      const oh = originHost(origin);
-      if (!origins.has(origin) && !(oh && LOOPBACK.has(oh))) {
-        return refuse(
-          403,
-          'forbidden',
-          { error: 'forbidden', error_description: 'Origin not allowed.' },
-          {},
-          { reason: 'origin', origin },
-        );
-      }
-    }
-    const declared = Number(c.req.header('content-length') ?? '0');
-    if (declared > maxBody) {
-      return refuse(
-        413,
-        'payload_too_large',
-        { error: 'payload_too_large', error_description: `Request bodies are limited to ${maxBody} bytes.` },
-        {},
-        { reason: 'body', bytes: declared },
-      );
-    }
-    for (const [name, value] of new URL(c.req.url).searchParams) {
-      if (QUERY_CREDENTIAL.test(name) || TOKEN_LIKE.test(value)) return unauthorized('token_in_query');
-    }
-    const authorization = c.req.header('authorization');
-    const bearer = authorization?.match(/^Bearer ([^\s]+)$/i)?.[1];
-    if (!bearer) return unauthorized(authorization ? 'malformed_header' : 'missing');
-    const verdict = await verifier.verify(bearer);
-    if (!verdict.ok) {
-      if (verdict.label !== undefined && verdict.tokenId)
-        known = { tokenId: verdict.tokenId, label: verdict.label };
-      return unauthorized(verdict.reason, verdict.tokenId);
-    }
-    access = verdict.access;
-
-    const limit = await limiter.take(access.tokenId);
-    if (!limit.ok) {
-      return refuse(
-        429,
-        'rate_limited',
-        {
-          error: 'rate_limited',
-          error_description: `Too many requests; retry after ${limit.retryAfterSeconds} s.`,
-        },
-        { 'Retry-After': String(limit.retryAfterSeconds) },
-        { reason: 'rate' },
-      );
-    }
-
-    const answer = async (response: Response) => {
-      response.headers.set('x-request-id', requestId);
-      // Whatever the MCP layer turns away (a wrong Accept header, an unsupported version, GET without sessions) is a refusal too.
-      if (response.status >= 400) {
-        await audit
-          .append({
-            server: def.name,
-            method,
-            tool,
-            outcome: 'bad_request',
-            requestId,
-            durationMs: performance.now() - started,
-            tokenId: access!.tokenId,
-            tokenLabel: access!.label,
-            resultSummary: { status: response.status, reason: 'mcp' },
-          })
-          .catch((err: unknown) => log.error({ err }, 'audit event for a refusal could not be written'));
-      }
-      return response;
-    };
-    if (c.req.method !== 'POST')
-      return answer(await handler.fetch(c.req.raw, { authInfo: authInfo(bearer, access) }));
-    const bytes = await readLimited(c.req.raw, maxBody);
-    if (bytes === 'too_large') {
-      return refuse(
-        413,
-        'payload_too_large',
-        { error: 'payload_too_large', error_description: `Request bodies are limited to ${maxBody} bytes.` },
-        {},
-        { reason: 'body' },
-      );
-    }
-    let body: unknown;
-    try {
-      body = JSON.parse(new TextDecoder().decode(bytes));
-    } catch {
-      return refuse(
-        400,
-        'bad_request',
-        { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not JSON.' } },
-        {},
-        { reason: 'parse' },
-      );
-    }
-    if (Array.isArray(body)) {
-      return refuse(
-        400,
-        'bad_request',
-        {
-          jsonrpc: '2.0',
-          id: null,
-          error: {
-            code: -32600,
-            message: 'Batches are not supported: send one JSON-RPC message per request.',
-          },
-        },
-        {},
-        { reason: 'batch' },
-      );
-    }
-    const message = body as { method?: unknown; params?: { name?: unknown } };
-    if (typeof message.method === 'string') method = message.method;
-    if (message.method === 'tools/call' && typeof message.params?.name === 'string') {
-      tool = message.params.name;
-      const wanted = def.catalog.byName.get(tool);
-      if (wanted && !access.scopes.includes(wanted.scope)) {
-        return refuse(
-          403,
-          'forbidden',
-          {
-            error: 'insufficient_scope',
-            error_description: `This token lacks the scope ${wanted.scope}.`,
-            scope: wanted.scope,
-          },
-          {
-            'WWW-Authenticate': `Bearer realm="${def.name}", error="insufficient_scope", scope="${wanted.scope}", error_description="The token lacks the scope ${wanted.scope}"`,
-          },
-          { reason: 'scope', scope: wanted.scope },
-        );
-      }
-    }
-    requestIds.set(c.req.raw, requestId);
-    return answer(await handler.fetch(c.req.raw, { authInfo: authInfo(bearer, access), parsedBody: body }));
+    const incident = randomUUID().slice(0, 8);
+    logger.error({ err, incident, requestId: ctx.get('requestId') }, 'request failed');
+    if (ctx.get('requestId'))
+      await audit
+        .keep(requestEvent(ctx, 'internal_error', { status: 500, incident }))
+        .catch((e: unknown) => logger.error({ err: e }, 'audit event could not be written'));
+    return c.json(rpcError(-32603, `Internal error, incident ${incident}.`), 500);
   });
 
   return {
     app,
+    verifier,
+    limiter,
+    audit,
+    metrics,
     close: async () => {
-      await handler.close();
+      // Calls cut off by the end of the shutdown grace unwind (their query cancelled, their event handed over) first.
+      await cancellations.idle(5_000);
+      await mcp.close();
       await verifier.close();
+      await limiter.close();
+      await refusals.close();
+      await audit.flush();
     },
   };
 }
 
-function authInfo(token: string, access: Access) {
-  return { token, clientId: access.tokenId, scopes: [...access.scopes], extra: { access } };
+/** What the MCP layer's server factory gets from the request that carries it (through `authInfo.extra`). */
+interface RequestHandle {
+  access: Access;
+  requestId: string;
+  onToolCall: () => void;
 }

@@ -1,4 +1,9 @@
+// What a server author uses: tools, the server, running it, arguments, errors, untrusted text, config.
+// What the CLI and the approvers' console need besides is in `@bulkhead/core/operator`; test helpers
+// are in `@bulkhead/core/testing`.
 export type { Access } from './access.ts';
+/** The database client a handler gets as `ctx.sql` (postgres.js), for a server's named query functions. */
+export type { Sql } from '@bulkhead/db';
 export {
   defineTool,
   type AnyTool,
@@ -18,105 +23,25 @@ export {
   type CallKit,
   type CallRequest,
 } from './call-tool.ts';
+export { PROGRESS_INTERVAL_MS, type ProgressReporter } from './progress.ts';
+export { TASKS_EXTENSION, type TaskWire } from './tasks/task-state.ts';
 export { createHttpApp, type HttpApp, type HttpAppOptions } from './http-app.ts';
 export { serveStdio, StartupError, type StdioOptions } from './stdio.ts';
-export { runServer, type RunOptions } from './run.ts';
-export { ToolError, formatIssues } from './errors.ts';
-export { secret, redactArguments, secretHash } from './secret.ts';
-export {
-  untrusted,
-  isUntrusted,
-  untrustedTextSchema,
-  detectInjection,
-  findHiddenCharacters,
-  scanUntrusted,
-  renderText,
-  INJECTION_REASONS,
-  type InjectionReason,
-  type UntrustedText,
-} from './untrusted.ts';
-export {
-  customerIdArg,
-  docIdArg,
-  invoiceNumberArg,
-  limitArg,
-  offsetArg,
-  pageCheck,
-  svgIcon,
-  ticketKeyArg,
-  untrustedTextRef,
-} from './arguments.ts';
-export {
-  lintTools,
-  lintServer,
-  type LintableTool,
-  type LintFinding,
-  type LintOptions,
-  type LintResult,
-} from './lint/lint-tools.ts';
-export { RULES, type LintRule, type RuleId } from './lint/rules.ts';
+export { runServer, checkRole, POOL_MAX, SHUTDOWN_GRACE_MS, type RunOptions } from './run.ts';
+export { ToolError } from './errors.ts';
+export { secret } from './secret.ts';
+export { untrusted, untrustedTextSchema, type UntrustedText } from './untrusted.ts';
+export { dateArg, limitArg, lineArg, offsetArg, pageCheck, textArg, untrustedTextRef } from './arguments.ts';
+export { svgIcon } from './icon.ts';
 export {
   ConfigError,
+  boolEnv,
   parseEnv,
   serverEnvSchema,
   baseEnvShape,
   workspaceRoot,
   type ServerEnv,
 } from './config.ts';
-export { createLogger, REDACT, type Logger, type LoggerOptions } from './logger.ts';
-export {
-  createTokenVerifier,
-  getToken,
-  issueToken,
-  listTokens,
-  parseToken,
-  revokeToken,
-  rotateToken,
-  tokenState,
-  type IssueTokenOptions,
-  type TokenKind,
-  type TokenRecord,
-  type TokenRefusal,
-  type TokenState,
-  type TokenVerifier,
-} from './tokens.ts';
-export { createRateLimiter, type RateLimiter } from './rate-limit.ts';
-export {
-  APPROVAL_ID,
-  APPROVAL_METHODS,
-  APPROVAL_STATUSES,
-  ApprovalDecisionError,
-  approvalDeliveries,
-  approvalEvents,
-  approvalFacets,
-  argumentsHash,
-  consoleLink,
-  createApprovalRequester,
-  createOutbox,
-  decideApproval,
-  DEFAULT_CONSOLE_URL,
-  DEFAULT_EXPIRY_HOURS,
-  DeliveryError,
-  dispatchOutbox,
-  effectiveStatus,
-  getApproval,
-  getApprovalStatus,
-  listApprovals,
-  logEmail,
-  PENDING_NOTE,
-  pendingApprovalOutput,
-  startApprovalExecutor,
-  webhookDeliverer,
-  type ApprovalDelivery,
-  type ApprovalEvent,
-  type ApprovalExecutor,
-  type ApprovalExecutorOptions,
-  type ApprovalFilter,
-  type ApprovalRecord,
-  type ApprovalStatus,
-  type Decision,
-  type Deliverer,
-  type Outbox,
-  type OutboxItem,
-  type RetryPolicy,
-} from './approvals/index.ts';
+export { createLogger, type Logger, type LoggerOptions } from './logger.ts';
+/** For a handler's e-mail through `ctx.outbox`: a message checked for header injection. */
+export { addressProblem, emailMessage, type EmailInput } from './approvals/email.ts';

@@ -1,25 +1,54 @@
-import { Server } from '@modelcontextprotocol/server';
+import type { CallToolResult, Server, ServerContext } from '@modelcontextprotocol/server';
 import type { Access } from './access.ts';
+import { getApproval } from './approvals/store.ts';
 import { callTool, type CallKit } from './call-tool.ts';
-import type { ServerDefinition } from './create-server.ts';
+import { hasGatedTools, type ServerDefinition } from './create-server.ts';
+import { createProgressChannel, NO_PROGRESS } from './progress.ts';
+import { registerTaskHandlers } from './tasks/task-handlers.ts';
+import { KitServer, taskAnswer } from './tasks/task-server.ts';
+import { createTaskResult, TASKS_EXTENSION, type TaskWire } from './tasks/task-state.ts';
 
 const CLIENT_INFO = 'io.modelcontextprotocol/clientInfo';
+const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+
+/** Who a protocol instance serves, and how its calls report back to the request that carries them. */
+export interface Caller {
+  /** Resolved (HTTP checks the token before), or resolved again for every request (stdio, where one connection outlives a revocation). */
+  access: Access | (() => Promise<Access>);
+  requestId: () => string;
+  /** Told when a request enters a pipeline that writes its own audit event (a tool call, a task request). */
+  onToolCall?: () => void;
+  /**
+   * Registers a call under its JSON-RPC id, so that a `notifications/cancelled` arriving in another
+   * HTTP request (a 2025-11-25 client) can stop it; `done` when the call is over.
+   */
+  cancellable?: (rpcId: string | number) => { signal: AbortSignal; done: () => void };
+}
+
+/**
+ * Whether the client asks for this call to run as a task, by its revision's rules: on 2026-07-28
+ * by declaring the tasks extension in the request's own capabilities (the server then decides, and
+ * makes a task of a gated call); on 2025-11-25 by a `task` object in the call's params.
+ */
+function asksForTask(wire: TaskWire, params: Record<string, unknown>, ctx: ServerContext): boolean {
+  if (wire === '2025-11-25')
+    return typeof params.task === 'object' && params.task !== null && !Array.isArray(params.task);
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  const caps = envelope?.[CLIENT_CAPABILITIES] as { extensions?: Record<string, unknown> } | undefined;
+  return caps?.extensions?.[TASKS_EXTENSION] !== undefined;
+}
 
 /**
  * Builds the MCP server instance for one request (HTTP) or one connection
  * (stdio). Cheap by design: listings and schemas come precomputed from the
- * catalog; only two handlers are attached. `access` is either resolved (HTTP
- * checks the token before) or resolved again for every request (stdio, where
- * one connection outlives a revocation).
+ * catalog; the handlers are a few closures. A server with gated tools also
+ * runs tasks: a gated call made as a task answers the task, and the task
+ * methods answer for it (see `registerTaskHandlers`).
  */
-export function buildMcpServer(
-  def: ServerDefinition,
-  kit: CallKit,
-  access: Access | (() => Promise<Access>),
-  requestId: () => string,
-): Server {
-  const who = () => (typeof access === 'function' ? access() : Promise.resolve(access));
-  const server = new Server(
+export function buildMcpServer(def: ServerDefinition, kit: CallKit, caller: Caller): Server {
+  const who = () => (typeof caller.access === 'function' ? caller.access() : Promise.resolve(caller.access));
+  const runsTasks = hasGatedTools(def) && kit.approvals !== undefined;
+  const server = new KitServer(
     {
       name: def.name,
       version: def.version,
@@ -28,23 +57,71 @@ export function buildMcpServer(
       ...(def.icons ? { icons: def.icons } : {}),
     },
     { capabilities: { tools: { listChanged: false } } },
+    runsTasks,
   );
-  server.setRequestHandler('tools/list', async () => ({ tools: def.catalog.visible((await who()).scopes) }));
-  server.setRequestHandler('tools/call', async (request, ctx) => {
+  const client = (ctx: ServerContext) => {
     const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
     const info = (envelope?.[CLIENT_INFO] ?? server.getClientVersion()) as
-      { name?: string; version?: string } | undefined;
-    const result = await callTool(kit, {
-      name: request.params.name,
-      arguments: request.params.arguments,
-      access: await who(),
-      requestId: requestId(),
-      clientName: info?.name ?? null,
-      clientVersion: info?.version ?? null,
-      signal: ctx.mcpReq.signal,
-    });
+      { name?: unknown; version?: unknown } | undefined;
+    return {
+      name: typeof info?.name === 'string' ? info.name : null,
+      version: typeof info?.version === 'string' ? info.version : null,
+    };
+  };
+  server.setRequestHandler('tools/list', async () => ({ tools: def.catalog.visible((await who()).scopes) }));
+  server.setRequestHandler('tools/call', async (request, ctx) => {
+    const { name: clientName, version: clientVersion } = client(ctx);
+    const access = await who();
+    caller.onToolCall?.();
+    const wire = server.wire();
+    const task = runsTasks && asksForTask(wire, request.params as Record<string, unknown>, ctx);
+    const token = request.params._meta?.progressToken;
+    const progress =
+      token === undefined
+        ? NO_PROGRESS
+        : createProgressChannel((update) =>
+            ctx.mcpReq.notify({
+              method: 'notifications/progress',
+              params: { progressToken: token, ...update },
+            }),
+          );
+    const tracked = caller.cancellable?.(ctx.mcpReq.id);
+    let result: CallToolResult | undefined;
+    try {
+      result = await callTool(kit, {
+        name: request.params.name,
+        arguments: request.params.arguments,
+        access,
+        requestId: caller.requestId(),
+        clientName,
+        clientVersion,
+        signal: tracked ? AbortSignal.any([ctx.mcpReq.signal, tracked.signal]) : ctx.mcpReq.signal,
+        task,
+        progress: progress.report,
+      });
+    } finally {
+      tracked?.done();
+      await progress.finish(result !== undefined && result.isError !== true);
+    }
+    if (task) {
+      // The approval is committed by now, so the task exists for tasks/get on every replica.
+      const pending = result.structuredContent as { status?: unknown; approval_id?: unknown } | undefined;
+      const approval =
+        pending?.status === 'pending_approval' && typeof pending.approval_id === 'string'
+          ? await getApproval(kit.sql, pending.approval_id)
+          : undefined;
+      if (approval) return taskAnswer(createTaskResult(approval, wire)) as CallToolResult;
+    }
     const listing = def.catalog.listings.get(request.params.name);
     return server.projectCallToolResult(result, listing?.outputSchema);
+  });
+  registerTaskHandlers(server, {
+    kit,
+    who,
+    requestId: caller.requestId,
+    onAudited: caller.onToolCall,
+    client,
+    runsTasks,
   });
   return server;
 }

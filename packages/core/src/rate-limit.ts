@@ -1,27 +1,153 @@
 import type { Sql } from '@bulkhead/db';
 
-/** Counts requests per token per minute in Postgres, so the limit holds across replicas. */
+/** Per-token request limit, answered from memory and reconciled across replicas through Postgres. */
 export interface RateLimiter {
-  /** True when the request may proceed. */
-  take(tokenId: string): Promise<{ ok: boolean; retryAfterSeconds: number }>;
+  /** Whether one more request of this token may proceed now; counts it when it may. */
+  take(tokenId: string): { ok: boolean; retryAfterSeconds: number };
+  /** Sends this process's new counts and learns everyone's (runs every `syncIntervalMs` by itself). */
+  sync(): Promise<void>;
+  close(): Promise<void>;
 }
 
-export function createRateLimiter(sql: Sql, perMinute: number): RateLimiter {
-  let calls = 0;
-  return {
-    async take(tokenId) {
-      if (perMinute <= 0) return { ok: true, retryAfterSeconds: 0 };
-      if (++calls % 1000 === 0) {
-        sql`delete from bulkhead_rate_limits where window_start < now() - interval '10 minutes'`.catch(
-          () => {},
-        );
+/** Options of {@link createRateLimiter}. */
+export interface RateLimiterOptions {
+  /** How often counts are exchanged with the other replicas (default 1 s). */
+  syncIntervalMs?: number;
+  /** The clock (tests move it across a minute boundary). */
+  now?: () => number;
+}
+
+const MINUTE = 60_000;
+
+interface Window {
+  /** Requests this process admitted in the window. */
+  local: number;
+  /** Of those, not yet sent to the database. */
+  unsynced: number;
+  /** Requests the other replicas admitted in the window, as of the last exchange. */
+  remote: number;
+}
+
+/**
+ * A sliding-window limit of `perMinute` requests per token: the count of the
+ * current minute plus the previous minute's count weighted by how much of it
+ * still lies within the last 60 seconds — so a burst at the end of one minute
+ * and another at the start of the next cannot together pass twice the limit.
+ *
+ * Every request is answered from memory. Every `syncIntervalMs` each process
+ * adds its new counts to `bulkhead_rate_limits` in one statement and reads
+ * back the totals of the tokens it serves, learning what the other replicas
+ * admitted. So across replicas the limit can be exceeded only by what the
+ * others admitted since the last exchange: at most one interval's worth of
+ * their traffic (with a burst arriving at all R replicas at once, at most R
+ * times the remaining allowance).
+ */
+export function createRateLimiter(
+  sql: Sql,
+  perMinute: number,
+  options: RateLimiterOptions = {},
+): RateLimiter {
+  const now = options.now ?? Date.now;
+  const interval = options.syncIntervalMs ?? 1000;
+  const tokens = new Map<string, Map<number, Window>>();
+  let syncing: Promise<void> | undefined;
+  let lastCleanup = 0;
+
+  const window = (tokenId: string, start: number): Window => {
+    let windows = tokens.get(tokenId);
+    if (!windows) {
+      windows = new Map();
+      tokens.set(tokenId, windows);
+    }
+    let w = windows.get(start);
+    if (!w) {
+      w = { local: 0, unsynced: 0, remote: 0 };
+      windows.set(start, w);
+    }
+    return w;
+  };
+
+  const doSync = async () => {
+    const t = now();
+    const current = Math.floor(t / MINUTE) * MINUTE;
+    const deltas: { token: string; start: number; n: number; sentLocal: number }[] = [];
+    for (const [token, windows] of tokens) {
+      for (const [start, w] of windows) {
+        if (start < current - MINUTE) {
+          windows.delete(start);
+          continue;
+        }
+        if (w.unsynced > 0) deltas.push({ token, start, n: w.unsynced, sentLocal: w.local });
       }
-      const [row] = await sql<{ count: number; retry: number }[]>`
-        insert into bulkhead_rate_limits (token_id, window_start, count)
-        values (${tokenId}, date_trunc('minute', now()), 1)
-        on conflict (token_id, window_start) do update set count = bulkhead_rate_limits.count + 1
-        returning count, ceil(extract(epoch from date_trunc('minute', now()) + interval '1 minute' - now()))::int as retry`;
-      return { ok: row!.count <= perMinute, retryAfterSeconds: row!.retry };
+      if (windows.size === 0) tokens.delete(token);
+    }
+    for (const d of deltas) window(d.token, d.start).unsynced -= d.n;
+    try {
+      if (deltas.length)
+        await sql`
+          insert into bulkhead_rate_limits (token_id, window_start, count)
+          select token, to_timestamp(start / 1000.0), n
+          from unnest(${deltas.map((d) => d.token)}::text[], ${deltas.map((d) => d.start)}::float8[],
+            ${deltas.map((d) => d.n)}::int[]) as x(token, start, n)
+          on conflict (server, token_id, window_start) do update set count = bulkhead_rate_limits.count + excluded.count`;
+    } catch (err) {
+      for (const d of deltas) window(d.token, d.start).unsynced += d.n;
+      throw err;
+    }
+    const ids = [...tokens.keys()];
+    if (ids.length) {
+      const rows = await sql<{ token: string; start: number; count: number }[]>`
+        select token_id as token, (extract(epoch from window_start) * 1000)::float8 as start, count
+        from bulkhead_rate_limits
+        where token_id = any(${ids}::text[]) and window_start >= to_timestamp(${(current - MINUTE) / 1000})`;
+      for (const r of rows) {
+        const w = tokens.get(r.token)?.get(r.start);
+        if (!w) continue;
+        // What this process sent is in the total; the rest came from the others.
+        w.remote = Math.max(0, r.count - (w.local - w.unsynced));
+      }
+    }
+    if (t - lastCleanup > 10 * MINUTE) {
+      lastCleanup = t;
+      await sql`delete from bulkhead_rate_limits where window_start < now() - interval '10 minutes'`;
+    }
+  };
+
+  const sync = () => {
+    syncing ??= doSync().finally(() => {
+      syncing = undefined;
+    });
+    return syncing;
+  };
+  const timer = perMinute > 0 ? setInterval(() => void sync().catch(() => {}), interval) : undefined;
+  timer?.unref();
+
+  return {
+    take(tokenId) {
+      if (perMinute <= 0) return { ok: true, retryAfterSeconds: 0 };
+      const t = now();
+      const start = Math.floor(t / MINUTE) * MINUTE;
+      const elapsed = (t - start) / MINUTE;
+      const cur = window(tokenId, start);
+      const prev = tokens.get(tokenId)?.get(start - MINUTE);
+      const prevTotal = prev ? prev.local + prev.remote : 0;
+      const curTotal = cur.local + cur.remote;
+      if (prevTotal * (1 - elapsed) + curTotal + 1 <= perMinute) {
+        cur.local++;
+        cur.unsynced++;
+        return { ok: true, retryAfterSeconds: 0 };
+      }
+      // When the weighted previous minute will have shrunk enough (or, if this minute alone is full, the next minute).
+      const until =
+        curTotal + 1 > perMinute || prevTotal === 0
+          ? start + MINUTE - t
+          : (1 - (perMinute - 1 - curTotal) / prevTotal - elapsed) * MINUTE;
+      return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil(until / 1000)) };
+    },
+    sync,
+    async close() {
+      clearInterval(timer);
+      await sync().catch(() => {});
     },
   };
 }

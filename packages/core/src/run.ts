@@ -1,6 +1,15 @@
 import { serve } from '@hono/node-server';
-import { migrate, openDatabase } from '@bulkhead/db';
-import type { ServerEnv } from './config.ts';
+import type { AuditWriter } from '@bulkhead/audit';
+import type { Server as NodeServer } from 'node:http';
+import {
+  connectedAsOwner,
+  discoverDeployables,
+  migrate,
+  openDatabase,
+  roleSpecs,
+  type Sql,
+} from '@bulkhead/db';
+import { workspaceRoot, type ServerEnv } from './config.ts';
 import { startApprovalExecutor } from './approvals/executor.ts';
 import { hasGatedTools, type ServerDefinition } from './create-server.ts';
 import { createHttpApp } from './http-app.ts';
@@ -15,10 +24,47 @@ export interface RunOptions {
 }
 
 /**
- * Everything a server's `main.ts` does: open the database (the embedded
- * default when `DATABASE_URL` is unset), migrate, serve over HTTP or stdio,
- * run approved actions when a tool is gated, and shut down cleanly on
- * SIGINT/SIGTERM.
+ * Connections of a server's pool. A call holds one connection for its transaction and never waits on
+ * another while it does (its audit event goes into that transaction, or is written after it commits);
+ * token checks (on a cache miss), the rate-limit exchange, group-committed events and the approval
+ * executor take one each for one statement. Ten serve a 2-core database well; more only queue there.
+ */
+export const POOL_MAX = 10;
+
+/** How long in-flight requests may take to finish once the server is asked to stop. */
+export const SHUTDOWN_GRACE_MS = 10_000;
+
+/**
+ * Refuses to serve under a role that is not this deployable's own: the schema
+ * owner or a superuser (unless allowed, for a one-off) could do anything the
+ * database otherwise refuses, and another deployable's role would run this
+ * server with the wrong rights.
+ */
+export async function checkRole(sql: Sql, deployable: string, allowOwner: boolean): Promise<string> {
+  const who = await connectedAsOwner(sql);
+  if (who.owner) {
+    if (allowOwner)
+      return `running as ${who.role}, the schema owner or a superuser (BULKHEAD_ALLOW_OWNER_ROLE=true)`;
+    throw new StartupError(
+      `connected to PostgreSQL as "${who.role}", which owns the schema or is a superuser; run ${deployable} under its own role ` +
+        `(\`pnpm bulkhead db roles --login ${deployable} <login-role>\`), or set BULKHEAD_ALLOW_OWNER_ROLE=true to allow it (not for production)`,
+    );
+  }
+  if (who.deployable !== deployable)
+    throw new StartupError(
+      `connected to PostgreSQL as "${who.role}", which ${who.deployable ? `is the role of ${who.deployable}` : 'belongs to no deployable'}, not of ${deployable}: ` +
+        `make it a member of its group role with \`pnpm bulkhead db roles --login ${deployable} ${who.role}\``,
+    );
+  return `running as ${who.role} (${deployable})`;
+}
+
+/**
+ * Everything a server's `main.ts` does: open the database (on the embedded
+ * default, under this server's own login role, created on the way), migrate,
+ * check the role, serve over HTTP or stdio, run approved actions when a tool
+ * is gated, and shut down cleanly on SIGINT/SIGTERM: stop accepting, let
+ * in-flight calls finish (up to 10 s), stop the executor, write what the audit
+ * path still holds, close the pool, exit 0.
  */
 export async function runServer(def: ServerDefinition, { env, stdio }: RunOptions): Promise<void> {
   const logger = createLogger({ level: env.LOG_LEVEL, name: def.name, stderr: stdio });
@@ -26,12 +72,10 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
     ...(env.DATABASE_URL ? { databaseUrl: env.DATABASE_URL } : {}),
     dataDir: env.BULKHEAD_DATA_DIR,
     applicationName: `bulkhead-${def.name}`,
+    max: POOL_MAX,
     log: (line) => logger.info(line),
+    deployable: { name: def.name, roles: roleSpecs(discoverDeployables(workspaceRoot())) },
   });
-  if (env.BULKHEAD_MIGRATE) {
-    const { applied } = await migrate(db.sql);
-    if (applied.length) logger.info({ applied }, 'migrations applied');
-  }
   const closers: (() => Promise<unknown>)[] = [];
   let stopping = false;
   const stop = async (code: number) => {
@@ -39,24 +83,43 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
     stopping = true;
     for (const close of closers.reverse())
       await close().catch((err: unknown) => logger.error({ err }, 'shutdown step failed'));
-    await db.close();
+    await db.close().catch((err: unknown) => logger.error({ err }, 'closing the database failed'));
+    logger.debug('stopped');
     logger.flush?.();
     process.exit(code);
   };
   process.once('SIGINT', () => void stop(0));
   process.once('SIGTERM', () => void stop(0));
 
+  try {
+    if (env.BULKHEAD_MIGRATE) {
+      const { applied } = await migrate(db.sql);
+      if (applied.length) logger.info({ applied }, 'migrations applied');
+    }
+    // On stdio the log goes to the desktop client's stderr: keep it to what matters there.
+    const role = await checkRole(db.sql, def.name, env.BULKHEAD_ALLOW_OWNER_ROLE);
+    if (stdio) logger.debug(role);
+    else logger.info(role);
+  } catch (err) {
+    if (err instanceof StartupError) {
+      process.stderr.write(`${def.name}: ${err.message}\n`);
+      await stop(1);
+    }
+    throw err;
+  }
+
   const approvalUrls = {
     approvalWebhookUrl: env.BULKHEAD_APPROVAL_WEBHOOK_URL,
     consoleUrl: env.BULKHEAD_CONSOLE_URL,
   };
-  const startExecutor = () => {
+  const startExecutor = (audit?: AuditWriter) => {
     // Every process serving a gated server runs approved actions; replicas share the work safely.
     if (!hasGatedTools(def)) return;
     const executor = startApprovalExecutor(def, {
       sql: db.sql,
       logger,
       webhookUrl: env.BULKHEAD_APPROVAL_WEBHOOK_URL,
+      ...(audit ? { audit } : {}),
     });
     closers.push(() => executor.stop());
   };
@@ -94,16 +157,41 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
     ...approvalUrls,
     ...(env.BULKHEAD_ALLOWED_ORIGINS ? { allowedOrigins: env.BULKHEAD_ALLOWED_ORIGINS } : {}),
     ...(env.BULKHEAD_ALLOWED_HOSTS ? { allowedHosts: env.BULKHEAD_ALLOWED_HOSTS } : {}),
+    metricsToken: env.BULKHEAD_METRICS_TOKEN,
+    poolMax: POOL_MAX,
   });
-  const server = serve({ fetch: http.app.fetch, port: env.PORT, hostname: env.HOST });
+  const server = serve({ fetch: http.app.fetch, port: env.PORT, hostname: env.HOST }) as NodeServer;
+  // A response counts until its last byte is sent: a call answered as an event stream outlives the handler.
+  let inFlight = 0;
+  server.on('request', (_req, res) => {
+    inFlight++;
+    res.once('close', () => inFlight--);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
   });
   closers.push(
-    () => new Promise((resolve) => server.close(resolve)),
-    () => http.close(),
+    async () => {
+      await http.close();
+      const { waiting, dropped } = http.audit.held;
+      if (waiting || dropped)
+        logger.error(
+          { waiting, dropped },
+          'audit events answered while the database was unreachable could not be written before stopping',
+        );
+    },
+    async () => {
+      // Stop accepting; answer what is in flight (up to the grace period), then close what is left.
+      const closed = new Promise((resolve) => server.close(resolve));
+      server.closeIdleConnections();
+      const deadline = Date.now() + SHUTDOWN_GRACE_MS;
+      while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      if (inFlight > 0) logger.warn({ inFlight }, 'stopping with requests still in flight');
+      server.closeAllConnections();
+      await closed;
+    },
   );
-  startExecutor();
+  startExecutor(http.audit);
   logger.info({ url: `${env.BULKHEAD_PUBLIC_URL}/mcp` }, `${def.name} listening`);
 }

@@ -84,7 +84,7 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
       `BULKHEAD_TOKEN ${REASONS[again.reason] ?? 'was refused'}; nothing was done`,
     );
   };
-  return serveSdkStdio(() => buildMcpServer(def, kit, current, randomUUID), {
+  return serveSdkStdio(() => buildMcpServer(def, kit, { access: current, requestId: randomUUID }), {
     onerror: (err) => options.logger.debug({ err }, 'stdio transport error'),
   });
 }

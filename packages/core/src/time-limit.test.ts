@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { TimeLimitExceeded, withTimeLimit } from './time-limit.ts';
+import { Cancelled, TimeLimitExceeded, withTimeLimit } from './time-limit.ts';
 
 it('returns the value of work that finishes in time', async () => {
   expect(await withTimeLimit(1000, async () => 42)).toBe(42);
@@ -20,18 +20,36 @@ it('rejects at the deadline even when the work ignores its signal, and aborts th
   await new Promise((r) => setTimeout(r, 300));
 });
 
-it('passes an aborted parent on to the work', async () => {
+it('passes an aborted parent on to the work and rejects as cancelled, even when the work ignores it', async () => {
   const parent = new AbortController();
   let seen: AbortSignal | undefined;
   const run = withTimeLimit(
     5000,
     (signal) => {
       seen = signal;
-      return new Promise((resolve) => signal.addEventListener('abort', () => resolve('stopped')));
+      return new Promise(() => {});
     },
     parent.signal,
   );
   parent.abort(new Error('client went away'));
-  expect(await run).toBe('stopped');
+  await expect(run).rejects.toBeInstanceOf(Cancelled);
   expect(seen!.aborted).toBe(true);
+  expect(seen!.reason).toBeInstanceOf(Cancelled);
+});
+
+it('rejects at once when the parent was aborted before the work started', async () => {
+  const parent = new AbortController();
+  parent.abort();
+  let ran = false;
+  await expect(
+    withTimeLimit(
+      5000,
+      async () => {
+        ran = true;
+        return 1;
+      },
+      parent.signal,
+    ),
+  ).rejects.toBeInstanceOf(Cancelled);
+  expect(ran).toBe(false);
 });

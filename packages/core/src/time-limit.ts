@@ -6,34 +6,47 @@ export class TimeLimitExceeded extends Error {
   }
 }
 
+/** The caller withdrew the call (`notifications/cancelled`, a closed connection, a server shutting down). */
+export class Cancelled extends Error {
+  override readonly name = 'Cancelled';
+  constructor(readonly reason?: unknown) {
+    super('the call was cancelled');
+  }
+}
+
 /**
- * Runs `work` with a signal that aborts after `ms` (or when `parent` aborts),
- * and rejects with {@link TimeLimitExceeded} at the deadline even if the work
- * ignores its signal. A late rejection of the abandoned work is swallowed, so
- * it never becomes an unhandled one.
+ * Runs `work` with a signal that aborts after `ms` or when `parent` aborts, and
+ * rejects with {@link TimeLimitExceeded} at the deadline (or {@link Cancelled}
+ * when the parent aborts) even if the work ignores its signal. A late rejection
+ * of the abandoned work is swallowed, so it never becomes an unhandled one.
  */
 export async function withTimeLimit<T>(
   ms: number,
   work: (signal: AbortSignal) => Promise<T>,
   parent?: AbortSignal,
 ): Promise<T> {
+  if (parent?.aborted) throw new Cancelled(parent.reason);
   const controller = new AbortController();
-  const onParentAbort = () => controller.abort(parent?.reason);
-  parent?.addEventListener('abort', onParentAbort, { once: true });
   let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
+  let onParentAbort: (() => void) | undefined;
+  const stopped = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       // Reject first: a handler that resolves as soon as it sees the abort must not win the race.
       reject(new TimeLimitExceeded(ms));
       controller.abort(new TimeLimitExceeded(ms));
     }, ms);
+    onParentAbort = () => {
+      reject(new Cancelled(parent?.reason));
+      controller.abort(new Cancelled(parent?.reason));
+    };
+    parent?.addEventListener('abort', onParentAbort, { once: true });
   });
   try {
     const running = work(controller.signal);
     running.catch(() => {});
-    return await Promise.race([running, deadline]);
+    return await Promise.race([running, stopped]);
   } finally {
     clearTimeout(timer);
-    parent?.removeEventListener('abort', onParentAbort);
+    if (onParentAbort) parent?.removeEventListener('abort', onParentAbort);
   }
 }

@@ -19,6 +19,8 @@ export interface TokenRecord {
   revokedAt: Date | null;
   lastUsedAt: Date | null;
   rotatedFrom: string | null;
+  /** The person the token was issued to (`--owner`); a person may not approve what their own token asked for. */
+  owner: string | null;
 }
 
 /** Whether a token can be used now. */
@@ -58,11 +60,12 @@ export interface IssueTokenOptions {
   expiresAt: Date | null;
   createdBy: string;
   rotatedFrom?: string | null;
+  owner?: string | null;
 }
 
 const COLUMNS = `id, kind, server, label, scopes, customer_id as "customerId", created_at as "createdAt",
   created_by as "createdBy", expires_at as "expiresAt", revoked_at as "revokedAt", last_used_at as "lastUsedAt",
-  rotated_from as "rotatedFrom"`;
+  rotated_from as "rotatedFrom", owner`;
 
 /** Creates a token and returns it with its secret: the only time the secret exists outside the client. */
 export async function issueToken(
@@ -72,9 +75,10 @@ export async function issueToken(
   const id = newId();
   const secret = randomBytes(32).toString('base64url');
   const [record] = await sql<TokenRecord[]>`
-    insert into bulkhead_tokens (id, kind, server, label, scopes, customer_id, secret_hash, created_by, expires_at, rotated_from)
+    insert into bulkhead_tokens (id, kind, server, label, scopes, customer_id, secret_hash, created_by, expires_at,
+      rotated_from, owner)
     values (${id}, ${o.kind ?? 'mcp'}, ${o.server}, ${o.label}, ${o.scopes}, ${o.customerId ?? null}, ${hashSecret(secret)},
-      ${o.createdBy}, ${o.expiresAt}, ${o.rotatedFrom ?? null})
+      ${o.createdBy}, ${o.expiresAt}, ${o.rotatedFrom ?? null}, ${o.owner ?? null})
     returning ${sql.unsafe(COLUMNS)}`;
   return { token: `bh_${o.server}_${id}_${secret}`, record: record! };
 }
@@ -125,6 +129,7 @@ export async function rotateToken(
       expiresAt: lifetime === null ? null : new Date(Date.now() + lifetime),
       createdBy,
       rotatedFrom: old.id,
+      owner: old.owner,
     });
     await tx`update bulkhead_tokens set revoked_at = now() where id = ${id}`;
     return issued;
@@ -134,60 +139,126 @@ export async function rotateToken(
 /** Why a token was refused; never shown to the client in detail (it would tell whether the token exists). */
 export type TokenRefusal = 'malformed' | 'unknown' | 'wrong_server' | 'expired' | 'revoked';
 
+/** The outcome of checking a presented token. */
+export type TokenVerdict =
+  { ok: true; access: Access } | { ok: false; reason: TokenRefusal; tokenId?: string; label?: string };
+
 /** Resolves a presented token for one server. */
 export interface TokenVerifier {
   /** On refusal, `label` is set only when the secret matched: a real token, just not valid here or now. */
-  verify(
-    token: string,
-  ): Promise<
-    { ok: true; access: Access } | { ok: false; reason: TokenRefusal; tokenId?: string; label?: string }
-  >;
+  verify(token: string): Promise<TokenVerdict>;
+  /** Cache figures since start (for /metrics). */
+  readonly stats: { hits: number; misses: number };
   close(): Promise<void>;
 }
 
+/** Options of {@link createTokenVerifier}. */
+export interface TokenVerifierOptions {
+  /** How long a verdict is reused without asking the database (default 900 ms, at most 1 s). */
+  maxAgeMs?: number;
+  /** Drop cached verdicts when the database announces a token change (default true). */
+  listen?: boolean;
+}
+
+interface Cached {
+  secretHash: Buffer;
+  verdict: TokenVerdict;
+  at: number;
+}
+
 /**
- * Verifies tokens for `server` (audience `kind`). Every request looks its
- * token up by primary key — no cache — so a revocation or expiry takes effect
- * on the very next request on every replica. (A cache would save ~0.2 ms per
- * request and cost a window in which a revoked token still works.)
+ * Verifies tokens for `server` (audience `kind`) through `bulkhead_verify_token`, the database
+ * function that answers only for the calling role's own server: no server role reads the token table.
+ * Verdicts are cached in the process for under a second and dropped at once when the database
+ * announces a change of that token (revocation, rotation, expiry) over LISTEN/NOTIFY, so a revoked
+ * token is refused on every replica within a second even if a notification is lost. Concurrent
+ * requests with the same token share one lookup. The database notes the last use at most once a
+ * minute per token.
  */
-export function createTokenVerifier(sql: Sql, server: string, kind: TokenKind = 'mcp'): TokenVerifier {
-  const touched = new Map<string, number>();
+export function createTokenVerifier(
+  sql: Sql,
+  server: string,
+  kind: TokenKind = 'mcp',
+  options: TokenVerifierOptions = {},
+): TokenVerifier {
+  const maxAge = Math.min(options.maxAgeMs ?? 900, 1000);
+  const cache = new Map<string, Cached>();
+  const inFlight = new Map<string, Promise<Cached>>();
+  const stats = { hits: 0, misses: 0 };
+  const listening =
+    options.listen === false
+      ? undefined
+      : sql.listen(
+          'bulkhead_tokens',
+          (id) => cache.delete(id),
+          // (Re)connected: anything announced while the connection was down is unknown, so forget all.
+          () => cache.clear(),
+        );
+  listening?.catch(() => {});
+
+  const lookup = async (id: string, secretHash: Buffer): Promise<Cached> => {
+    const [row] = await sql<
+      {
+        status: TokenRefusal | 'ok';
+        tokenId: string | null;
+        label: string | null;
+        server: string;
+        owner: string | null;
+        scopes: string[];
+        customerId: string | null;
+      }[]
+    >`
+      select status, token_id as "tokenId", label, server, owner, scopes, customer_id as "customerId"
+      from bulkhead_verify_token(${id}, ${secretHash}, ${server}, ${kind})`;
+    const verdict: TokenVerdict =
+      row!.status === 'ok'
+        ? {
+            ok: true,
+            access: {
+              tokenId: row!.tokenId!,
+              label: row!.label!,
+              server: row!.server,
+              scopes: row!.scopes,
+              customerId: row!.customerId,
+              owner: row!.owner,
+            },
+          }
+        : {
+            ok: false,
+            reason: row!.status,
+            ...(row!.tokenId ? { tokenId: row!.tokenId } : {}),
+            ...(row!.label !== null ? { label: row!.label } : {}),
+          };
+    return { secretHash, verdict, at: Date.now() };
+  };
+
   return {
+    stats,
     async verify(token) {
       const parsed = parseToken(token);
       if (!parsed) return { ok: false, reason: 'malformed' };
       if (parsed.server !== server) return { ok: false, reason: 'wrong_server', tokenId: parsed.id };
-      const [row] = await sql<(TokenRecord & { secretHash: Buffer })[]>`
-        select ${sql.unsafe(COLUMNS)}, secret_hash as "secretHash" from bulkhead_tokens where id = ${parsed.id}`;
-      if (!row) return { ok: false, reason: 'unknown' };
-      const r = row;
       const presented = hashSecret(parsed.secret);
-      if (presented.length !== r.secretHash.length || !timingSafeEqual(presented, r.secretHash)) {
-        return { ok: false, reason: 'unknown' };
+      const hit = cache.get(parsed.id);
+      if (hit && Date.now() - hit.at < maxAge && timingSafeEqual(hit.secretHash, presented)) {
+        stats.hits++;
+        return hit.verdict;
       }
-      if (r.server !== server || r.kind !== kind)
-        return { ok: false, reason: 'wrong_server', tokenId: r.id, label: r.label };
-      const state = tokenState(r);
-      if (state !== 'active') return { ok: false, reason: state, tokenId: r.id, label: r.label };
-      const last = touched.get(r.id) ?? 0;
-      if (Date.now() - last > 60_000) {
-        touched.set(r.id, Date.now());
-        sql`update bulkhead_tokens set last_used_at = now() where id = ${r.id}`.catch(() =>
-          touched.delete(r.id),
-        );
+      stats.misses++;
+      const key = `${parsed.id}:${presented.toString('hex')}`;
+      let pending = inFlight.get(key);
+      if (!pending) {
+        pending = lookup(parsed.id, presented).finally(() => inFlight.delete(key));
+        inFlight.set(key, pending);
       }
-      return {
-        ok: true,
-        access: {
-          tokenId: r.id,
-          label: r.label,
-          server: r.server,
-          scopes: r.scopes,
-          customerId: r.customerId,
-        },
-      };
+      const fresh = await pending;
+      cache.set(parsed.id, fresh);
+      return fresh.verdict;
     },
-    async close() {},
+    async close() {
+      const l = await listening?.catch(() => undefined);
+      await l?.unlisten().catch(() => {});
+      cache.clear();
+    },
   };
 }

@@ -1,12 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import {
-  createTestDatabase,
-  DEMO_INJECTION_TICKETS,
-  generateDemoData,
-  seedDemo,
-  type Sql,
-  type TestDatabase,
-} from '@bulkhead/db';
+import { type Sql } from '@bulkhead/db';
+import { DEMO_INJECTION_TICKETS, generateDemoData, seedDemo } from '@bulkhead/demo';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createServer, defineTool, ToolError } from './index.ts';
@@ -406,7 +401,12 @@ describe('through a real client, with the demo data seeded', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     await seedDemo(db.sql);
-    server = await startTestServer(def, { sql: db.sql });
+    server = await startTestServer(def, { db });
+    // A fixture server of the test's own: it reads the helpdesk tables, so its role gets them.
+    await db.sql.unsafe(`
+      grant select on tickets, ticket_messages to bulkhead_untrusted_test;
+      create policy bh_untrusted_test on tickets to bulkhead_untrusted_test using (true);
+      create policy bh_untrusted_test on ticket_messages to bulkhead_untrusted_test using (true)`);
     const token = await issueTestToken(db.sql, def);
     client = new Client(
       { name: 'untrusted-test', version: '1.0.0' },

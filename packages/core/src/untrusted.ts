@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { codePointLabel, isBlankLetter } from './visible.ts';
 
 /**
  * Text that came from users or documents: data, never instructions. In
@@ -60,21 +61,6 @@ export interface HiddenCharacter {
 const FORMAT = /[\p{Cf}\p{Cc}]/u;
 const WORDLIKE = /[\p{L}\p{M}\p{Extended_Pictographic}]/u;
 
-function invisibleExtra(cp: number): boolean {
-  return (
-    (cp >= 0xfe00 && cp <= 0xfe0f) || // variation selectors
-    (cp >= 0xe0100 && cp <= 0xe01ef) || // variation selectors supplement: used to smuggle bytes
-    cp === 0x034f || // combining grapheme joiner
-    cp === 0x115f ||
-    cp === 0x1160 ||
-    cp === 0x3164 ||
-    cp === 0xffa0 || // Hangul fillers
-    cp === 0x2800 || // braille blank
-    cp === 0x17b4 ||
-    cp === 0x17b5
-  );
-}
-
 const EMOJI = /\p{Emoji}/u;
 const KEYCAP_BASE = /^[0-9#*]$/;
 
@@ -129,17 +115,12 @@ export function findHiddenCharacters(text: string, mode: HiddenMode): HiddenChar
   const found: HiddenCharacter[] = [];
   for (let i = 0; i < cps.length; i++) {
     const cp = cps[i]!;
-    const hidden = FORMAT.test(String.fromCodePoint(cp)) || invisibleExtra(cp);
+    const hidden = FORMAT.test(String.fromCodePoint(cp)) || isBlankLetter(cp);
     if (!hidden) continue;
     if (mode === 'strict' ? cp === 0x0a || cp === 0x09 || cp === 0x0d : toleratedInText(cps, i)) continue;
     found.push({ index: offsets[i]!, codePoint: cp });
   }
   return found;
-}
-
-/** `U+200B`. */
-export function codePointLabel(cp: number): string {
-  return `U+${cp.toString(16).toUpperCase().padStart(4, '0')}`;
 }
 
 /** Replaces each hidden character (text mode) with a visible `[U+200B]`. */

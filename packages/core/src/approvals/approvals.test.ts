@@ -1,15 +1,21 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { createAuditWriter, verifyChains } from '@bulkhead/audit';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { sealLog, verifyLog } from '@bulkhead/audit';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createServer, defineTool, issueToken, ToolError } from '../index.ts';
-import { issueTestToken, startTestServer, type TestServer } from '../testing.ts';
+import { createServer, defineTool, ToolError } from '../index.ts';
+import { issueToken } from '../tokens.ts';
+import {
+  issueTestToken,
+  startTestServer,
+  testApprover,
+  type TestApprover,
+  type TestServer,
+} from '../testing.ts';
 import {
   ApprovalDecisionError,
-  decideApproval,
   getApproval,
   PENDING_NOTE,
   startApprovalExecutor,
@@ -104,11 +110,14 @@ const logger = pino({ level: 'silent' });
 let db: TestDatabase;
 let server: TestServer;
 let token: string;
+let ana: TestApprover;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   await db.sql`create table note_effects (approval_id text not null, customer_id text not null, text text not null)`;
-  server = await startTestServer(def, { sql: db.sql });
+  server = await startTestServer(def, { db });
+  await db.sql`grant select, insert on note_effects to bulkhead_gate_test`;
+  ana = await testApprover(db, 'ana');
   token = await issueTestToken(db.sql, def, { label: 'Claude on Ana’s laptop' });
 });
 afterAll(async () => {
@@ -161,16 +170,15 @@ async function story(id: string): Promise<string[]> {
 
 function executor(): ApprovalExecutor {
   return startApprovalExecutor(def, {
-    sql: db.sql,
+    sql: server.sql,
     logger,
     sweepIntervalMs: 60_000,
     instanceId: 'test-executor',
   });
 }
 
-const audit = () => createAuditWriter(db.sql);
 const decide = (id: string, decision: 'approve' | 'reject', reason?: string) =>
-  decideApproval(db.sql, audit(), { id, decision, reason, decidedBy: 'cli:ana' });
+  ana.decide(id, decision, reason === undefined ? {} : { reason });
 
 async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 5000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -182,7 +190,7 @@ async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 5000):
 }
 
 describe('the gate', () => {
-  it('lists get_approval_status and advertises the pending answer as the gated tools’ output', async () => {
+  it('lists get_approval_status, and no output schema for a gated tool (its call answers the kit’s pending envelope)', async () => {
     const client = await connect();
     const { tools } = await client.listTools();
     await client.close();
@@ -195,14 +203,10 @@ describe('the gate', () => {
       'get_approval_status',
     ]);
     const send = tools.find((t) => t.name === 'send_note')!;
-    expect(send.outputSchema?.required).toEqual(['status', 'approval_id', 'preview', 'expires_at', 'note']);
+    expect(send.outputSchema).toBeUndefined();
     expect(tools.find((t) => t.name === 'get_approval_status')!.annotations?.readOnlyHint).toBe(true);
-    // Like every tool: an icon, inline (a data URI; the client fetches nothing).
-    expect(tools.find((t) => t.name === 'get_approval_status')!.icons).toEqual([
-      {
-        src: expect.stringMatching(/^data:image\/svg\+xml,%3Csvg xmlns='http:\/\/www\.w3\.org\/2000\/svg' /),
-      },
-    ]);
+    // Icons cost every tools/list; the server's own icon stands for its tools.
+    expect(tools.find((t) => t.name === 'get_approval_status')!.icons).toBeUndefined();
     const plain = createServer({
       name: 'plain',
       version: '1',
@@ -311,7 +315,7 @@ describe('approval', () => {
       status: 'executed',
       executedBy: 'test-executor',
       result: { sent: true, text: 'Credit note issued' },
-      decidedBy: 'cli:ana',
+      decidedBy: 'console:ana',
       decisionReason: 'checked the amount',
     });
     await ex.drain();
@@ -327,7 +331,7 @@ describe('approval', () => {
     const seen = await status(id as string);
     expect(seen.structuredContent).toMatchObject({
       status: 'executed',
-      decided_by: 'cli:ana',
+      decided_by: 'console:ana',
       reason: 'checked the amount',
       result: { sent: true, text: 'Credit note issued' },
       error: null,
@@ -341,16 +345,17 @@ describe('approval', () => {
     const [approved] = await db.sql`
       select token_label, result_summary from audit_events where approval_id = ${id as string} and outcome = 'approved'`;
     expect(approved).toEqual({
-      token_label: 'cli:ana',
+      token_label: 'console:ana',
       result_summary: {
         status: 'approved',
-        decided_by: 'cli:ana',
+        decided_by: 'console:ana',
         reason: 'checked the amount',
         arguments_hash: done!.argumentsHash,
       },
     });
-    const reports = await verifyChains(db.sql, { server: 'gate-test' });
-    expect(reports[0]!.break).toBeNull();
+    const key = 'k'.repeat(43);
+    await sealLog(db.sql, key);
+    expect((await verifyLog(db.sql, { key })).breaks).toEqual([]);
   });
 
   it('refuses a second decision, unknown ids and a rejection without reason', async () => {
@@ -361,7 +366,7 @@ describe('approval', () => {
     await decide(id as string, 'reject', 'wrong customer');
     await expect(decide(id as string, 'approve')).rejects.toThrow(
       new RegExp(
-        `^approval ${id} was already decided \\(rejected by cli:ana on \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} UTC\\)$`,
+        `^approval ${id} was already decided \\(rejected by console:ana on \\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} UTC\\)$`,
       ),
     );
     await expect(decide('ap_aaaaaaaaaaaa', 'approve')).rejects.toThrow(
@@ -435,7 +440,7 @@ describe('what never runs', () => {
     });
     expect(await getApproval(db.sql, b as string)).toMatchObject({
       status: 'failed',
-      error: 'Refused: The arguments differ from those the audit log records as approved. Nothing was done.',
+      error: 'Refused: The arguments differ from those the approver approved. Nothing was done.',
     });
   });
 
@@ -502,29 +507,65 @@ describe('what a decider is refused', () => {
   });
 });
 
-describe('recovery', () => {
-  it('writes an event a dead decider or executor owed, once', async () => {
-    // A decider that committed its decision and died before writing the event:
-    const { approval_id: a } = await gate('send_note', { customer_id: 'C-1007', text: 'decided, unaudited' });
+describe('only an approver decides', () => {
+  it('the server’s own role cannot approve, and a decision without an approver token never runs', async () => {
+    const { approval_id: a } = await gate('send_note', { customer_id: 'C-1007', text: 'self-approved' });
+    // As the server would, if compromised: the database refuses.
+    await expect(
+      server.sql`update bulkhead_approvals set status = 'approved' where id = ${a as string}`,
+    ).rejects.toThrow(/only the console role decides approvals, not gate-test/);
+    await expect(
+      server.sql`update bulkhead_approvals set decided_by = 'forged' where id = ${a as string}`,
+    ).rejects.toThrow(/permission denied for table bulkhead_approvals/);
+    await expect(
+      server.sql`insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash,
+        preview, status, decided_at, decided_by, expires_at, request_id)
+        values ('ap_aaaaaaaaaaab', 'gate-test', 'send_note', '{}', '{}', ${'0'.repeat(64)}, 'x', 'approved', now(), 'x',
+          now() + interval '1 hour', 'r')`,
+    ).rejects.toThrow(/a new approval request is pending and undecided/);
+    // The owner could write anything; the executor still runs only what an approver token decided.
     await db.sql`update bulkhead_approvals set status = 'approved', decided_at = now(), decided_by = 'cli:bo' where id = ${a as string}`;
     const ex = executor();
     await ex.ready;
-    expect(await story(a as string)).toEqual([
-      'tools/call pending_approval',
-      'approvals/decide approved',
-      'approvals/execute executed',
-    ]);
-    // An executor that committed and died before writing its event:
-    await db.sql`update bulkhead_approvals set audited_status = 'approved' where id = ${a as string}`;
-    await ex.drain();
     await ex.stop();
-    expect(await story(a as string)).toEqual([
-      'tools/call pending_approval',
-      'approvals/decide approved',
-      'approvals/execute executed',
-    ]);
-    expect(await effects(a as string)).toEqual(['decided, unaudited']);
-    expect((await getApproval(db.sql, a as string))!.auditedStatus).toBe('executed');
+    expect(await effects(a as string)).toEqual([]);
+    expect(await getApproval(db.sql, a as string)).toMatchObject({
+      status: 'failed',
+      failure: 'refused',
+      error: 'Refused: The approval carries no decision by an approver token. Nothing was done.',
+    });
+    expect(await story(a as string)).toEqual(['tools/call pending_approval', 'approvals/execute forbidden']);
+  });
+
+  it('a person may not approve what a token issued to them asked for, unless self-approval is allowed', async () => {
+    const own = await issueTestToken(db.sql, def, { label: 'Ana’s assistant', owner: 'ana' });
+    const { approval_id: id } = await gate('send_note', { customer_id: 'C-1011', text: 'mine' }, own);
+    const refusal = decide(id as string, 'approve');
+    await expect(refusal).rejects.toThrow(
+      `approval ${id} was requested with a token issued to ana, who may not approve it too: another approver must decide (separation of duties)`,
+    );
+    await expect(refusal).rejects.toMatchObject({ code: 'self_approval' });
+    expect((await getApproval(db.sql, id as string))!.status).toBe('pending');
+    const [refused] = await db.sql`
+      select server, method, outcome, token_label, result_summary->>'reason' as reason from audit_events
+      where approval_id = ${id as string} and method = 'approvals/decide'`;
+    expect(refused).toEqual({
+      server: 'console',
+      method: 'approvals/decide',
+      outcome: 'forbidden',
+      token_label: 'console:ana',
+      reason: 'self_approval',
+    });
+    const bo = await testApprover(db, 'bo');
+    expect((await bo.decide(id as string, 'approve')).status).toBe('approved');
+    const { approval_id: second } = await gate(
+      'send_note',
+      { customer_id: 'C-1011', text: 'one-person shop' },
+      own,
+    );
+    expect((await ana.decide(second as string, 'approve', { allowSelfApproval: true })).status).toBe(
+      'approved',
+    );
   });
 });
 
@@ -553,7 +594,7 @@ describe('who sees what', () => {
       description: 'x',
       tools: [def.catalog.byName.get('send_note')!],
     });
-    const otherServer = await startTestServer(other, { sql: db.sql });
+    const otherServer = await startTestServer(other, { db });
     const otherToken = await issueTestToken(db.sql, other);
     const client = new Client(
       { name: 't', version: '1' },
@@ -595,7 +636,8 @@ describe('who sees what', () => {
     expect(res.status).toBe(401);
     expect(await res.json()).toEqual({
       error: 'invalid_token',
-      error_description: 'A valid access token for this server is required.',
+      error_description:
+        'The access token is missing, malformed, unknown, expired, revoked or issued for another server. Present a valid token for this server.',
     });
   });
 });

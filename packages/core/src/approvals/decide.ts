@@ -1,6 +1,6 @@
 import type { AuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
-import { auditApproval } from './audit-trail.ts';
+import { decisionEvent, expiryEvent } from './audit-trail.ts';
 import { APPROVAL_COLUMNS, APPROVAL_ID, argumentsHash, getApproval, type ApprovalRecord } from './store.ts';
 
 /** A decision that cannot be taken; the message says why and what to do, for a person. */
@@ -8,7 +8,15 @@ export class ApprovalDecisionError extends Error {
   override readonly name = 'ApprovalDecisionError';
   constructor(
     message: string,
-    readonly code: 'unknown' | 'decided' | 'expired' | 'reason_required' | 'changed' | 'invalid',
+    readonly code:
+      | 'unknown'
+      | 'decided'
+      | 'expired'
+      | 'withdrawn'
+      | 'reason_required'
+      | 'changed'
+      | 'invalid'
+      | 'self_approval',
   ) {
     super(message);
   }
@@ -20,12 +28,16 @@ export interface Decision {
   decision: 'approve' | 'reject';
   /** Optional when approving, required when rejecting. */
   reason?: string | undefined;
-  /** Who decided, as recorded: `cli:ana`, or the approver token's label in the console. */
-  decidedBy: string;
-  /** The approver token used (console); null from the CLI. */
-  decidedByTokenId?: string | null;
+  /** The approver, from their approver token: recorded as the decider, by label and token id. */
+  approver: { tokenId: string; label: string; owner: string | null };
+  /** Where the decision was taken, recorded before the approver's label (`console`, `cli`). */
+  via: 'console' | 'cli';
   /** The arguments hash the decider was shown; refused when the stored one differs. */
   expectedHash?: string | undefined;
+  /** `BULKHEAD_ALLOW_SELF_APPROVAL`: a one-person shop may approve what its own token asked for. */
+  allowSelfApproval?: boolean;
+  /** Decide under this role (`SET LOCAL ROLE`): the CLI, connected as the owner, decides as `bulkhead_console`. */
+  asRole?: string;
 }
 
 const MAX_REASON = 1000;
@@ -34,13 +46,20 @@ function stamp(d: Date): string {
   return `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
+type Verdict = { error: ApprovalDecisionError | null; record?: ApprovalRecord };
+
 /**
- * Records a decision on a pending approval and writes its audit event into
- * the owning server's chain. The owning server hears of an approval through
- * NOTIFY and runs it within a second. Refuses, with a sentence for a person:
- * unknown ids, decided or expired approvals (by the database's clock), a
- * rejection without reason, approving arguments that no longer match their
- * stored hash, and arguments that changed since the decider saw them.
+ * Records a decision on a pending approval, with its audit event in the same
+ * transaction. Only the console's database role can write a decision (the
+ * database refuses it from any server role), so this runs under that role:
+ * the console's own connection, or the CLI's under `SET ROLE bulkhead_console`.
+ * The owning server hears of an approval through NOTIFY and runs it within a
+ * second. Refuses, with a sentence for a person: unknown ids, decided,
+ * withdrawn or expired approvals (by the database's clock), a rejection without reason,
+ * approving arguments that no longer match their stored hash or that changed
+ * since the decider saw them, and — separation of duties — approving a
+ * request filed with a token issued to the approver's own person (refused and
+ * audited, unless `allowSelfApproval`).
  */
 export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision): Promise<ApprovalRecord> {
   const reason = d.reason?.trim() || null;
@@ -56,10 +75,20 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
     );
   if (reason && reason.length > MAX_REASON)
     throw new ApprovalDecisionError(`the reason is limited to ${MAX_REASON} characters`, 'invalid');
-  const outcome = await sql.begin(async (tx) => {
+  const decidedBy = `${d.via}:${d.approver.label}`;
+  const decider = { tokenId: d.approver.tokenId, label: decidedBy };
+  const verdict = await sql.begin(async (tx): Promise<Verdict> => {
+    if (d.asRole) await tx`set local role ${tx(d.asRole)}`;
     const [a] = await tx<ApprovalRecord[]>`
       select ${tx.unsafe(APPROVAL_COLUMNS)} from bulkhead_approvals where id = ${d.id} for update`;
     if (!a) return { error: new ApprovalDecisionError(`approval ${d.id} does not exist`, 'unknown') };
+    if (a.status === 'withdrawn')
+      return {
+        error: new ApprovalDecisionError(
+          `approval ${d.id} was withdrawn by its requester (${a.requestedByLabel ?? 'unknown'}) on ${stamp(a.withdrawnAt!)} before anyone decided; it will never run`,
+          'withdrawn',
+        ),
+      };
     if (a.status !== 'pending') {
       const by = a.decidedBy ? ` by ${a.decidedBy} on ${stamp(a.decidedAt!)}` : '';
       return {
@@ -70,6 +99,35 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
           a.status === 'expired' ? 'expired' : 'decided',
         ),
       };
+    }
+    const [clock] = await tx<{ expired: boolean }[]>`select ${a.expiresAt} <= now() as expired`;
+    if (clock!.expired) {
+      // The database's clock decides expiry, not the decider's.
+      const [expired] = await tx<ApprovalRecord[]>`
+        update bulkhead_approvals set status = 'expired' where id = ${a.id}
+        returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
+      await audit.appendIn(tx, expiryEvent(expired!, 'console'));
+      return {
+        error: new ApprovalDecisionError(
+          `approval ${d.id} expired undecided on ${stamp(a.expiresAt)}; it will never run`,
+          'expired',
+        ),
+      };
+    }
+    if (d.decision === 'approve' && !d.allowSelfApproval && d.approver.owner && a.requestedByTokenId) {
+      const [requester] = await tx<{ owner: string | null }[]>`
+        select bulkhead_token_owner(${a.requestedByTokenId}) as owner`;
+      if (requester?.owner && requester.owner === d.approver.owner) {
+        const error = new ApprovalDecisionError(
+          `approval ${d.id} was requested with a token issued to ${d.approver.owner}, who may not approve it too: another approver must decide (separation of duties)`,
+          'self_approval',
+        );
+        await audit.appendIn(
+          tx,
+          decisionEvent(a, decider, 'forbidden', { reason: 'self_approval', person: d.approver.owner }),
+        );
+        return { error };
+      }
     }
     // Arguments changed in storage after the request are never approved (the executor would refuse them
     // later anyway); the request can still be rejected.
@@ -87,35 +145,33 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
           'changed',
         ),
       };
-    // The database's clock decides expiry, not the decider's: the update only takes a request not yet expired.
-    const decided = await tx`
+    const [decided] = await tx<ApprovalRecord[]>`
       update bulkhead_approvals set status = ${d.decision === 'approve' ? 'approved' : 'rejected'},
-        decided_at = now(), decided_by = ${d.decidedBy}, decided_by_token_id = ${d.decidedByTokenId ?? null},
-        decision_reason = ${reason}
-      where id = ${a.id} and status = 'pending' and expires_at > now()`;
-    if (decided.count === 0) {
-      await tx`update bulkhead_approvals set status = 'expired' where id = ${a.id} and status = 'pending'`;
-      return {
-        expired: true as const,
-        error: new ApprovalDecisionError(
-          `approval ${d.id} expired undecided on ${stamp(a.expiresAt)}; it will never run`,
-          'expired',
-        ),
-      };
-    }
-    return { error: null };
+        decided_by = ${decidedBy}, decided_by_token_id = ${d.approver.tokenId}, decision_reason = ${reason},
+        decided_arguments_hash = ${d.decision === 'approve' ? a.argumentsHash : null}
+      where id = ${a.id}
+      returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
+    await audit.appendIn(
+      tx,
+      decisionEvent(decided!, decider, d.decision === 'approve' ? 'approved' : 'rejected'),
+    );
+    return { error: null, record: decided! };
   });
-  if (outcome.error && !('expired' in outcome)) throw outcome.error;
-  await auditApproval(sql, audit, d.id, { wait: true });
-  if (outcome.error) throw outcome.error;
-  return (await getApproval(sql, d.id))!;
+  if (verdict.error) throw verdict.error;
+  return verdict.record ?? (await getApproval(sql, d.id))!;
 }
 
-/** Marks `server`'s pending approvals past their expiry as expired; returns their ids (their events are owed). */
-export async function expireOverdue(sql: Sql, server: string): Promise<string[]> {
-  const rows = await sql<{ id: string }[]>`
-    update bulkhead_approvals set status = 'expired'
-    where server = ${server} and status = 'pending' and expires_at <= now()
-    returning id`;
-  return rows.map((r) => r.id);
+/**
+ * Marks `server`'s pending approvals past their expiry as expired, each with its event in the same
+ * transaction; returns their ids.
+ */
+export async function expireOverdue(sql: Sql, audit: AuditWriter, server: string): Promise<string[]> {
+  return sql.begin(async (tx) => {
+    const rows = await tx<ApprovalRecord[]>`
+      update bulkhead_approvals set status = 'expired'
+      where server = ${server} and status = 'pending' and expires_at <= now()
+      returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
+    for (const a of rows) await audit.appendIn(tx, expiryEvent(a, server));
+    return rows.map((r) => r.id);
+  });
 }

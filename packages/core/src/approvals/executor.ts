@@ -7,9 +7,11 @@ import { DEFAULT_TIMEOUT_MS } from '../call-tool.ts';
 import type { ServerDefinition } from '../create-server.ts';
 import type { AnyTool, ToolContext } from '../define-tool.ts';
 import { ToolError, formatIssues } from '../errors.ts';
+import { guardedSql, openCallTransaction, type TransactionSql } from '../guarded-sql.ts';
+import { NO_PROGRESS } from '../progress.ts';
 import { TimeLimitExceeded, withTimeLimit } from '../time-limit.ts';
 import { scanUntrusted } from '../untrusted.ts';
-import { auditApproval, unauditedApprovals } from './audit-trail.ts';
+import { executionEvent } from './audit-trail.ts';
 import { expireOverdue } from './decide.ts';
 import {
   DEFAULT_RETRY,
@@ -58,39 +60,6 @@ export interface ApprovalExecutor {
   stop(): Promise<void>;
 }
 
-/** postgres.js's transaction type, reached through `begin` so that core needs no direct dependency on postgres. */
-type TransactionSql = Parameters<Parameters<Sql['begin']>[1]>[0];
-
-/**
- * Guards the handler's transaction: after the time limit no further query is
- * accepted (so a late query cannot slip into the commit), and `begin` opens a
- * savepoint, so handlers written with `ctx.sql.begin` work unchanged.
- */
-function guard(tx: TransactionSql, signal: AbortSignal): Sql {
-  const refuse = () => {
-    if (signal.aborted) throw new Error('the action was stopped at its time limit; no further queries');
-  };
-  return new Proxy(tx, {
-    apply(target, self, args) {
-      refuse();
-      return Reflect.apply(target as never, self, args) as unknown;
-    },
-    get(target, prop, receiver) {
-      if (prop === 'begin')
-        return (a: unknown, b: unknown) => {
-          refuse();
-          return target.savepoint((typeof a === 'function' ? a : b) as never);
-        };
-      if (prop === 'unsafe')
-        return (...args: Parameters<typeof target.unsafe>) => {
-          refuse();
-          return target.unsafe(...args);
-        };
-      return Reflect.get(target, prop, receiver) as unknown;
-    },
-  }) as unknown as Sql;
-}
-
 interface Outcome {
   status: 'executed' | 'failed';
   result: unknown;
@@ -105,14 +74,15 @@ interface Outcome {
  *   while no process ran) and every few seconds as a safety net;
  * - claims one approval at a time with `FOR UPDATE SKIP LOCKED`, so replicas
  *   share the work and never run the same approval;
- * - checks the arguments against their stored hash and against the hash the
- *   decider approved (recorded in the hash-chained audit log);
+ * - runs only what an approver decided: a decision the console's role wrote
+ *   (no server role can set `approved`), naming the arguments hash the stored
+ *   arguments still have;
  * - runs the handler under its time limit inside the claiming transaction
  *   (`ctx.sql`), so its database effects and the status `executed` commit
  *   together; a kill before the commit rolls both back and the approval runs
  *   on the next start; effects outside the database go through `ctx.outbox`;
- * - records the result (or the failure), writes the audit events and expires
- *   overdue requests;
+ * - records the result (or the failure) with its audit event in the same
+ *   transaction, and expires overdue requests, each with its event;
  * - delivers the outbox (webhook notifications, e-mails) in a loop of its own,
  *   woken by its own NOTIFY and retry timer, each row claimed with a lease and
  *   delivered outside any transaction, so that a slow or hanging receiver
@@ -137,19 +107,21 @@ export function startApprovalExecutor(
     ...options.deliverers,
   };
 
-  async function check(a: ApprovalRecord): Promise<{ refused: string } | { tool: AnyTool; args: unknown }> {
+  /**
+   * Runs only what a person approved: a decision the console's role wrote (the database lets no other
+   * role set `approved`), naming this approval's arguments hash, which the stored arguments still have.
+   */
+  function check(a: ApprovalRecord): { refused: string } | { tool: AnyTool; args: unknown } {
     const tool = def.catalog.byName.get(a.tool);
     if (!tool?.approval) return { refused: `${a.tool} is no longer a gated tool of ${server}.` };
+    if (!a.decidedByTokenId || !a.decidedArgumentsHash)
+      return { refused: 'The approval carries no decision by an approver token.' };
     if (argumentsHash(a.arguments) !== a.argumentsHash)
       return {
         refused: 'The stored arguments no longer match their hash: they were changed after the request.',
       };
-    const [approved] = await sql<{ hash: string | null }[]>`
-      select result_summary->>'arguments_hash' as hash from audit_events
-      where approval_id = ${a.id} and server = ${server} and method = 'approvals/decide' and outcome = 'approved'
-      order by seq desc limit 1`;
-    if (approved?.hash !== a.argumentsHash)
-      return { refused: 'The arguments differ from those the audit log records as approved.' };
+    if (a.decidedArgumentsHash !== a.argumentsHash)
+      return { refused: 'The arguments differ from those the approver approved.' };
     const parsed = tool.input.safeParse(a.arguments);
     if (!parsed.success) return { refused: formatIssues(parsed.error, a.arguments) };
     return { tool, args: parsed.data };
@@ -159,9 +131,10 @@ export function startApprovalExecutor(
     const log = logger.child({ approvalId: a.id, tool: a.tool, requestId: a.requestId });
     const timeoutMs = tool.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     try {
-      const value = await tx.savepoint((sp) =>
-        withTimeLimit(timeoutMs, async (signal) => {
-          const guarded = guard(sp, signal);
+      const value = await tx.savepoint(async (sp) => {
+        await openCallTransaction(sp, { customerId: a.customerId, timeoutMs });
+        return withTimeLimit(timeoutMs, async (signal) => {
+          const guarded = guardedSql(sp, signal);
           const ctx: ToolContext = {
             access: {
               tokenId: a.requestedByTokenId ?? 'unknown',
@@ -175,12 +148,14 @@ export function startApprovalExecutor(
             signal,
             server,
             requestId: a.requestId,
+            // Nobody listens: the client that asked is not connected to an approved run.
+            progress: NO_PROGRESS.report,
             outbox: createOutbox(guarded, server, a.id),
             approval: { id: a.id, decidedBy: a.decidedBy ?? 'unknown', preview: a.preview },
           };
           return (await tool.handler(args, ctx)) as unknown;
-        }),
-      );
+        });
+      });
       return {
         status: 'executed',
         result: storedForm(scanUntrusted(value).value),
@@ -188,7 +163,7 @@ export function startApprovalExecutor(
         failure: null,
       };
     } catch (err) {
-      if (err instanceof TimeLimitExceeded)
+      if (err instanceof TimeLimitExceeded || (err as { code?: string }).code === '57014')
         return {
           status: 'failed',
           result: null,
@@ -213,12 +188,12 @@ export function startApprovalExecutor(
     return sql.begin(async (tx) => {
       const [a] = await tx<ApprovalRecord[]>`
         select ${tx.unsafe(APPROVAL_COLUMNS)} from bulkhead_approvals
-        where server = ${server} and status = 'approved' and audited_status = 'approved'
+        where server = ${server} and status = 'approved'
         order by decided_at, id limit 1
         for update skip locked`;
       if (!a) return null;
       const started = performance.now();
-      const verdict = await check(a);
+      const verdict = check(a);
       const outcome: Outcome =
         'refused' in verdict
           ? {
@@ -229,11 +204,14 @@ export function startApprovalExecutor(
             }
           : await run(tx, a, verdict.tool, verdict.args);
       const ms = Math.round(performance.now() - started);
-      await tx`
+      const [done] = await tx<ApprovalRecord[]>`
         update bulkhead_approvals set status = ${outcome.status}, executed_at = now(), executed_by = ${instanceId},
           duration_ms = ${ms}, result = ${outcome.result === null ? null : tx.json(outcome.result as never)},
           error = ${outcome.error}, failure = ${outcome.failure}
-        where id = ${a.id}`;
+        where id = ${a.id}
+        returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
+      // The outcome and its event commit together: the story in the log is never behind the row.
+      await audit.appendIn(tx, executionEvent(done!));
       const line = { approvalId: a.id, tool: a.tool, status: outcome.status, durationMs: ms, instanceId };
       if (outcome.status === 'executed') logger.info(line, 'approved action executed');
       else logger.warn({ ...line, error: outcome.error }, 'approved action failed');
@@ -279,13 +257,8 @@ export function startApprovalExecutor(
   // Approved actions and deliveries run in separate loops: a slow or hanging receiver delays the
   // next delivery, never an approved action.
   const approvals = worker('approval', async () => {
-    await expireOverdue(sql, server);
-    for (const id of await unauditedApprovals(sql, server))
-      await auditApproval(sql, audit, id, { wait: false });
-    for (let id = await runNext(); id && !stopped; id = await runNext()) {
-      await auditApproval(sql, audit, id, { wait: true });
-      outbox.kick();
-    }
+    await expireOverdue(sql, audit, server);
+    for (let id = await runNext(); id && !stopped; id = await runNext()) outbox.kick();
   });
 
   const outbox = worker('outbox', async () => {

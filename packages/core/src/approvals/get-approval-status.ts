@@ -13,9 +13,6 @@ import {
   type ApprovalStatus,
 } from './store.ts';
 
-// A clock face: inline SVG as the servers' icons are (a data URI; no request leaves the client).
-const ICON = `data:image/svg+xml,${"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'><path fill-rule='evenodd' d='M8 1a7 7 0 1 0 0 14A7 7 0 0 0 8 1zM7 4h2v4l3 2-1 1.5L7 9z'/></svg>".replace(/[<>#]/g, encodeURIComponent)}`;
-
 const NOTES: Record<ApprovalStatus, string> = {
   pending: 'Waiting for a person; nothing has happened yet.',
   approved: 'Approved and about to run; ask again in a few seconds for the result.',
@@ -23,6 +20,8 @@ const NOTES: Record<ApprovalStatus, string> = {
   rejected: 'Rejected by a person; nothing was done. reason says why.',
   expired: 'Nobody decided before expires_at; nothing was done and it will never run.',
   failed: 'Approved, but it did not complete and none of its changes were kept; error says why.',
+  withdrawn:
+    'Withdrawn by the requesting client before anyone decided; nothing was done and it will never run.',
 };
 
 async function findApproval(
@@ -48,13 +47,10 @@ export const getApprovalStatus = defineTool({
   name: 'get_approval_status',
   title: 'Get approval status',
   description:
-    'Looks up a request that a gated tool of this server filed (its answer was pending_approval); approval_id is the id from that answer. Returns status (pending, approved, rejected, expired, executed or failed), preview, decided_at, decided_by, reason, and for an executed request the result the tool returned, for a failed one the error. Read-only: it neither approves nor repeats the action.',
+    'Returns what became of a gated request (approval_id from its pending_approval answer): status, preview, decided_at, decided_by, reason, result or error. Read-only.',
   scope: 'approvals:read',
-  input: z.object({
-    approval_id: z
-      .string()
-      .regex(APPROVAL_ID)
-      .describe('The approval_id from the pending_approval answer, e.g. ap_k3n8q2x7m4tz.'),
+  input: z.strictObject({
+    approval_id: z.string().regex(APPROVAL_ID).describe('From pending_approval.'),
   }),
   output: z.object({
     approval_id: z.string(),
@@ -71,7 +67,6 @@ export const getApprovalStatus = defineTool({
     note: z.string(),
   }),
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  icons: [{ src: ICON }],
   handler: async ({ approval_id }, ctx) => {
     const a = await findApproval(ctx.sql, ctx.server, approval_id, ctx.access.customerId);
     if (!a)

@@ -17,7 +17,7 @@ export {
   type ApprovalRecord,
   type ApprovalStatus,
 } from './store.ts';
-export { APPROVAL_METHODS, auditApproval } from './audit-trail.ts';
+export { APPROVAL_METHODS, decisionEvent, executionEvent, expiryEvent } from './audit-trail.ts';
 export { ApprovalDecisionError, decideApproval, expireOverdue, type Decision } from './decide.ts';
 export { createApprovalRequester, DEFAULT_EXPIRY_HOURS, type ApprovalRequesterOptions } from './requester.ts';
 export { startApprovalExecutor, type ApprovalExecutor, type ApprovalExecutorOptions } from './executor.ts';
@@ -40,5 +40,13 @@ export {
   DEFAULT_CONSOLE_URL,
   webhookDeliverer,
 } from './webhook.ts';
+export {
+  addressProblem,
+  EMAIL_HEADER_FIELDS,
+  emailMessage,
+  headerText,
+  MAX_SUBJECT_CHARS,
+  type EmailInput,
+} from './email.ts';
 export { getApprovalStatus } from './get-approval-status.ts';
 export { PENDING_NOTE, pendingApprovalOutput, type PendingApprovalResult } from './pending-result.ts';

@@ -1,14 +1,12 @@
 import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createAuditWriter } from '@bulkhead/audit';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectTestClient, issueTestToken, startTestServer } from '../testing.ts';
+import { connectTestClient, issueTestToken, startTestServer, testApprover } from '../testing.ts';
 import { FIXTURE_EFFECTS_DDL, fixtureServer } from './fixtures/gated-server.ts';
 import {
-  decideApproval,
   DEFAULT_RETRY,
   dispatchOutbox,
   getApproval,
@@ -28,6 +26,7 @@ const receiver = createHttpServer((req) => {
 
 beforeAll(async () => {
   db = await createTestDatabase();
+  await db.as('gate-fixture');
   await db.sql.unsafe(FIXTURE_EFFECTS_DDL);
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 });
@@ -52,9 +51,9 @@ async function openTransactions(): Promise<number> {
 describe('the outbox beside the approved actions', () => {
   it('runs an approval decided now within 2 s while the webhook receiver hangs, and holds no transaction during a delivery', async () => {
     const webhookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    const server = await startTestServer(fixtureServer, { sql: db.sql, approvalWebhookUrl: webhookUrl });
+    const server = await startTestServer(fixtureServer, { db, approvalWebhookUrl: webhookUrl });
     const executor = startApprovalExecutor(fixtureServer, {
-      sql: db.sql,
+      sql: server.sql,
       logger,
       webhookUrl,
       sweepIntervalMs: 60_000,
@@ -79,11 +78,7 @@ describe('the outbox beside the approved actions', () => {
     expect(await openTransactions()).toBe(0);
 
     const started = Date.now();
-    await decideApproval(db.sql, createAuditWriter(db.sql), {
-      id: ids[3]!,
-      decision: 'approve',
-      decidedBy: 'cli:test',
-    });
+    await (await testApprover(db)).decide(ids[3]!, 'approve');
     await until(async () => (await getApproval(db.sql, ids[3]!))?.status === 'executed', 2000);
     expect((await getApproval(db.sql, ids[3]!))?.status).toBe('executed');
     expect(Date.now() - started).toBeLessThan(2000);

@@ -1,12 +1,15 @@
 import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
+import { assertEmailHeaders } from './email.ts';
 
 /** What a handler running an approved action may use for effects outside the database. */
 export interface Outbox {
   /**
    * Records an effect (`email`, `webhook`, ...) in the action's transaction:
    * it is delivered after the commit, and never if the action is rolled back.
-   * Returns the outbox id, which receivers get as the idempotency key.
+   * Returns the outbox id, which receivers get as the idempotency key. An
+   * `email` whose header fields carry a line break is refused (build it with
+   * `emailMessage`).
    */
   enqueue(kind: string, payload: Record<string, unknown>): Promise<number>;
 }
@@ -63,6 +66,7 @@ export function backoff(policy: RetryPolicy, attempt: number): number {
 export function createOutbox(sql: Sql, server: string, approvalId: string | null): Outbox {
   return {
     async enqueue(kind, payload) {
+      if (kind === 'email') assertEmailHeaders(payload);
       const [row] = await sql<{ id: string }[]>`
         insert into bulkhead_outbox (server, approval_id, kind, payload)
         values (${server}, ${approvalId}, ${kind}, ${sql.json(payload as never)})

@@ -15,7 +15,6 @@ const MAX_PREVIEW = 2000;
 
 /** What {@link createApprovalRequester} needs. */
 export interface ApprovalRequesterOptions {
-  sql: Sql;
   logger: Logger;
   /** The server that owns the gated tools (and will run them). */
   server: string;
@@ -26,43 +25,44 @@ export interface ApprovalRequesterOptions {
 }
 
 /**
- * Files gated calls: computes the preview, stores the exact arguments with
- * their hash, the redacted arguments, requester and expiry, queues the
- * webhook notification in the same transaction, writes a log line, and
- * answers `pending_approval` (a normal result, not an error).
+ * Files gated calls inside the call's own transaction (`ctx.sql`): computes the
+ * preview, stores the exact arguments with their hash, the redacted arguments,
+ * requester and expiry, queues the webhook notification, and answers
+ * `pending_approval` (a normal result, not an error). The call pipeline adds
+ * the `pending_approval` audit event to the same transaction, so a request
+ * exists exactly when its event does. The database files it under the
+ * calling role's own server, whatever is claimed.
  */
 export function createApprovalRequester(options: ApprovalRequesterOptions): ApprovalRequester {
-  const { sql, logger, server } = options;
+  const { logger, server } = options;
   return {
-    async request({ tool, args, ctx }) {
+    async request({ tool, args, ctx, task = false }) {
       const spec = tool.approval!;
+      const tx = ctx.sql;
       const preview = (await spec.preview(args, ctx)).trim().slice(0, MAX_PREVIEW);
       const stored = storedForm(args);
       const id = newApprovalId();
       const hours = spec.expiresInHours ?? DEFAULT_EXPIRY_HOURS;
-      const record = await sql.begin(async (tx) => {
-        const [row] = await tx<ApprovalRecord[]>`
-          insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
-            expires_at, request_id, requested_by_token_id, requested_by_label, requested_scopes, customer_id)
-          values (${id}, ${server}, ${tool.name}, ${tx.json(stored as never)},
-            ${tx.json(storedForm(redactArguments(tool.input, args)) as never)}, ${argumentsHash(stored)}, ${preview},
-            now() + ${hours} * interval '1 hour', ${ctx.requestId}, ${ctx.access.tokenId}, ${ctx.access.label},
-            ${[...ctx.access.scopes]}, ${ctx.access.customerId})
-          returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
-        if (options.webhookUrl) {
-          await tx`
-            insert into bulkhead_outbox (server, approval_id, kind, payload)
-            values (${server}, ${id}, ${APPROVAL_WEBHOOK},
-              ${tx.json(approvalWebhookPayload(row!, options.consoleUrl) as never)})`;
-        }
-        return row!;
-      });
+      const [record] = await tx<ApprovalRecord[]>`
+        insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
+          expires_at, request_id, requested_by_token_id, requested_by_label, requested_scopes, customer_id, as_task)
+        values (${id}, ${server}, ${tool.name}, ${tx.json(stored as never)},
+          ${tx.json(storedForm(redactArguments(tool.input, args)) as never)}, ${argumentsHash(stored)}, ${preview},
+          now() + ${hours} * interval '1 hour', ${ctx.requestId}, ${ctx.access.tokenId}, ${ctx.access.label},
+          ${[...ctx.access.scopes]}, ${ctx.access.customerId}, ${task})
+        returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
+      if (options.webhookUrl) {
+        await tx`
+          insert into bulkhead_outbox (server, approval_id, kind, payload)
+          values (${server}, ${id}, ${APPROVAL_WEBHOOK},
+            ${tx.json(approvalWebhookPayload(record!, options.consoleUrl) as never)})`;
+      }
       logger.info(
         {
           approvalId: id,
           tool: tool.name,
           requestedBy: ctx.access.label,
-          expiresAt: record.expiresAt,
+          expiresAt: record!.expiresAt,
           review: consoleLink(options.consoleUrl, id),
         },
         `approval needed: ${preview}`,
@@ -72,7 +72,7 @@ export function createApprovalRequester(options: ApprovalRequesterOptions): Appr
         approval_id: id,
         // Customer-entered text is quoted in it: data for the model, checked for injection like any.
         preview: untrusted(preview, { source: previewSource(id) }),
-        expires_at: record.expiresAt.toISOString(),
+        expires_at: record!.expiresAt.toISOString(),
         note: PENDING_NOTE,
       };
       return { approvalId: id, result };
@@ -95,7 +95,6 @@ export function approvalsFor(
   if (!hasGatedTools(def)) return {};
   return {
     approvals: createApprovalRequester({
-      sql: options.sql,
       logger: options.logger,
       server: def.name,
       webhookUrl: options.approvalWebhookUrl,

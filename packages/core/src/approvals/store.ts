@@ -2,7 +2,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { canonicalJson } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
 
-/** Where an approval stands. `pending` waits for a person; the last three are final. */
+/**
+ * Where an approval stands. `pending` waits for a person, `approved` is about to run; the rest are
+ * final. `withdrawn`: the requesting client took it back (`tasks/cancel`) before anyone decided.
+ */
 export const APPROVAL_STATUSES = [
   'pending',
   'approved',
@@ -10,6 +13,7 @@ export const APPROVAL_STATUSES = [
   'expired',
   'executed',
   'failed',
+  'withdrawn',
 ] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
@@ -26,7 +30,6 @@ export interface ApprovalRecord {
   argumentsHash: string;
   preview: string;
   status: ApprovalStatus;
-  auditedStatus: ApprovalStatus | null;
   requestedAt: Date;
   expiresAt: Date;
   requestId: string;
@@ -38,23 +41,29 @@ export interface ApprovalRecord {
   decidedBy: string | null;
   decidedByTokenId: string | null;
   decisionReason: string | null;
+  /** The arguments hash the decider approved; the executor runs only arguments with this hash. */
+  decidedArgumentsHash: string | null;
   executedAt: Date | null;
   executedBy: string | null;
   durationMs: number | null;
   result: unknown;
   error: string | null;
   failure: ApprovalFailure | null;
+  /** Requested as an MCP task: the approval id is also the task id of the requesting token. */
+  asTask: boolean;
+  /** When the requester withdrew it (status `withdrawn`). */
+  withdrawnAt: Date | null;
 }
 
 /** The select list matching {@link ApprovalRecord}. */
 export const APPROVAL_COLUMNS = `id, server, tool, arguments, arguments_redacted as "argumentsRedacted",
-  arguments_hash as "argumentsHash", preview, status, audited_status as "auditedStatus",
+  arguments_hash as "argumentsHash", preview, status,
   requested_at as "requestedAt", expires_at as "expiresAt", request_id as "requestId",
   requested_by_token_id as "requestedByTokenId", requested_by_label as "requestedByLabel",
   requested_scopes as "requestedScopes", customer_id as "customerId",
   decided_at as "decidedAt", decided_by as "decidedBy", decided_by_token_id as "decidedByTokenId",
-  decision_reason as "decisionReason", executed_at as "executedAt", executed_by as "executedBy",
-  duration_ms as "durationMs", result, error, failure`;
+  decision_reason as "decisionReason", decided_arguments_hash as "decidedArgumentsHash", executed_at as "executedAt", executed_by as "executedBy",
+  duration_ms as "durationMs", result, error, failure, as_task as "asTask", withdrawn_at as "withdrawnAt"`;
 
 const ID_ALPHABET = 'abcdefghijkmnpqrstuvwxyz23456789';
 

@@ -2,7 +2,7 @@ import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FIXTURE_EFFECTS_DDL, fixtureServer } from './fixtures/gated-server.ts';
@@ -24,6 +24,7 @@ const receiver = createHttpServer((req, res) => {
 
 beforeAll(async () => {
   db = await createTestDatabase();
+  await db.as('gate-fixture');
   await db.sql.unsafe(FIXTURE_EFFECTS_DDL);
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 });
@@ -37,13 +38,13 @@ it('notifies the webhook, retries with backoff after a failure and records every
   const lines: Record<string, unknown>[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
   const server = await startTestServer(fixtureServer, {
-    sql: db.sql,
+    db,
     logger,
     approvalWebhookUrl: webhookUrl,
     consoleUrl: 'https://approve.example.test/',
   });
   const executor = startApprovalExecutor(fixtureServer, {
-    sql: db.sql,
+    sql: server.sql,
     logger,
     webhookUrl,
     retry: { baseDelayMs: 300 },
@@ -119,7 +120,7 @@ it('notifies the webhook, retries with backoff after a failure and records every
 
 it('escapes customer text in the Slack text, so that it cannot add a link or a mention', async () => {
   const server = await startTestServer(fixtureServer, {
-    sql: db.sql,
+    db,
     approvalWebhookUrl: 'http://127.0.0.1:9/never-called',
     consoleUrl: 'https://approve.example.test',
   });

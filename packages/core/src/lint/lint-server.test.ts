@@ -72,7 +72,7 @@ describe('lintServer', () => {
     });
     const result = lintServer(def);
     expect(result.findings).toEqual([]);
-    expect(result.budgetChars).toBe(6000);
+    expect([result.modelBudgetChars, result.budgetChars]).toEqual([6000, 12_000]);
   });
 
   it('measures the tools/list JSON in characters, tokens as characters / 4 rounded up', () => {
@@ -86,33 +86,47 @@ describe('lintServer', () => {
       handler: async () => ({ pong: true }),
     });
     const def = createServer({ name: 'ping-test', version: '1.0.0', description: 'Ping.', tools: [ping] });
-    // What tools/list carries, counted by hand: 2 + 14 + 15 + 66 + 48 + 118 + 2 = 265 characters.
+    // What tools/list carries, counted by hand: 2 + 14 + 66 + 48 + 118 + 2 = 250 characters; the part a
+    // model reads is name, description and input schema: 2 + 14 + 66 + 47 + 2 = 131 (no title: it is in
+    // annotations, where clients find the display name).
     const toolsList =
       '[{' +
       '"name":"ping",' +
-      '"title":"Ping",' +
       '"description":"Returns pong. No arguments; not a database check.",' +
       '"inputSchema":{"type":"object","properties":{}},' +
       '"annotations":{"title":"Ping","readOnlyHint":true,"destructiveHint":false,"idempotentHint":true,"openWorldHint":false}' +
       '}]';
     expect(JSON.stringify(def.catalog.visible(def.catalog.scopes))).toBe(toolsList);
-    expect(lintServer(def)).toEqual({ findings: [], size: { chars: 265, tokens: 67 }, budgetChars: 6000 });
+    expect(lintServer(def)).toEqual({
+      findings: [],
+      size: { chars: 250, tokens: 63, modelChars: 131, modelTokens: 33 },
+      budgetChars: 12_000,
+      modelBudgetChars: 6000,
+    });
   });
 
-  it('fails a server over its own budget', () => {
+  it('fails a server over either of its budgets', () => {
     const def = createServer({
       name: 'helpdesk-test',
       version: '1.0.0',
       description: 'Tickets.',
       tools: [listTickets, getTicket],
       toolsBudgetChars: 1500,
+      modelBudgetChars: 900,
     });
     const { findings, size } = lintServer(def);
+    const n = (x: number) => x.toLocaleString('en-US');
     expect(findings).toEqual([
       {
         tool: null,
         rule: 'tools-budget',
-        message: `tools/list is ${size.chars.toLocaleString('en-US')} characters (~${size.tokens.toLocaleString('en-US')} tokens), over the budget of 1,500`,
+        message: `the part of tools/list a model reads (name, title, description, inputSchema) is ${n(size.modelChars)} characters (~${n(size.modelTokens)} tokens), over the budget of 900`,
+        path: 'tools',
+      },
+      {
+        tool: null,
+        rule: 'tools-budget',
+        message: `tools/list is ${n(size.chars)} characters (~${n(size.tokens)} tokens), over the budget of 1,500`,
         path: 'tools',
       },
     ]);

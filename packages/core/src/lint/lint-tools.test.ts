@@ -754,7 +754,7 @@ describe('the size', () => {
     const tools = [{ name: 'é' }];
     const budget = (budgetChars: number) =>
       lintTools(tools, { budgetChars }).findings.filter((x) => x.rule === 'tools-budget');
-    expect(lintTools(tools).size).toEqual({ chars: 14, tokens: 4 });
+    expect(lintTools(tools).size).toEqual({ chars: 14, tokens: 4, modelChars: 14, modelTokens: 4 });
     expect(budget(14)).toEqual([]);
     expect(budget(13)).toEqual([
       f(null, 'tools-budget', 'tools/list is 14 characters (~4 tokens), over the budget of 13', 'tools'),

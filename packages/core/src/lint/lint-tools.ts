@@ -25,16 +25,23 @@ export interface LintFinding {
 export interface LintOptions {
   /** Tools that stop at an approval gate (known for the kit's own definitions; a remote server does not say). */
   gated?: ReadonlySet<string>;
-  /** The tools/list budget in characters; no budget check without it. */
+  /** The budget of the whole tools/list in characters; no check without it. */
   budgetChars?: number;
+  /** The budget of the part a model reads (name, title, description, input schema); no check without it. */
+  modelBudgetChars?: number;
 }
 
 /** The findings and the size of the tools/list. */
 export interface LintResult {
   findings: LintFinding[];
-  /** `chars`: length of the JSON of the tools array; `tokens`: estimated as chars / 4, rounded up. */
-  size: { chars: number; tokens: number };
+  /**
+   * `chars`: length of the JSON of the tools array; `modelChars`: the same with each tool cut to
+   * the part a model reads (name, title, description, inputSchema); tokens estimated as chars / 4,
+   * rounded up.
+   */
+  size: { chars: number; tokens: number; modelChars: number; modelTokens: number };
   budgetChars?: number;
+  modelBudgetChars?: number;
 }
 
 type Json = Record<string, unknown>;
@@ -252,25 +259,57 @@ export function lintTools(listings: readonly LintableTool[], options: LintOption
   const seen = new Set<string>();
   const findings = listings.flatMap((tool) => lintTool(tool, listings, seen, options));
   const chars = JSON.stringify(listings).length;
-  const size = { chars, tokens: Math.ceil(chars / 4) };
-  if (options.budgetChars !== undefined && chars > options.budgetChars) {
-    findings.push({
-      tool: null,
-      rule: 'tools-budget',
-      message: `tools/list is ${chars.toLocaleString('en-US')} characters (~${size.tokens.toLocaleString('en-US')} tokens), over the budget of ${options.budgetChars.toLocaleString('en-US')}`,
-      path: 'tools',
-    });
-  }
+  const modelChars = modelPart(listings).length;
+  const size = { chars, tokens: tokens(chars), modelChars, modelTokens: tokens(modelChars) };
+  const over = (what: string, measured: number, budget: number | undefined) => {
+    if (budget !== undefined && measured > budget)
+      findings.push({
+        tool: null,
+        rule: 'tools-budget',
+        message: `${what} is ${fmt(measured)} characters (~${fmt(tokens(measured))} tokens), over the budget of ${fmt(budget)}`,
+        path: 'tools',
+      });
+  };
+  over(
+    'the part of tools/list a model reads (name, title, description, inputSchema)',
+    modelChars,
+    options.modelBudgetChars,
+  );
+  over('tools/list', chars, options.budgetChars);
   return {
     findings,
     size,
     ...(options.budgetChars !== undefined ? { budgetChars: options.budgetChars } : {}),
+    ...(options.modelBudgetChars !== undefined ? { modelBudgetChars: options.modelBudgetChars } : {}),
   };
 }
 
-/** Lints a server definition's full tools/list (what a token with every scope sees) against its `toolsBudgetChars`. */
+const tokens = (chars: number) => Math.ceil(chars / 4);
+const fmt = (n: number) => n.toLocaleString('en-US');
+
+/**
+ * The part of a tools/list that a model reads: each tool's name, title,
+ * description and input schema (clients send models these; annotations, icons
+ * and output schemas serve the client). As JSON, so it is measured like the whole.
+ */
+export function modelPart(listings: readonly LintableTool[]): string {
+  return JSON.stringify(
+    listings.map((t) => ({
+      name: t.name,
+      ...(t.title !== undefined ? { title: t.title } : {}),
+      description: t.description,
+      inputSchema: t.inputSchema,
+    })),
+  );
+}
+
+/** Lints a server definition's full tools/list (what a token with every scope sees) against its two budgets. */
 export function lintServer(def: ServerDefinition): LintResult {
   const listings = def.catalog.tools.map((t) => def.catalog.listings.get(t.name)!);
   const gated = new Set(def.catalog.tools.filter((t) => t.approval).map((t) => t.name));
-  return lintTools(listings, { gated, budgetChars: def.toolsBudgetChars });
+  return lintTools(listings, {
+    gated,
+    budgetChars: def.toolsBudgetChars,
+    modelBudgetChars: def.modelBudgetChars,
+  });
 }

@@ -38,7 +38,7 @@ export const RULES: readonly LintRule[] = [
     checks:
       'The tool name is 1–128 characters of A–Z, a–z, 0–9, `_`, `-`, `.`, not starting or ending with `-` or `.` (SEP-986).',
     reason: 'Clients and model APIs reject or mangle other names, and the model calls tools by name.',
-    fix: 'Rename the tool, e.g. `list_open_invoices`.',
+    fix: 'Rename the tool, e.g. `list_open_orders`.',
   },
   {
     id: 'name-duplicate',
@@ -146,9 +146,9 @@ export const RULES: readonly LintRule[] = [
   {
     id: 'tools-budget',
     checks:
-      "The server's tools/list (JSON of the tools array) fits its budget in characters; tokens are estimated as characters / 4.",
+      "The server's tools/list fits two budgets in characters: the part a model reads (JSON of each tool's name, title, description and inputSchema; default 6,000) and the whole list (JSON of the tools array; default 12,000); tokens are estimated as characters / 4.",
     reason:
-      'The whole list is sent beside the system prompt on every request: its size is a cost paid every time.',
-    fix: 'Tighten descriptions and schemas, or raise the budget on purpose in the server config.',
+      'The model part is sent beside the system prompt on every request, and the whole list is fetched and parsed by every client: their sizes are costs paid every time.',
+    fix: 'Tighten descriptions and input schemas; keep output schemas to fields and types; a server whose purpose has outgrown the budget is two servers.',
   },
 ];

@@ -1,4 +1,5 @@
-import { codePointLabel, findHiddenCharacters, findInstructions, stripHidden } from '../untrusted.ts';
+import { findHiddenCharacters, findInstructions, stripHidden } from '../untrusted.ts';
+import { codePointLabel } from '../visible.ts';
 import type { RuleId } from './rules.ts';
 
 /** A problem in one string of a tool definition. */

@@ -1,0 +1,80 @@
+import { isConnectionError } from '@bulkhead/db';
+import type { MiddlewareHandler } from 'hono';
+import type { TokenVerifier } from '../../tokens.ts';
+import { Refusal } from '../refusal.ts';
+import type { McpEnv } from '../state.ts';
+
+/** Query parameters that carry credentials, and values that look like a Bulkhead token: never accepted in a URL. */
+const QUERY_CREDENTIAL = /^(access[-_]?token|token|bearer|auth(orization)?|api[-_]?key|key)$/i;
+const TOKEN_LIKE = /bh_[a-z][a-z0-9-]*_/i;
+
+/** What a 401 says, to the client and in its `WWW-Authenticate` challenge. */
+export interface Challenge {
+  realm: string;
+  /** The protected-resource metadata URL, for clients that can get a token by OAuth. */
+  resourceMetadata?: string | undefined;
+}
+
+/** The `WWW-Authenticate` value of a refused token (RFC 6750), naming what was wrong and where to learn more. */
+export function bearerChallenge(challenge: Challenge, description: string): string {
+  const parts = [
+    `realm="${challenge.realm}"`,
+    ...(challenge.resourceMetadata ? [`resource_metadata="${challenge.resourceMetadata}"`] : []),
+    'error="invalid_token"',
+    `error_description="${description}"`,
+  ];
+  return `Bearer ${parts.join(', ')}`;
+}
+
+const DESCRIPTION =
+  'The access token is missing, malformed, unknown, expired, revoked or issued for another server';
+
+/**
+ * The bearer token: from the `Authorization` header only (a token in the URL
+ * is refused, it would end up in logs), verified for this server's audience.
+ * A refusal never says which of the reasons it was (that would tell whether a
+ * token exists); the audit event does.
+ */
+export function bearerAuth(verifier: TokenVerifier, challenge: Challenge): MiddlewareHandler<McpEnv> {
+  const unauthorized = (reason: string, tokenId?: string) =>
+    new Refusal(
+      401,
+      'unauthorized',
+      { error: 'invalid_token', error_description: `${DESCRIPTION}. Present a valid token for this server.` },
+      {
+        headers: { 'WWW-Authenticate': bearerChallenge(challenge, DESCRIPTION) },
+        summary: { reason, ...(tokenId ? { presented_token_id: tokenId } : {}) },
+      },
+    );
+  return async (c, next) => {
+    for (const [name, value] of new URL(c.req.url).searchParams) {
+      if (QUERY_CREDENTIAL.test(name) || TOKEN_LIKE.test(value)) throw unauthorized('token_in_query');
+    }
+    const authorization = c.req.header('authorization');
+    const bearer = authorization?.match(/^Bearer ([^\s]+)$/i)?.[1];
+    if (!bearer) throw unauthorized(authorization ? 'malformed_header' : 'missing');
+    let verdict: Awaited<ReturnType<TokenVerifier['verify']>>;
+    try {
+      verdict = await verifier.verify(bearer);
+    } catch (err) {
+      if (!isConnectionError(err)) throw err;
+      // The token cannot be checked while the database is away: say so, and when to come back.
+      throw new Refusal(
+        503,
+        'unavailable',
+        {
+          error: 'temporarily_unavailable',
+          error_description: 'The database is unreachable; nothing was done. Retry in a few seconds.',
+        },
+        { headers: { 'Retry-After': '5' }, summary: { reason: 'database' } },
+      );
+    }
+    if (!verdict.ok) {
+      if (verdict.tokenId && verdict.label !== undefined)
+        c.set('presented', { tokenId: verdict.tokenId, label: verdict.label });
+      throw unauthorized(verdict.reason, verdict.tokenId);
+    }
+    c.set('access', verdict.access);
+    await next();
+  };
+}

@@ -1,0 +1,118 @@
+import type { MiddlewareHandler } from 'hono';
+import { TASK_METHODS } from '../../tasks/task-handlers.ts';
+import { Refusal, rpcError } from '../refusal.ts';
+import type { McpEnv, RpcMessage } from '../state.ts';
+
+/** Methods a server answers without an audit event of their own (the README lists them). */
+export const HOUSEKEEPING = new Set(['initialize', 'ping', 'tools/list', 'server/discover']);
+
+/** Methods served beyond housekeeping; each audits itself (the task methods in `tasks/task-handlers.ts`). */
+export const SERVED = new Set<string>(['tools/call', ...TASK_METHODS]);
+
+/** The most messages a 2025-03-26 batch may carry. */
+export const MAX_BATCH = 20;
+
+async function readLimited(req: Request, max: number): Promise<Uint8Array | 'too_large'> {
+  if (!req.body) return new Uint8Array();
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel();
+      return 'too_large';
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}
+
+function classify(message: unknown): RpcMessage {
+  if (!message || typeof message !== 'object' || Array.isArray(message))
+    return { method: null, tool: undefined, wellFormedCall: false };
+  const m = message as { method?: unknown; params?: unknown };
+  const method = typeof m.method === 'string' ? m.method : null;
+  if (method !== 'tools/call') return { method, tool: undefined, wellFormedCall: false };
+  const params = m.params;
+  if (!params || typeof params !== 'object' || Array.isArray(params))
+    return { method, tool: undefined, wellFormedCall: false };
+  const { name, arguments: args } = params as { name?: unknown; arguments?: unknown };
+  const argsOk = args === undefined || (args !== null && typeof args === 'object' && !Array.isArray(args));
+  return { method, tool: name, wellFormedCall: typeof name === 'string' && argsOk };
+}
+
+/** Why a message is not served, for its audit event; null when it is served or is housekeeping. */
+export function unserved(m: RpcMessage): string | null {
+  if (m.method === null) return 'not_a_request';
+  if (m.method.startsWith('notifications/') || HOUSEKEEPING.has(m.method)) return null;
+  if (m.method === 'tools/call') return m.wellFormedCall ? null : 'params';
+  return SERVED.has(m.method) ? null : 'unsupported_method';
+}
+
+/**
+ * Reads a POST body within the size limit (the `Content-Length` is checked
+ * before the token, the actual bytes here), parses it, and classifies its
+ * message: the method and, for `tools/call`, the tool and whether the params
+ * have a shape the call pipeline takes. A body that is not JSON, not an
+ * object, or a batch where the protocol has none is refused here. A batch is
+ * accepted only from 2025-03-26 clients (that revision requires servers to
+ * take them; later ones removed batching).
+ */
+export function jsonBody(maxBytes: number): MiddlewareHandler<McpEnv> {
+  const tooLarge = () =>
+    new Refusal(
+      413,
+      'payload_too_large',
+      { error: 'payload_too_large', error_description: `Request bodies are limited to ${maxBytes} bytes.` },
+      { summary: { reason: 'body' } },
+    );
+  return async (c, next) => {
+    if (c.req.method !== 'POST') return next();
+    const bytes = await readLimited(c.req.raw, maxBytes);
+    if (bytes === 'too_large') throw tooLarge();
+    let body: unknown;
+    try {
+      body = JSON.parse(new TextDecoder().decode(bytes));
+    } catch {
+      throw new Refusal(400, 'bad_request', rpcError(-32700, 'Parse error: the body is not JSON.'), {
+        summary: { reason: 'parse' },
+      });
+    }
+    const version = c.req.header('mcp-protocol-version');
+    if (Array.isArray(body)) {
+      if (version !== undefined && version !== '2025-03-26')
+        throw new Refusal(
+          400,
+          'bad_request',
+          rpcError(
+            -32600,
+            `Batches are not part of protocol revision ${version}: send one JSON-RPC message per request.`,
+          ),
+          { summary: { reason: 'batch' } },
+        );
+      if (body.length === 0 || body.length > MAX_BATCH)
+        throw new Refusal(
+          400,
+          'bad_request',
+          rpcError(-32600, `A batch carries 1 to ${MAX_BATCH} JSON-RPC messages.`),
+          { summary: { reason: 'batch', size: body.length } },
+        );
+    } else if (!body || typeof body !== 'object') {
+      throw new Refusal(
+        400,
+        'bad_request',
+        rpcError(
+          -32600,
+          'Invalid Request: the body must be a JSON-RPC message (an object with jsonrpc, method, id).',
+        ),
+        { summary: { reason: 'not_object', type: body === null ? 'null' : typeof body } },
+      );
+    }
+    c.set('body', body);
+    c.set('messages', (Array.isArray(body) ? body : [body]).map(classify));
+    await next();
+  };
+}

@@ -1,0 +1,37 @@
+import { randomUUID } from 'node:crypto';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { Logger } from 'pino';
+import type { McpEnv } from '../state.ts';
+
+/** The client's address as the socket reports it; `unknown` where there is no socket (in-process requests). */
+export function sourceOf(c: Context): string {
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * Opens the request: its id (the client's `X-Request-Id` if it sent a sane one,
+ * else a fresh one, returned in the response), its start time, a child logger,
+ * the source address, and empty slots the guards fill.
+ */
+export function requestContext(logger: Logger): MiddlewareHandler<McpEnv> {
+  return async (c, next) => {
+    const given = c.req.header('x-request-id');
+    const requestId = given && /^[\x21-\x7e]{1,100}$/.test(given) ? given : randomUUID();
+    c.set('requestId', requestId);
+    c.set('started', performance.now());
+    c.set('log', logger.child({ requestId }));
+    c.set('source', sourceOf(c));
+    c.set('access', undefined);
+    c.set('presented', undefined);
+    c.set('body', undefined);
+    c.set('messages', []);
+    c.set('audited', false);
+    await next();
+    c.header('x-request-id', requestId);
+  };
+}

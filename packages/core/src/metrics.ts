@@ -1,0 +1,243 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { AuditEventInput, AuditWriter } from '@bulkhead/audit';
+import type { Sql } from '@bulkhead/db';
+import type { MiddlewareHandler } from 'hono';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** What a deployable exposes on `/metrics` (Prometheus text format), one registry per app. */
+export interface Metrics {
+  registry: Registry;
+  /** The audit writer, counting every event it writes: one per request, so requests by server, tool and outcome. */
+  audited(audit: AuditWriter): AuditWriter;
+}
+
+/** Where the gauges read from on each scrape. */
+export interface MetricsSources {
+  server: string;
+  sql: Sql;
+  /** Pool size of `sql`. */
+  poolMax: number;
+  tokenCache?: { hits: number; misses: number };
+  /** Gated servers report their approval queue; others have none. */
+  approvals?: boolean;
+}
+
+const REFUSALS = new Set(['unauthorized', 'forbidden', 'payload_too_large', 'bad_request', 'rate_limited']);
+
+/**
+ * The metrics of one deployable: requests by server, tool and outcome and their latency (from the
+ * audit events, of which every request has exactly one), refusals by reason, token cache hits and
+ * misses, the audit backlog (events not yet sealed, and the age of the oldest), the approval queue
+ * (pending requests and the age of the oldest), and the database connections of this server's role.
+ * Gauges that need the database are read when scraped, each in one short query.
+ */
+export function createMetrics(sources: MetricsSources): Metrics {
+  const registry = new Registry();
+  registry.setDefaultLabels({ server: sources.server });
+  collectDefaultMetrics({ register: registry, prefix: 'bulkhead_' });
+  // Gauges read from the database keep their last value when it is unreachable: a scrape during an
+  // outage still answers, and says so in bulkhead_db_up.
+  let databaseUp = true;
+  const read = async <T>(query: () => PromiseLike<T[]>): Promise<T[]> => {
+    try {
+      const rows = await query();
+      databaseUp = true;
+      return rows;
+    } catch {
+      databaseUp = false;
+      return [];
+    }
+  };
+  new Gauge({
+    name: 'bulkhead_db_up',
+    help: 'Whether this scrape could read from the database (1) or not (0).',
+    registers: [registry],
+    async collect() {
+      await read(() => sources.sql`select 1`);
+      this.set(databaseUp ? 1 : 0);
+    },
+  });
+  const requests = new Counter({
+    name: 'bulkhead_requests_total',
+    help: 'Requests by tool (or method) and outcome; every request that reaches the server counts once.',
+    labelNames: ['tool', 'outcome'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'bulkhead_request_duration_seconds',
+    help: 'Time from a request arriving to its outcome, by tool (or method).',
+    labelNames: ['tool'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const refusals = new Counter({
+    name: 'bulkhead_refusals_total',
+    help: 'Requests refused before or instead of a tool, by outcome and reason.',
+    labelNames: ['outcome', 'reason'] as const,
+    registers: [registry],
+  });
+  if (sources.tokenCache) {
+    const cache = sources.tokenCache;
+    new Counter({
+      name: 'bulkhead_token_cache_hits_total',
+      help: 'Token checks answered from the in-process cache.',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(cache.hits);
+      },
+    });
+    new Counter({
+      name: 'bulkhead_token_cache_misses_total',
+      help: 'Token checks that asked the database.',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(cache.misses);
+      },
+    });
+  }
+  // One query answers both gauges; the first one collected asks it (gauges are collected in order).
+  const backlogAge = new Gauge({
+    name: 'bulkhead_audit_unsealed_age_seconds',
+    help: 'Age of the oldest audit event not yet covered by a seal (0 when there is none).',
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'bulkhead_audit_unsealed_events',
+    help: 'Audit events not yet covered by a seal.',
+    registers: [registry],
+    async collect() {
+      const [row] = await read(
+        () => sources.sql<{ unsealed: string; age: number | null }[]>`
+          select unsealed, extract(epoch from now() - oldest_at)::float8 as age from bulkhead_audit_backlog()`,
+      );
+      if (!row) return;
+      this.set(Number(row.unsealed));
+      backlogAge.set(row.age ?? 0);
+    },
+  });
+  if (sources.approvals) {
+    const pendingAge = new Gauge({
+      name: 'bulkhead_approvals_pending_age_seconds',
+      help: 'Age of the oldest request waiting for a person (0 when there is none).',
+      registers: [registry],
+    });
+    new Gauge({
+      name: 'bulkhead_approvals_pending',
+      help: 'Requests waiting for a person (a server sees its own; the console, all).',
+      registers: [registry],
+      async collect() {
+        const [row] = await read(
+          () => sources.sql<{ n: number; age: number | null }[]>`
+            select count(*)::int as n, extract(epoch from now() - min(requested_at))::float8 as age
+            from bulkhead_approvals where status = 'pending' and expires_at > now()`,
+        );
+        if (!row) return;
+        this.set(row.n);
+        pendingAge.set(row.age ?? 0);
+      },
+    });
+  }
+  new Gauge({
+    name: 'bulkhead_db_pool_max',
+    help: 'Connections the pool may open.',
+    registers: [registry],
+    collect() {
+      this.set(sources.poolMax);
+    },
+  });
+  const connections = new Gauge({
+    name: 'bulkhead_db_connections',
+    help: "Database sessions of this server's role, all replicas, by state.",
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      const rows = await read(
+        () => sources.sql<{ state: string; n: number }[]>`
+          select coalesce(state, 'unknown') as state, count(*)::int as n from pg_stat_activity
+          where usename = current_user and datname = current_database() group by 1`,
+      );
+      if (!databaseUp) return;
+      this.reset();
+      for (const r of rows) connections.set({ state: r.state }, r.n);
+    },
+  });
+
+  const count = (e: AuditEventInput) => {
+    const tool = e.tool && e.method === 'tools/call' ? e.tool.slice(0, 64) : e.method.slice(0, 64);
+    requests.inc({ tool, outcome: e.outcome });
+    duration.observe({ tool }, e.durationMs / 1000);
+    if (REFUSALS.has(e.outcome)) {
+      const reason = (e.resultSummary as { reason?: unknown } | null | undefined)?.reason;
+      refusals.inc({ outcome: e.outcome, reason: typeof reason === 'string' ? reason.slice(0, 40) : 'none' });
+    }
+  };
+  let held: { waiting: number; dropped: number } = { waiting: 0, dropped: 0 };
+  new Gauge({
+    name: 'bulkhead_audit_held_events',
+    help: 'Audit events of refusals answered while the database was unreachable, held in memory until it returns.',
+    registers: [registry],
+    collect() {
+      this.set(held.waiting);
+    },
+  });
+  new Gauge({
+    name: 'bulkhead_audit_dropped_events',
+    help: 'Audit events dropped because the hold for an unreachable database was full (since the start).',
+    registers: [registry],
+    collect() {
+      this.set(held.dropped);
+    },
+  });
+  return {
+    registry,
+    audited: (audit) => {
+      held = audit.held;
+      return {
+        ...audit,
+        append: async (e) => {
+          const stored = await audit.append(e);
+          count(e);
+          return stored;
+        },
+        appendIn: async (tx, e) => {
+          const stored = await audit.appendIn(tx, e);
+          count(e);
+          return stored;
+        },
+        keep: async (e) => {
+          await audit.keep(e);
+          count(e);
+        },
+        check: () => audit.check(),
+        flush: () => audit.flush(),
+        held: audit.held,
+      };
+    },
+  };
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+
+/**
+ * `GET /metrics`: open to loopback (a sidecar, or a scraper on the same host) and to a scraper that
+ * presents the metrics token (`BULKHEAD_METRICS_TOKEN`); anyone else gets 404, as if there were none.
+ */
+export function metricsRoute(
+  metrics: Metrics,
+  token: string | undefined,
+  source: (c: Parameters<MiddlewareHandler>[0]) => string,
+): MiddlewareHandler {
+  return async (c) => {
+    const bearer = c.req.header('authorization')?.match(/^Bearer (\S+)$/i)?.[1];
+    const allowed =
+      LOOPBACK.has(source(c)) ||
+      (token !== undefined &&
+        bearer !== undefined &&
+        bearer.length === token.length &&
+        timingSafeEqual(Buffer.from(bearer), Buffer.from(token)));
+    if (!allowed) return c.text('Not found.', 404);
+    return c.body(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType });
+  };
+}

@@ -1,0 +1,64 @@
+// What operators' tools need of the kit — the CLI and the approvers' console — and server code does
+// not: managing tokens, deciding and listing approvals, metrics, the tool linter, showing text as it
+// is. `@bulkhead/core/operator`.
+export { createMetrics, metricsRoute, type Metrics, type MetricsSources } from './metrics.ts';
+export { sourceOf } from './http/middleware/request-context.ts';
+export { secretHash } from './secret.ts';
+export {
+  codePointLabel,
+  escapeJson,
+  hiddenCodePointName,
+  isHiddenCodePoint,
+  visible,
+  visibleLines,
+} from './visible.ts';
+export { mixedScriptWords, type MixedScriptWord } from './mixed-script.ts';
+export {
+  lintTools,
+  lintServer,
+  modelPart,
+  type LintableTool,
+  type LintFinding,
+  type LintOptions,
+  type LintResult,
+} from './lint/lint-tools.ts';
+export { RULES, type LintRule, type RuleId } from './lint/rules.ts';
+export {
+  createTokenVerifier,
+  getToken,
+  issueToken,
+  listTokens,
+  parseToken,
+  revokeToken,
+  rotateToken,
+  tokenState,
+  type IssueTokenOptions,
+  type TokenKind,
+  type TokenRecord,
+  type TokenRefusal,
+  type TokenState,
+  type TokenVerdict,
+  type TokenVerifier,
+  type TokenVerifierOptions,
+} from './tokens.ts';
+export {
+  APPROVAL_ID,
+  APPROVAL_STATUSES,
+  ApprovalDecisionError,
+  approvalDeliveries,
+  approvalEvents,
+  approvalFacets,
+  argumentsHash,
+  decideApproval,
+  DEFAULT_CONSOLE_URL,
+  effectiveStatus,
+  getApproval,
+  listApprovals,
+  PENDING_NOTE,
+  startApprovalExecutor,
+  type ApprovalDelivery,
+  type ApprovalEvent,
+  type ApprovalExecutor,
+  type ApprovalRecord,
+  type ApprovalStatus,
+} from './approvals/index.ts';
