@@ -63,6 +63,19 @@ export function parse<T extends NonNullable<ParseArgsConfig['options']>>(
   try {
     return parseArgs({ args: argv, options, allowPositionals, strict: true });
   } catch (err) {
-    throw new UsageError((err as Error).message.replace(/^.*?: /, '').split('\n')[0]!);
+    // Node's hint about `--` for positionals that start with a dash is noise for a mistyped option.
+    const message = (err as Error).message.replace(/^.*?: /, '').split('\n')[0]!;
+    throw new UsageError(message.replace(/\. To specify a positional argument starting with a '-'.*$/, ''));
   }
+}
+
+/**
+ * `argv` without the `--` that pnpm 12 passes through (`pnpm start -- --port-offset 1000`,
+ * `pnpm bulkhead tokens list -- --server x`): the first `--` goes when only command
+ * words stand before it. A `--` after an option is left to the command.
+ */
+export function dropPnpmSeparator(argv: string[]): string[] {
+  const at = argv.indexOf('--');
+  if (at === -1 || argv.slice(0, at).some((a) => a.startsWith('-'))) return argv;
+  return [...argv.slice(0, at), ...argv.slice(at + 1)];
 }

@@ -1,4 +1,5 @@
 import { migrate, openDatabase, type Database } from '@bulkhead/db';
+import { refreshPrivileges } from './deployable-roles.ts';
 import type { CliEnv } from './env.ts';
 import type { Io } from './io.ts';
 
@@ -6,7 +7,7 @@ import type { Io } from './io.ts';
  * Runs `fn` with a database: `DATABASE_URL`, else the running embedded
  * server, else an embedded server started for this command alone (and
  * stopped after it). Migrations are applied first so that every command sees
- * the current schema.
+ * the current schema, unless `BULKHEAD_MIGRATE=false` (a role that may not migrate).
  */
 export async function withDatabase<T>(
   env: CliEnv,
@@ -22,7 +23,10 @@ export async function withDatabase<T>(
     log: (line) => io.progress(line),
   });
   try {
-    if (options.migrate !== false) await migrate(db.sql);
+    if (options.migrate !== false && env.BULKHEAD_MIGRATE) {
+      const { applied } = await migrate(db.sql);
+      if (applied.length) await refreshPrivileges(db.sql);
+    }
     return await fn(db);
   } finally {
     await db.close();

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
-import { baseEnvShape, parseEnv, workspaceRoot } from '@bulkhead/core';
+import { baseEnvShape, boolEnv, parseEnv } from '@bulkhead/core';
 import { z } from 'zod';
+import { repoRoot } from './root.ts';
 
 const schema = z
   .object({
@@ -10,19 +11,37 @@ const schema = z
     BULKHEAD_CONSOLE_URL: z.url().optional(),
     /** Signs audit prune checkpoints; defaults to a key kept in the data dir. */
     BULKHEAD_AUDIT_KEY: z.string().min(16).optional(),
-    /** Who is at the keyboard, recorded as `created_by` / `decided_by`. */
+    /** Who is at the keyboard, recorded as a token's `created_by`. */
     BULKHEAD_OPERATOR: z.string().min(1).optional(),
+    /** The approver token `approvals approve|reject` decides with (or `--approver-token`). */
+    BULKHEAD_APPROVER_TOKEN: z.string().min(1).optional(),
+    /** A one-person shop: a person may approve what a token issued to them asked for. */
+    BULKHEAD_ALLOW_SELF_APPROVAL: boolEnv.default(false),
+    /**
+     * false: commands use the schema as it is instead of migrating first, for a role that may not
+     * migrate (the audit sealer's CronJob; in a deployment the migration Job migrates).
+     */
+    BULKHEAD_MIGRATE: boolEnv.default(true),
     USER: z.string().optional(),
     /** Where the user ran `pnpm bulkhead` (pnpm runs the CLI in packages/cli); relative paths are resolved from here. */
     INIT_CWD: z.string().min(1).optional(),
     NO_COLOR: z.string().optional(),
+    /**
+     * Where a server is reached, read as the server itself reads them, so that the
+     * client configurations `tokens issue` prints name the URL the server really has.
+     */
+    BULKHEAD_PUBLIC_URL: z.url().optional(),
+    HOST: z.string().min(1).optional(),
+    PORT: z.coerce.number().int().min(1).max(65535).optional(),
+    /** Added to every server's manifest port: the default of `--port-offset` (start, tokens). */
+    BULKHEAD_PORT_OFFSET: z.coerce.number().int().min(0).max(60_000).default(0),
   })
   .transform((env) => ({
     ...env,
     LOG_LEVEL: env.LOG_LEVEL ?? 'warn',
     /** The level `start` gives the servers it runs: the operator's LOG_LEVEL, else info. */
     serverLogLevel: env.LOG_LEVEL ?? 'info',
-    BULKHEAD_DATA_DIR: env.BULKHEAD_DATA_DIR ?? join(workspaceRoot(), '.bulkhead'),
+    BULKHEAD_DATA_DIR: env.BULKHEAD_DATA_DIR ?? join(repoRoot, '.bulkhead'),
     operator: env.BULKHEAD_OPERATOR ?? `cli:${env.USER ?? 'operator'}`,
     cwd: env.INIT_CWD ?? process.cwd(),
   }));

@@ -1,5 +1,5 @@
 import { ConfigError } from '@bulkhead/core';
-import type { Command } from './command.ts';
+import { dropPnpmSeparator, type Command } from './command.ts';
 import { commands } from './commands/index.ts';
 import { loadEnv } from './env.ts';
 import { CliError, UsageError, processIo } from './io.ts';
@@ -20,7 +20,7 @@ function help(list: Command[]): string {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
+  const [name, ...rest] = dropPnpmSeparator(argv);
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     io.out(help(commands));
     return name ? 0 : 2;

@@ -1,7 +1,10 @@
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const main = fileURLToPath(new URL('./main.ts', import.meta.url));
+// By path, not by name: `--import tsx` would be looked up from the child's working directory.
+const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 /** What one CLI run printed and returned. */
 export interface CliRun {
@@ -10,10 +13,15 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs the real `bulkhead` binary as a child process (for tests). */
-export function runCli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliRun> {
+/** Runs the real `bulkhead` binary as a child process (for tests), in `cwd` (default: the test's). */
+export function runCli(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  cwd?: string,
+): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', main, ...args], {
+    const child = spawn(process.execPath, ['--import', tsx, main, ...args], {
+      ...(cwd ? { cwd } : {}),
       env: { ...process.env, LOG_LEVEL: 'warn', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

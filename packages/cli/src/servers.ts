@@ -1,60 +1,58 @@
-import { readdirSync, readFileSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { workspaceRoot } from '@bulkhead/core';
+import { discoverDeployables, type Deployable } from '@bulkhead/db';
+import { UsageError } from './io.ts';
+import { repoRoot } from './root.ts';
 
 /** A deployable found under `servers/`, from the `bulkhead` field of its package.json. */
-export interface ServerManifest {
-  /** Folder and package name: `admin`, `customer`, `dev-knowledge`, `console`. */
-  name: string;
-  dir: string;
-  /** `mcp` servers take MCP tokens; `console` is the approvers' web console. */
-  kind: 'mcp' | 'console';
-  port: number;
-  /** Every scope the server's tools need (checked against the server's own tools by its tests). */
-  scopes: string[];
-  /** True when some tool of the server is gated (it serves get_approval_status). */
-  gated: boolean;
-  /** True when every token of this server is bound to one customer (`--customer` required). */
-  customerBound: boolean;
-}
+export type ServerManifest = Deployable;
 
 /**
  * Finds the servers by their folders, so that adding a bounded server means
- * copying a folder: nothing here lists them by name.
+ * adding a folder: nothing here lists them by name.
  */
-export function discoverServers(root = workspaceRoot()): ServerManifest[] {
-  const base = join(root, 'servers');
-  if (!existsSync(base)) return [];
-  const found: ServerManifest[] = [];
-  for (const entry of readdirSync(base, { withFileTypes: true })) {
-    if (!entry.isDirectory()) continue;
-    const file = join(base, entry.name, 'package.json');
-    if (!existsSync(file)) continue;
-    const pkg = JSON.parse(readFileSync(file, 'utf8')) as {
-      name: string;
-      bulkhead?: {
-        kind?: 'mcp' | 'console';
-        port?: number;
-        scopes?: string[];
-        gated?: boolean;
-        customerBound?: boolean;
-      };
-    };
-    if (!pkg.bulkhead?.port) continue;
-    found.push({
-      name: entry.name,
-      dir: join(base, entry.name),
-      kind: pkg.bulkhead.kind ?? 'mcp',
-      port: pkg.bulkhead.port,
-      scopes: pkg.bulkhead.scopes ?? [],
-      gated: pkg.bulkhead.gated ?? false,
-      customerBound: pkg.bulkhead.customerBound ?? false,
-    });
-  }
-  return found.sort((a, b) => a.port - b.port);
+export function discoverServers(root = repoRoot): ServerManifest[] {
+  return discoverDeployables(root);
 }
 
-/** The URL a server listens on by default (`pnpm start`). */
+/** The URL a server listens on by default (`pnpm start`, whose ports already carry the offset). */
 export function defaultUrl(server: ServerManifest): string {
   return `http://127.0.0.1:${server.port}${server.kind === 'mcp' ? '/mcp' : ''}`;
+}
+
+/** What decides where clients reach a server (see {@link publicUrl}). */
+export interface PublicUrlSettings {
+  /** `--url`: the URL exactly as given. */
+  url?: string | undefined;
+  /** The server's own variables, as in its environment. */
+  BULKHEAD_PUBLIC_URL?: string | undefined;
+  HOST?: string | undefined;
+  PORT?: number | undefined;
+  /** `--port-offset` / `BULKHEAD_PORT_OFFSET`: added to the manifest port. */
+  portOffset?: number;
+}
+
+const UNSPECIFIED = new Set(['0.0.0.0', '::', '[::]']);
+
+/**
+ * The URL clients use for `server`, decided the way the server decides its own
+ * `BULKHEAD_PUBLIC_URL`: `--url` as given; else `BULKHEAD_PUBLIC_URL` (+ `/mcp`);
+ * else `http://HOST:PORT/mcp`, where HOST defaults to 127.0.0.1 (and a listen-everywhere
+ * address becomes 127.0.0.1, which a client can dial) and PORT to the manifest port plus
+ * the offset.
+ */
+export function publicUrl(server: ServerManifest, settings: PublicUrlSettings = {}): string {
+  const path = server.kind === 'mcp' ? '/mcp' : '';
+  if (settings.url) return settings.url;
+  if (settings.BULKHEAD_PUBLIC_URL) return `${settings.BULKHEAD_PUBLIC_URL.replace(/\/+$/, '')}${path}`;
+  const host = !settings.HOST || UNSPECIFIED.has(settings.HOST) ? '127.0.0.1' : settings.HOST;
+  const port = settings.PORT ?? server.port + (settings.portOffset ?? 0);
+  return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}${path}`;
+}
+
+/** `--port-offset <n>` checked, or `fallback` (BULKHEAD_PORT_OFFSET) when it is not given. */
+export function portOffsetOption(value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const offset = Number(value);
+  if (!/^\d+$/.test(value) || offset > 60_000)
+    throw new UsageError('--port-offset: a whole number from 0 to 60000');
+  return offset;
 }

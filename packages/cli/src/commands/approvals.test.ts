@@ -1,13 +1,14 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { createLogger, createServer, defineTool } from '@bulkhead/core';
+import { startApprovalExecutor, type ApprovalExecutor } from '@bulkhead/core/operator';
 import {
-  createLogger,
-  createServer,
-  defineTool,
-  startApprovalExecutor,
-  type ApprovalExecutor,
-} from '@bulkhead/core';
-import { issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+  connectTaskClient,
+  issueTestToken,
+  startTestServer,
+  testApprover,
+  type TestServer,
+} from '@bulkhead/core/testing';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { loadEnv } from '../env.ts';
@@ -53,8 +54,12 @@ const def = createServer({
         openWorldHint: true,
       },
       approval: {
-        preview: ({ customer_id, amount_cents }) =>
-          `Refund €${(amount_cents / 100).toFixed(2)} to ${customer_id}.`,
+        // The customer's name comes from the database, as customer text does in the shipped servers.
+        preview: async ({ customer_id, amount_cents }, ctx) => {
+          const [customer] = await ctx.sql<{ name: string }[]>`
+            select name from refund_customers where id = ${customer_id}`;
+          return `Refund €${(amount_cents / 100).toFixed(2)} to ${customer?.name ?? customer_id}.`;
+        },
       },
       handler: async ({ customer_id, amount_cents }, ctx) => {
         await ctx.sql`insert into refunds (approval_id, customer_id, amount_cents) values (${ctx.approval!.id}, ${customer_id}, ${amount_cents})`;
@@ -88,12 +93,18 @@ let token: string;
 beforeAll(async () => {
   db = await createTestDatabase();
   await db.sql`create table refunds (approval_id text not null, customer_id text not null, amount_cents int not null)`;
+  await db.sql`create table refund_customers (id text primary key, name text not null)`;
+  await db.sql`insert into refund_customers values ('C-1004\u202eok', ${'Acme\u001b[31m\u202eGmbH'})`;
   const logger = createLogger({ level: 'silent' });
-  server = await startTestServer(def, { sql: db.sql, logger });
-  executor = startApprovalExecutor(def, { sql: db.sql, logger });
+  server = await startTestServer(def, { db, logger });
+  await db.sql`grant insert on refunds to bulkhead_cli_gate`;
+  await db.sql`grant select on refund_customers to bulkhead_cli_gate`;
+  executor = startApprovalExecutor(def, { sql: server.sql, logger });
   await executor.ready;
-  token = await issueTestToken(db.sql, def, { label: 'Claude Desktop (billing)' });
-  env = { DATABASE_URL: db.url, BULKHEAD_OPERATOR: 'ops:ana' };
+  token = await issueTestToken(db.sql, def, { label: 'Claude Desktop (billing)', owner: 'claude-ops' });
+  await db.as('console');
+  const ana = await testApprover(db, 'ana@example.test');
+  env = { DATABASE_URL: db.url, BULKHEAD_OPERATOR: 'ops:ana', BULKHEAD_APPROVER_TOKEN: ana.token };
 });
 afterAll(async () => {
   await executor.stop();
@@ -113,7 +124,11 @@ async function gate(name: string, args: Record<string, unknown>): Promise<string
   );
   const result = await client.callTool({ name, arguments: args });
   await client.close();
-  return (result.structuredContent as { approval_id: string }).approval_id;
+  // A gated tool's pending_approval answer, as the model reads it.
+  const text = (result.content as { text: string }[]).map((c) => c.text).join('\n');
+  const found = /ap_[a-z2-9]{12}/.exec(text);
+  if (!found) throw new Error(`no approval id in: ${text}`);
+  return found[0];
 }
 
 const refunds = async (id: string) =>
@@ -164,7 +179,7 @@ describe('bulkhead approvals', () => {
     expect(JSON.parse(approved.stdout)).toMatchObject({
       id,
       status: 'executed',
-      decided_by: 'ops:ana',
+      decided_by: 'cli:ana@example.test',
       reason: 'agreed on the phone',
       result: { refunded_cents: 12_000 },
       error: null,
@@ -175,7 +190,7 @@ describe('bulkhead approvals', () => {
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(
       new RegExp(
-        `^bulkhead approvals: approval ${id} was already decided \\(executed by ops:ana on .* UTC\\)\n$`,
+        `^bulkhead approvals: approval ${id} was already decided \\(executed by cli:ana@example.test on .* UTC\\)\n$`,
       ),
     );
     expect(await refunds(id)).toBe(1);
@@ -185,7 +200,7 @@ describe('bulkhead approvals', () => {
       story.events.map((e: { method: string; outcome: string; by: string }) => [e.method, e.outcome, e.by]),
     ).toEqual([
       ['tools/call', 'pending_approval', 'Claude Desktop (billing)'],
-      ['approvals/decide', 'approved', 'ops:ana'],
+      ['approvals/decide', 'approved', 'cli:ana@example.test'],
       ['approvals/execute', 'executed', 'Claude Desktop (billing)'],
     ]);
   });
@@ -229,7 +244,7 @@ describe('bulkhead approvals', () => {
       [
         ['approvals', 'list', '--status', 'done'],
         2,
-        '--status: "done" is not a status; one of: pending (default), approved, rejected, executed, expired, failed or all',
+        '--status: "done" is not a status; one of: pending (default), approved, rejected, executed, expired, failed, withdrawn or all',
       ],
     ];
     for (const [args, code, message] of cases) {
@@ -242,20 +257,19 @@ describe('bulkhead approvals', () => {
   });
 
   it('prints customer text with its control characters visible, never as terminal escapes', async () => {
-    const id = await gate('issue_refund', { customer_id: 'C-1004\u001b[31m\u202eok', amount_cents: 700 });
-    const visible = 'Refund €7.00 to C-1004[U+001B][31m[U+202E]ok.';
+    // Control characters cannot come in as arguments (the kit refuses them); they come from the database.
+    const id = await gate('issue_refund', { customer_id: 'C-1004\u202eok', amount_cents: 700 });
+    const visible = 'Refund €7.00 to Acme[U+001B][31m[U+202E]GmbH.';
     const table = (await cli(['approvals', 'list'])).stdout;
     expect(table).toContain(` ${visible}\n`);
     const shown = (await cli(['approvals', 'show', id])).stdout;
     expect(shown).toContain(`  preview     ${visible}\n`);
-    expect(shown).toContain(
-      `  arguments   {\n                "customer_id": "C-1004\\u001b[31m[U+202E]ok",\n`,
-    );
+    expect(shown).toContain(`  arguments   {\n                "customer_id": "C-1004[U+202E]ok",\n`);
     const json = (await cli(['approvals', 'show', id, '--json'])).stdout;
-    expect(json).toContain('"preview":"Refund €7.00 to C-1004\\u001b[31m\\u202eok."');
+    expect(json).toContain('"preview":"Refund €7.00 to Acme\\u001b[31m\\u202eGmbH."');
     for (const out of [table, shown, json])
       for (const c of ['\u001b', '\u202e']) expect(out).not.toContain(c);
-    expect(JSON.parse(json).preview).toBe('Refund €7.00 to C-1004\u001b[31m\u202eok.');
+    expect(JSON.parse(json).preview).toBe('Refund €7.00 to Acme\u001b[31m\u202eGmbH.');
     await cli(['approvals', 'reject', id, '--reason', 'test text']);
   });
 
@@ -272,6 +286,78 @@ describe('bulkhead approvals', () => {
     expect((await cli(['approvals', 'reject', id, '--reason', 'tampered'])).code).toBe(0);
   });
 
+  it('decides only with an approver token, and not what a token of the same person asked for', async () => {
+    const id = await gate('issue_refund', { customer_id: 'C-1006', amount_cents: 900 });
+    const bare = await runCli(['approvals', 'approve', id], { ...env, BULKHEAD_APPROVER_TOKEN: '' });
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain(
+      'an approver token is required: --approver-token <token> or BULKHEAD_APPROVER_TOKEN',
+    );
+    const mcp = await runCli(['approvals', 'approve', id, '--approver-token', token], env);
+    expect(mcp).toMatchObject({
+      code: 1,
+      stderr:
+        'bulkhead approvals: the approver token is not valid: it is unknown, expired, revoked, or not an approver token (MCP tokens never decide)\n',
+    });
+    // The person whose token filed the request holds an approver token too.
+    const self = await testApprover(db, 'claude-ops');
+    const refused = await runCli(['approvals', 'approve', id, '--approver-token', self.token], env);
+    expect(refused).toMatchObject({
+      code: 1,
+      stderr: `bulkhead approvals: approval ${id} was requested with a token issued to claude-ops, who may not approve it too: another approver must decide (separation of duties)\n`,
+    });
+    const allowed = await runCli(['approvals', 'approve', id, '--approver-token', self.token, '--json'], {
+      ...env,
+      BULKHEAD_ALLOW_SELF_APPROVAL: 'true',
+    });
+    expect(allowed.code).toBe(0);
+    expect(JSON.parse(allowed.stdout)).toMatchObject({ id, decided_by: 'cli:claude-ops' });
+    const [decision] = await db.sql`
+      select server, db_role, token_id from audit_events where approval_id = ${id} and outcome = 'approved'`;
+    expect(decision).toEqual({
+      server: 'console',
+      db_role: 'bulkhead_console',
+      token_id: self.approver.tokenId,
+    });
+  });
+
+  it('shows a request its client withdrew (an MCP task cancelled), and refuses to decide it', async () => {
+    const client = await connectTaskClient(server.url, token, 'cli-task-test');
+    const created = await client.callToolAsTask('issue_refund', { customer_id: 'C-1001', amount_cents: 700 });
+    const id = created.taskId as string;
+    await client.task('tasks/cancel', { taskId: id });
+    await client.close();
+
+    const listed = JSON.parse((await cli(['approvals', 'list', '--status', 'withdrawn', '--json'])).stdout);
+    expect(listed).toEqual([
+      expect.objectContaining({
+        id,
+        status: 'withdrawn',
+        as_task: true,
+        decided_by: null,
+        withdrawn_at: expect.any(String),
+      }),
+    ]);
+    const shown = await cli(['approvals', 'show', id]);
+    expect(shown.stdout).toContain(`Approval ${id} — withdrawn\n`);
+    expect(shown.stdout).toContain(
+      '  as task     requested as an MCP task: the approval id is its task id\n',
+    );
+    expect(shown.stdout).toMatch(
+      /\n {2}withdrawn {3}\d{4}-\d\d-\d\d \d\d:\d\d UTC by the requester, before anyone decided; it will never run\n/,
+    );
+    expect(shown.stdout).toMatch(/ {2}tasks\/cancel +withdrawn +Claude Desktop \(billing\)\n/);
+
+    const refused = await runCli(['approvals', 'approve', id], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      new RegExp(
+        `^bulkhead approvals: approval ${id} was withdrawn by its requester \\(Claude Desktop \\(billing\\)\\) on \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC before anyone decided; it will never run\n$`,
+      ),
+    );
+    expect(await refunds(id)).toBe(0);
+  });
+
   it('has --help on every subcommand', async () => {
     for (const sub of ['list', 'show', 'approve', 'reject']) {
       const run = await cli(['approvals', sub, '--help']);
@@ -286,6 +372,8 @@ describe('bulkhead approvers', () => {
     const added = await cli([
       'approvers',
       'add',
+      '--person',
+      'ana@example.test',
       '--label',
       'Ana Berg (finance)',
       '--expires',
@@ -304,14 +392,17 @@ describe('bulkhead approvers', () => {
       created_by: 'ops:ana',
     });
 
-    const text = await runCli(['approvers', 'add', '--label', 'Bo'], env);
+    const text = await runCli(['approvers', 'add', '--person', 'bo@example.test', '--label', 'Bo'], env);
     expect(text.stdout).toMatch(
-      /^Issued approver token \w{12} — "Bo"\n\n {2}bh_console_\S+\n\nThis is the only time/,
+      /^Issued approver token \w{12} for bo@example.test — "Bo"\n\n {2}bh_console_\S+\n\nThis is the only time/,
     );
     expect(text.stdout).toContain('Sign in at http://127.0.0.1:3100/login.');
 
     const listed = JSON.parse((await cli(['approvers', 'list', '--json'])).stdout);
-    expect(listed.map((t: { label: string }) => t.label)).toEqual(['Bo', 'Ana Berg (finance)']);
+    expect(listed.map((t: { label: string; person: string }) => [t.label, t.person]).slice(0, 2)).toEqual([
+      ['Bo', 'bo@example.test'],
+      ['Ana Berg (finance)', 'ana@example.test'],
+    ]);
     expect(listed[0].token).toBeUndefined();
     const mcpList = JSON.parse((await cli(['tokens', 'list', '--json'])).stdout);
     expect(mcpList.some((t: { id: string }) => t.id === out.id)).toBe(false);
@@ -323,8 +414,8 @@ describe('bulkhead approvers', () => {
     const unknown = await cli(['approvers', 'revoke', 'nosuchtoken1']);
     expect(unknown).toMatchObject({ code: 1 });
     expect(unknown.stderr).toContain('approver token nosuchtoken1 does not exist');
-    const missing = await cli(['approvers', 'add']);
+    const missing = await cli(['approvers', 'add', '--label', 'Nobody']);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('--label is required');
+    expect(missing.stderr).toContain('--person is required: an approver is a person');
   });
 });

@@ -2,21 +2,24 @@ import { createAuditWriter } from '@bulkhead/audit';
 import {
   APPROVAL_STATUSES,
   ApprovalDecisionError,
+  createTokenVerifier,
   approvalDeliveries,
   approvalEvents,
   decideApproval,
   effectiveStatus,
+  escapeJson,
   getApproval,
   listApprovals,
+  visible,
+  visibleLines,
   type ApprovalRecord,
   type ApprovalStatus,
-} from '@bulkhead/core';
-import type { Sql } from '@bulkhead/db';
+} from '@bulkhead/core/operator';
+import { groupRole, type Sql } from '@bulkhead/db';
 import { group, parse, type Command } from '../command.ts';
 import { withDatabase } from '../database.ts';
 import { age, table, when } from '../format.ts';
 import { CliError, UsageError, type Io } from '../io.ts';
-import { escapeJson, visible, visibleLines } from '../visible.ts';
 
 /** The JSON form of an approval for scripts: snake_case, ISO times, redacted arguments only. */
 export function approvalJson(a: ApprovalRecord) {
@@ -41,6 +44,8 @@ export function approvalJson(a: ApprovalRecord) {
     duration_ms: a.durationMs,
     result: a.result ?? null,
     error: a.error,
+    as_task: a.asTask,
+    withdrawn_at: a.withdrawnAt?.toISOString() ?? null,
   };
 }
 
@@ -77,7 +82,10 @@ function printApproval(io: Io, a: ApprovalRecord) {
     'requested',
     `${when(a.requestedAt)} UTC by "${a.requestedByLabel ?? 'unknown'}" (token ${a.requestedByTokenId ?? '-'})${a.customerId ? `, customer ${a.customerId}` : ''}`,
   );
+  if (a.asTask) row('as task', 'requested as an MCP task: the approval id is its task id');
   row('expires', `${when(a.expiresAt)} UTC`);
+  if (a.withdrawnAt)
+    row('withdrawn', `${when(a.withdrawnAt)} UTC by the requester, before anyone decided; it will never run`);
   if (a.decidedAt)
     row(
       'decided',
@@ -88,7 +96,7 @@ function printApproval(io: Io, a: ApprovalRecord) {
   if (a.error) row('error', a.error);
 }
 
-const STATUS_HELP = `pending (default), approved, rejected, executed, expired, failed or all`;
+const STATUS_HELP = `pending (default), approved, rejected, executed, expired, failed, withdrawn or all`;
 
 function statusOption(value: string | undefined): ApprovalStatus | undefined {
   if (value === undefined || value === 'all') return undefined;
@@ -244,30 +252,37 @@ function decision(kind: 'approve' | 'reject'): Command {
       ? 'approve a pending request; its server runs it within a second'
       : 'reject a pending request with a reason; it never runs',
     help: approve
-      ? `Usage: bulkhead approvals approve <id> [--reason <text>] [--wait] [--json]
+      ? `Usage: bulkhead approvals approve <id> [--approver-token <token>] [--reason <text>] [--wait] [--json]
 
 Approves a pending request. The server that owns the tool runs it exactly
 once, with exactly the arguments shown by \`approvals show\`, within a second
-(or at its next start when it is not running). You are recorded as the
-decider (BULKHEAD_OPERATOR, else cli:$USER).
+(or at its next start when it is not running). You decide as the approver of
+your approver token, recorded by its id and label; a person may not approve a
+request filed with a token issued to them (BULKHEAD_ALLOW_SELF_APPROVAL=true
+allows it in a one-person shop). The decision is written under the console's
+database role (SET ROLE bulkhead_console), the only role that may decide.
 
 Options:
-  --reason <text>   why (optional when approving; kept in the audit log)
-  --wait            wait up to 30 s for the outcome and print it
-  --json            print the approval as JSON`
-      : `Usage: bulkhead approvals reject <id> --reason <text> [--json]
+  --approver-token <t>  your approver token (or BULKHEAD_APPROVER_TOKEN)
+  --reason <text>       why (optional when approving; kept in the audit log)
+  --wait                wait up to 30 s for the outcome and print it
+  --json                print the approval as JSON`
+      : `Usage: bulkhead approvals reject <id> --reason <text> [--approver-token <token>] [--json]
 
 Rejects a pending request; it never runs. The reason is required: the
-requester sees it through get_approval_status.
+requester sees it through get_approval_status. You decide as the approver of
+your approver token.
 
 Options:
-  --reason <text>   why (required)
-  --json            print the approval as JSON`,
+  --approver-token <t>  your approver token (or BULKHEAD_APPROVER_TOKEN)
+  --reason <text>       why (required)
+  --json                print the approval as JSON`,
     async run(argv, { env, io }) {
       const { values, positionals } = parse(
         argv,
         {
           reason: { type: 'string' },
+          'approver-token': { type: 'string' },
           json: { type: 'boolean', default: false },
           ...(approve ? { wait: { type: 'boolean', default: false } } : {}),
         },
@@ -276,14 +291,33 @@ Options:
       const id = oneId(positionals);
       if (!approve && !values.reason?.trim())
         throw new UsageError('--reason is required to reject: say why, the requester will see it');
+      const token = values['approver-token'] ?? env.BULKHEAD_APPROVER_TOKEN;
+      if (!token)
+        throw new UsageError(
+          'an approver token is required: --approver-token <token> or BULKHEAD_APPROVER_TOKEN (issue one with `bulkhead approvers add --person <person> --label <label>`)',
+        );
       return withDatabase(env, io, async ({ sql }) => {
+        const verifier = createTokenVerifier(sql, 'console', 'approver', { listen: false });
+        const verdict = await verifier.verify(token);
+        await verifier.close();
+        if (!verdict.ok)
+          throw new CliError(
+            'the approver token is not valid: it is unknown, expired, revoked, or not an approver token (MCP tokens never decide)',
+          );
         let a: ApprovalRecord;
         try {
           a = await decideApproval(sql, createAuditWriter(sql), {
             id,
             decision: kind,
             reason: values.reason,
-            decidedBy: env.operator,
+            via: 'cli',
+            approver: {
+              tokenId: verdict.access.tokenId,
+              label: verdict.access.label,
+              owner: verdict.access.owner ?? null,
+            },
+            allowSelfApproval: env.BULKHEAD_ALLOW_SELF_APPROVAL,
+            asRole: groupRole('console'),
           });
         } catch (err) {
           if (err instanceof ApprovalDecisionError)

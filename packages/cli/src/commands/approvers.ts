@@ -1,19 +1,20 @@
 import {
   DEFAULT_CONSOLE_URL,
+  escapeJson,
   getToken,
   issueToken,
   listTokens,
   revokeToken,
   tokenState,
+  visible,
   type TokenRecord,
-} from '@bulkhead/core';
+} from '@bulkhead/core/operator';
 import { group, parse, type Command } from '../command.ts';
 import { withDatabase } from '../database.ts';
 import { parseExpiry } from '../duration.ts';
 import { table, when } from '../format.ts';
 import { CliError, UsageError } from '../io.ts';
 import { defaultUrl, discoverServers } from '../servers.ts';
-import { escapeJson, visible } from '../visible.ts';
 
 /** Approver tokens open the console only: audience `console`, kind `approver`, never valid on an MCP server. */
 const AUDIENCE = 'console';
@@ -28,6 +29,7 @@ function json(record: TokenRecord, token?: string) {
     id: record.id,
     ...(token ? { token } : {}),
     label: record.label,
+    person: record.owner,
     expires_at: record.expiresAt?.toISOString() ?? null,
     created_at: record.createdAt.toISOString(),
     created_by: record.createdBy,
@@ -40,24 +42,34 @@ function json(record: TokenRecord, token?: string) {
 const add: Command = {
   name: 'add',
   summary: 'issue an approver token for the console (shown once)',
-  help: `Usage: bulkhead approvers add --label <text> [--expires <when>] [--json]
+  help: `Usage: bulkhead approvers add --person <person> [--label <text>] [--expires <when>] [--json]
 
-Issues a token with which one person signs in to the approvers' console. It
-is printed once (only its hash is kept). It is refused by every MCP server,
-just as MCP tokens are refused by the console.
+Issues a token with which one person signs in to the approvers' console and
+decides with the CLI. It is printed once (only its hash is kept). It is refused
+by every MCP server, just as MCP tokens are refused by the console. An approver
+is a person: they may not approve a request filed with a token issued to the
+same person (\`tokens issue --owner\`).
 
 Options:
-  --label <text>     who approves with it ("Ana Berg, finance")
+  --person <person>  the person who approves with it ("ana@example.com"); the
+                     same name as \`tokens issue --owner\` for that person
+  --label <text>     how it is shown ("Ana Berg, finance"; default: the person)
   --expires <when>   30d, 12h, 2w, a date (2027-01-31) or never (default 90d)
   --json             print { id, token, label, expires_at, ... }`,
   async run(argv, { env, io }) {
     const { values } = parse(argv, {
+      person: { type: 'string' },
       label: { type: 'string' },
       expires: { type: 'string', default: '90d' },
       json: { type: 'boolean', default: false },
     });
-    const label = values.label?.trim();
-    if (!label) throw new UsageError('--label is required: say who approves with this token');
+    const person = values.person?.trim();
+    if (!person)
+      throw new UsageError(
+        '--person is required: an approver is a person (the same name as `tokens issue --owner` uses for them)',
+      );
+    if (person.length > 200) throw new UsageError('--person: at most 200 characters');
+    const label = values.label?.trim() || person;
     if (label.length > 200) throw new UsageError('--label: at most 200 characters');
     const expiresAt = parseExpiry(values.expires!, '--expires');
     return withDatabase(env, io, async ({ sql }) => {
@@ -68,12 +80,13 @@ Options:
         scopes: ['approvals:decide'],
         expiresAt,
         createdBy: env.operator,
+        owner: person,
       });
       if (values.json) {
         io.out(escapeJson(JSON.stringify(json(record, token))));
         return 0;
       }
-      io.out(`Issued approver token ${record.id} — "${visible(label)}"`);
+      io.out(`Issued approver token ${record.id} for ${visible(person)} — "${visible(label)}"`);
       io.out('');
       io.out(`  ${token}`);
       io.out('');

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createAuditWriter } from '@bulkhead/audit';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../run-cli.ts';
 
@@ -77,7 +77,7 @@ describe('bulkhead audit', () => {
     );
     const csvLines = csv.stdout.trim().split('\n');
     expect(csvLines[0]).toBe(
-      'seq,id,at,server,chain_seq,token_id,token_label,client_name,client_version,method,tool,arguments,outcome,result_summary,duration_ms,request_id,approval_id,injection_suspected,prev_hash,hash',
+      'seq,id,at,server,chain_seq,token_id,token_label,client_name,client_version,method,tool,arguments,outcome,result_summary,duration_ms,request_id,approval_id,injection_suspected,prev_hash,hash,db_role',
     );
     expect(csvLines).toHaveLength(4);
     expect(csvLines[1]).toContain(',"{""key"":""T-1002"",""note"":""comma, \\""quoted\\""""}",ok,');
@@ -86,21 +86,40 @@ describe('bulkhead audit', () => {
     );
   });
 
-  it('verifies, names a broken position, and prunes with a checkpoint that still verifies', async () => {
+  it('seals, verifies, names every break, and prunes with a checkpoint that still verifies', async () => {
+    const nothing = await runCli(['audit', 'verify'], { ...env, BULKHEAD_DATA_DIR: join(dir, 'no-key') });
+    expect(nothing).toMatchObject({ code: 1 });
+    expect(nothing.stderr).toContain('no audit key');
+
+    const sealed = await runCli(['audit', 'seal', '--json'], env);
+    expect(sealed.code).toBe(0);
+    expect(JSON.parse(sealed.stdout)).toEqual({ elected: true, seals: 1, events: 6, sealed_through: 6 });
+    expect((await runCli(['audit', 'seal'], env)).stdout).toBe('Nothing new to seal.\n');
+
     const ok = await runCli(['audit', 'verify'], env);
-    expect(ok).toMatchObject({ code: 0, stdout: 'admin: ok, 3 events\ncustomer: ok, 3 events\n' });
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(
+      /^Sealed log: 1 seal up to event #6; newest seal \d+ s ago\.\nadmin: ok, 3 sealed events present\ncustomer: ok, 3 sealed events present\nUnsealed tail: none\.\n$/,
+    );
 
     await db.sql`alter table audit_events disable trigger audit_events_append_only_row`;
-    await db.sql`update audit_events set duration_ms = 999 where server = 'customer' and chain_seq = 2`;
+    await db.sql`update audit_events set duration_ms = 999 where seq = 4`;
+    await db.sql`delete from audit_events where seq = 5`;
     const broken = await runCli(['audit', 'verify', '--json'], env);
     expect(broken.code).toBe(1);
-    expect(JSON.parse(broken.stdout).chains[1].break).toEqual({
-      server: 'customer',
-      chainSeq: 2,
-      seq: 4,
-      reason: 'event content does not match its hash (changed)',
-    });
-    await db.sql`update audit_events set duration_ms = 4 where server = 'customer' and chain_seq = 2`;
+    const report = JSON.parse(broken.stdout);
+    expect(report.breaks.map((b: { kind: string; seq: number }) => [b.kind, b.seq])).toEqual([
+      ['event_changed', 4],
+      ['event_missing', 5],
+    ]);
+    expect(report.servers).toEqual([
+      { server: 'admin', sealed: 3, present: 2 },
+      { server: 'customer', sealed: 3, present: 3 },
+    ]);
+    const text = await runCli(['audit', 'verify', '--server', 'customer'], env);
+    expect(text.stdout).toContain('BROKEN seal 1: event 4 (customer, ');
+    expect(text.stdout).toContain('BROKEN seal 1: event 5, sealed in seal 1, is missing');
+    await db.sql`update audit_events set duration_ms = 4 where seq = 4`;
     await db.sql`alter table audit_events enable trigger audit_events_append_only_row`;
 
     const pruned = await runCli(
@@ -110,22 +129,70 @@ describe('bulkhead audit', () => {
     expect(pruned.code).toBe(2);
     expect(pruned.stderr).toContain('--before lies in the future');
 
-    // Prune at the time of admin's third event: its first two go, the rest of every chain stays.
-    const cut = (await db.sql`select at from audit_events where server = 'admin' and chain_seq = 3`)[0]!
-      .at as Date;
-    const real = await runCli(['audit', 'prune', '--before', cut.toISOString(), '--json'], env);
+    // Prune everything sealed until now: the seal with the deleted event goes, and what remains verifies.
+    await createAuditWriter(db.sql).append({
+      server: 'admin',
+      method: 'tools/call',
+      outcome: 'ok',
+      requestId: 'later',
+      durationMs: 1,
+    });
+    const real = await runCli(['audit', 'prune', '--before', new Date().toISOString(), '--json'], env);
     expect(real.code).toBe(0);
-    expect(JSON.parse(real.stdout)).toEqual(
-      expect.arrayContaining([{ server: 'admin', removed: 2, checkpoint: 2 }]),
-    );
+    expect(JSON.parse(real.stdout)).toEqual({ removed_events: 5, removed_seals: 1, checkpoint_seal: 1 });
+    expect((await runCli(['audit', 'seal'], env)).stdout).toBe('Sealed 1 event in 1 seal, up to event #7.\n');
     const after = await runCli(['audit', 'verify'], env);
     expect(after.code).toBe(0);
-    expect(after.stdout).toContain('admin: ok, 1 events (after checkpoint at position 2)');
+    expect(after.stdout).toContain('(after the prune checkpoint at seal 1)');
+    expect(after.stdout).toContain('admin: ok, 1 sealed events present');
 
-    await db.sql`update audit_checkpoints set signature = repeat('0', 64) where server = 'admin'`;
+    await db.sql`update audit_prune_checkpoint set signature = repeat('0', 64)`;
     const forged = await runCli(['audit', 'verify', '--server', 'admin'], env);
     expect(forged.code).toBe(1);
-    expect(forged.stdout).toBe('admin: BROKEN at chain position 2: checkpoint signature does not match\n');
+    expect(forged.stdout).toContain(
+      'BROKEN seal 1: the prune checkpoint is not signed with this key (forged, or another key)',
+    );
+  });
+
+  it('keeps an anchor outside the database that catches a deleted tail of seals', async () => {
+    const own = await createTestDatabase();
+    const ownEnv = { DATABASE_URL: own.url, BULKHEAD_DATA_DIR: dir };
+    const anchor = join(dir, 'anchor.json');
+    try {
+      const audit = createAuditWriter(own.sql);
+      await audit.append({
+        server: 'admin',
+        method: 'tools/call',
+        outcome: 'ok',
+        requestId: 'a',
+        durationMs: 1,
+      });
+      await runCli(['audit', 'seal'], ownEnv);
+      await audit.append({
+        server: 'admin',
+        method: 'tools/call',
+        outcome: 'ok',
+        requestId: 'b',
+        durationMs: 1,
+      });
+      await runCli(['audit', 'seal'], ownEnv);
+      expect((await runCli(['audit', 'verify', '--anchor', anchor], ownEnv)).code).toBe(0);
+      expect(JSON.parse(await readFile(anchor, 'utf8'))).toMatchObject({ seal_no: 2 });
+      await own.sql.begin(async (tx) => {
+        await tx`alter table audit_seals disable trigger user`;
+        await tx`alter table audit_events disable trigger user`;
+        await tx`delete from audit_events where request_id = 'b'`;
+        await tx`delete from audit_seals where seal_no = 2`;
+      });
+      expect((await runCli(['audit', 'verify'], ownEnv)).code).toBe(0);
+      const caught = await runCli(['audit', 'verify', '--anchor', anchor], ownEnv);
+      expect(caught.code).toBe(1);
+      expect(caught.stdout).toContain(
+        'BROKEN seal 2: the anchor records seal 2, but the log ends at seal 1: seals were deleted from the end',
+      );
+    } finally {
+      await own.drop();
+    }
   });
 });
 
@@ -134,9 +201,9 @@ describe('bulkhead audit export at volume', () => {
     const big = await createTestDatabase();
     try {
       await big.sql`
-        insert into audit_events (id, at, server, chain_seq, method, tool, arguments, outcome, duration_ms, request_id, prev_hash, hash)
-        select gen_random_uuid(), now() - interval '1 hour' + i * interval '1 ms', 'admin', i, 'tools/call', 'get_ticket',
-          jsonb_build_object('key', 'T-1001', 'padding', repeat('x', 1000)), 'ok', 1, 'r' || i, 'p', 'h'
+        insert into audit_events (id, server, method, tool, arguments, outcome, duration_ms, request_id)
+        select gen_random_uuid(), 'admin', 'tools/call', 'get_ticket',
+          jsonb_build_object('key', 'T-1001', 'padding', repeat('x', 1000)), 'ok', 1, 'r' || i
         from generate_series(1, 60000) as i`;
       const file = join(dir, 'big.jsonl');
       const run = await runCli(['audit', 'export', '--since', '2h', '--output', file], {
@@ -182,8 +249,8 @@ describe('bulkhead audit tail --follow', () => {
       const audit = createAuditWriter(live.sql);
       // Hold one insert open so that a later sequence number commits first.
       const slow = live.sql.begin(async (tx) => {
-        await tx`insert into audit_events (id, at, server, chain_seq, method, outcome, duration_ms, request_id, prev_hash, hash)
-          values (gen_random_uuid(), now(), 'other', 1, 'tools/call', 'ok', 1, 'slow', 'p', 'h')`;
+        await tx`insert into audit_events (id, server, method, outcome, duration_ms, request_id)
+          values (gen_random_uuid(), 'other', 'tools/call', 'ok', 1, 'slow')`;
         await new Promise((r) => setTimeout(r, 1200));
       });
       await new Promise((r) => setTimeout(r, 100));
@@ -211,7 +278,7 @@ describe('bulkhead audit tail --follow', () => {
 });
 
 describe('bulkhead audit tail and terminal safety', () => {
-  it('shows control characters a client put into a tool name or arguments instead of sending them', async () => {
+  it('stores a tool name without its control characters, and shows those in arguments instead of sending them', async () => {
     const own = await createTestDatabase();
     try {
       await createAuditWriter(own.sql).append({
@@ -227,13 +294,17 @@ describe('bulkhead audit tail and terminal safety', () => {
       const run = await runCli(['audit', 'tail'], { DATABASE_URL: own.url, BULKHEAD_DATA_DIR: dir });
       expect(run.code).toBe(0);
       for (const c of ['\u0007', '\u001b']) expect(run.stdout).not.toContain(c);
-      expect(run.stdout).toContain('x[U+001B][2J[U+001B][31mFAKE');
+      // Control characters never reach a name in the log; in free text they are shown, never sent.
+      expect(run.stdout).toContain('x\ufffd[2J\ufffd[31mFAKE');
+      expect(run.stdout).toContain('evil\ufffd]0;title\ufffd');
+      expect(run.stdout).toContain('"bell\\u0007"');
       const json = await runCli(['audit', 'tail', '--json'], {
         DATABASE_URL: own.url,
         BULKHEAD_DATA_DIR: dir,
       });
       for (const c of ['\u0007', '\u001b']) expect(json.stdout).not.toContain(c);
-      expect(JSON.parse(json.stdout).tool).toBe('x\u001b[2J\u001b[31mFAKE');
+      expect(JSON.parse(json.stdout).tool).toBe('x\ufffd[2J\ufffd[31mFAKE');
+      expect(JSON.parse(json.stdout).arguments).toEqual({ note: 'bell\u0007' });
     } finally {
       await own.drop();
     }

@@ -1,23 +1,27 @@
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
+import { readFile, writeFile } from 'node:fs/promises';
 import {
   OUTCOMES,
-  pruneEvents,
+  pruneLog,
   readRecent,
+  sealLog,
+  startSealer,
   streamEvents,
-  verifyChains,
+  verifyLog,
   type AuditEvent,
   type AuditFilter,
+  type LogReport,
   type Outcome,
 } from '@bulkhead/audit';
+import { escapeJson, visible } from '@bulkhead/core/operator';
 import { auditKey } from '../audit-key.ts';
 import { group, parse, type Command } from '../command.ts';
 import { withDatabase } from '../database.ts';
 import { parseInstant } from '../duration.ts';
 import { when } from '../format.ts';
 import { CliError, UsageError } from '../io.ts';
-import { escapeJson, visible } from '../visible.ts';
 
 const filterOptions = {
   server: { type: 'string' },
@@ -55,7 +59,8 @@ export function eventJson(e: AuditEvent) {
     id: e.id,
     at: e.at.toISOString(),
     server: e.server,
-    chain_seq: e.chainSeq,
+    // Kept for scripts written against the hash-chained log; the log is sealed now (see `audit verify`).
+    chain_seq: null,
     token_id: e.tokenId,
     token_label: e.tokenLabel,
     client_name: e.clientName,
@@ -69,8 +74,9 @@ export function eventJson(e: AuditEvent) {
     request_id: e.requestId,
     approval_id: e.approvalId,
     injection_suspected: e.injectionSuspected,
-    prev_hash: e.prevHash,
-    hash: e.hash,
+    prev_hash: null,
+    hash: null,
+    db_role: e.dbRole,
   };
 }
 
@@ -170,6 +176,7 @@ const CSV_COLUMNS = [
   'injection_suspected',
   'prev_hash',
   'hash',
+  'db_role',
 ] as const;
 
 function csvCell(value: unknown): string {
@@ -233,51 +240,216 @@ Options:
   },
 };
 
+async function requireKey(env: Parameters<typeof auditKey>[0], create: boolean): Promise<string> {
+  const key = await auditKey(env, create);
+  if (!key)
+    throw new CliError(
+      'no audit key: set BULKHEAD_AUDIT_KEY to the key the sealer uses (the embedded default keeps one in the data dir)',
+    );
+  return key;
+}
+
+function ago(d: Date | null): string {
+  if (!d) return 'never';
+  const s = Math.max(0, Math.round((Date.now() - d.getTime()) / 1000));
+  return s < 120
+    ? `${s} s ago`
+    : s < 7200
+      ? `${Math.round(s / 60)} min ago`
+      : `${Math.round(s / 3600)} h ago`;
+}
+
+/** The JSON of a verify report; `chains` keeps the per-server shape scripts read before the log was sealed. */
+function reportJson(r: LogReport, server?: string) {
+  const breaks = r.breaks.filter((b) => !server || b.server === server || b.server === null);
+  const servers = r.servers.filter((t) => !server || t.server === server);
+  return {
+    ok: r.ok,
+    seals: r.seals,
+    sealed_through: r.sealedThrough,
+    newest_seal_at: r.newestSealAt?.toISOString() ?? null,
+    checkpoint: r.checkpoint,
+    servers,
+    breaks,
+    more_breaks: r.moreBreaks,
+    unsealed: { count: r.unsealed.count, oldest_at: r.unsealed.oldestAt?.toISOString() ?? null },
+    chains: servers.map((t) => {
+      const first =
+        breaks.find((b) => b.server === t.server) ?? (t.present < t.sealed ? breaks[0] : undefined);
+      return {
+        server: t.server,
+        events: t.present,
+        checkpoint: r.checkpoint?.sealNo ?? null,
+        break: first ? { seq: first.seq, reason: first.reason } : null,
+      };
+    }),
+  };
+}
+
 const verify: Command = {
   name: 'verify',
-  summary: 'recompute the hash chain; non-zero exit on a break',
-  help: `Usage: bulkhead audit verify [--server <name>] [--json]
+  summary: 'check the sealed log with the key; non-zero exit on any break',
+  help: `Usage: bulkhead audit verify [--server <name>] [--anchor <file>] [--json]
 
-Recomputes every event's hash, server by server, from the start of its chain
-(or its signed prune checkpoint) and reports the first broken link: a changed
-event, a removed event, or a checkpoint whose signature does not match.
-Exit code 0 when every chain holds, 1 on a break.`,
+Checks every seal with the audit key (BULKHEAD_AUDIT_KEY, or the key kept in
+the data dir): each seal's MAC and its link to the one before, the digest of
+every sealed event, events inside a sealed range that no seal covers, events
+left in a pruned range, and per server the sealed count against the events
+still there (a server whose whole history was deleted shows 0 present). Every
+break is reported with its seal and event number, not only the first. Events
+after the newest seal are reported as the unsealed tail, with count and age.
+
+Options:
+  --server <name>   report only this server's lines (the whole log is checked)
+  --anchor <file>   compare with the seal a previous verify recorded there, and
+                    record the newest one after a clean run: a tail of seals
+                    deleted since then is caught (keep the file off the database host)
+  --json            the report as JSON
+
+Exit code 0 when everything holds, 1 on any break.`,
   async run(argv, { env, io }) {
-    const { values } = parse(argv, { server: { type: 'string' }, json: { type: 'boolean', default: false } });
-    const key = await auditKey(env, false);
-    return withDatabase(env, io, async ({ sql }) => {
-      const reports = await verifyChains(sql, {
-        ...(values.server ? { server: values.server } : {}),
-        ...(key ? { key } : {}),
-        onProgress: (server, n) => io.progress(`${server}: ${n} events verified`),
-      });
-      const broken = reports.filter((r) => r.break);
-      if (values.json) io.out(JSON.stringify({ ok: broken.length === 0, chains: reports }));
-      else {
-        if (!reports.length) io.out('No audit events yet.');
-        for (const r of reports) {
-          const from = r.checkpoint === null ? '' : ` (after checkpoint at position ${r.checkpoint})`;
-          io.out(
-            r.break
-              ? `${r.server}: BROKEN at chain position ${r.break.chainSeq}${r.break.seq === null ? '' : ` (event #${r.break.seq})`}: ${r.break.reason}`
-              : `${r.server}: ok, ${r.events} events${from}`,
-          );
-        }
+    const { values } = parse(argv, {
+      server: { type: 'string' },
+      anchor: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    });
+    const key = await requireKey(env, false);
+    let anchor: { sealNo: number; mac: string } | undefined;
+    if (values.anchor) {
+      const text = await readFile(values.anchor, 'utf8').catch(() => undefined);
+      if (text) {
+        const parsed = JSON.parse(text) as { seal_no?: unknown; mac?: unknown };
+        if (typeof parsed.seal_no !== 'number' || typeof parsed.mac !== 'string')
+          throw new CliError(`${values.anchor} is not an anchor file ({ "seal_no": …, "mac": … })`);
+        anchor = { sealNo: parsed.seal_no, mac: parsed.mac };
       }
-      return broken.length ? 1 : 0;
+    }
+    return withDatabase(env, io, async ({ sql }) => {
+      const report = await verifyLog(sql, {
+        key,
+        anchor,
+        onProgress: (seals, events) => {
+          if (seals % 100 === 0) io.progress(`${seals} seals, ${events} events verified`);
+        },
+      });
+      const json = reportJson(report, values.server);
+      if (values.json) io.out(JSON.stringify(json));
+      else {
+        io.out(
+          `Sealed log: ${report.seals} seal${report.seals === 1 ? '' : 's'} up to event #${report.sealedThrough}` +
+            `${report.checkpoint ? ` (after the prune checkpoint at seal ${report.checkpoint.sealNo})` : ''}; newest seal ${ago(report.newestSealAt)}.`,
+        );
+        if (!json.servers.length) io.out('No sealed events yet.');
+        for (const t of json.servers)
+          io.out(
+            t.present === t.sealed
+              ? `${t.server}: ok, ${t.sealed} sealed events present`
+              : `${t.server}: BROKEN, ${t.sealed} sealed events, ${t.present} present`,
+          );
+        for (const b of json.breaks)
+          io.out(visible(`BROKEN${b.sealNo === null ? '' : ` seal ${b.sealNo}`}: ${b.reason}`));
+        if (json.more_breaks) io.out(`… and ${json.more_breaks} more breaks (see --json)`);
+        io.out(
+          report.unsealed.count
+            ? `Unsealed tail: ${report.unsealed.count} event${report.unsealed.count === 1 ? '' : 's'}, oldest ${ago(report.unsealed.oldestAt)}.`
+            : 'Unsealed tail: none.',
+        );
+      }
+      if (report.ok && values.anchor) {
+        const [newest] = await sql<{ sealNo: string; mac: string }[]>`
+          select seal_no as "sealNo", mac from audit_seals order by seal_no desc limit 1`;
+        if (newest)
+          await writeFile(
+            values.anchor,
+            `${JSON.stringify({ seal_no: Number(newest.sealNo), mac: newest.mac })}\n`,
+            {
+              mode: 0o600,
+            },
+          );
+      }
+      return report.ok ? 0 : 1;
+    });
+  },
+};
+
+const seal: Command = {
+  name: 'seal',
+  summary: 'seal the events written so far with the audit key (once, or --follow)',
+  help: `Usage: bulkhead audit seal [--follow] [--interval <ms>] [--json]
+
+Seals every event committed so far: each seal covers a range of event
+numbers, holds a keyed digest of every event in it and per-server counts, and
+is chained to the seal before it by a MAC with the audit key (BULKHEAD_AUDIT_KEY,
+or a key kept in the data dir, created on first use). Server roles never hold
+the key. One sealer runs at a time (others exit, or wait with --follow).
+\`pnpm start\` runs a sealer; in production run this as a CronJob, or with --follow.
+
+Options:
+  --follow          keep sealing every interval until Ctrl-C
+  --interval <ms>   with --follow, how often (default 1000)
+  --json            print { elected, seals, events, sealed_through }`,
+  async run(argv, { env, io }) {
+    const { values } = parse(argv, {
+      follow: { type: 'boolean', default: false },
+      interval: { type: 'string', default: '1000' },
+      json: { type: 'boolean', default: false },
+    });
+    const interval = Number(values.interval);
+    if (!Number.isInteger(interval) || interval < 50 || interval > 3_600_000)
+      throw new UsageError('--interval: milliseconds from 50 to 3600000');
+    const key = await requireKey(env, true);
+    return withDatabase(env, io, async ({ sql }) => {
+      if (values.follow) {
+        const sealer = startSealer(sql, key, {
+          intervalMs: interval,
+          onError: (err) =>
+            io.err(`bulkhead audit seal: ${err instanceof Error ? err.message : String(err)}`),
+          onSeal: (seals) =>
+            io.progress(
+              `sealed up to event #${seals[seals.length - 1]!.lastSeq} (seal ${seals[seals.length - 1]!.sealNo})`,
+            ),
+        });
+        io.err('Sealing until Ctrl-C.');
+        await new Promise<void>((resolve) => {
+          process.once('SIGINT', resolve);
+          process.once('SIGTERM', resolve);
+        });
+        await sealer.stop();
+        return 0;
+      }
+      const pass = await sealLog(sql, key);
+      const events = pass.seals.reduce((n, s) => n + s.events, 0);
+      const through = pass.seals.length ? pass.seals[pass.seals.length - 1]!.lastSeq : null;
+      if (values.json)
+        io.out(
+          JSON.stringify({
+            elected: pass.elected,
+            seals: pass.seals.length,
+            events,
+            sealed_through: through,
+          }),
+        );
+      else if (!pass.elected) io.out('Another sealer is running; it seals the log.');
+      else if (!pass.seals.length) io.out('Nothing new to seal.');
+      else
+        io.out(
+          `Sealed ${events} event${events === 1 ? '' : 's'} in ${pass.seals.length} seal${pass.seals.length === 1 ? '' : 's'}, up to event #${through}.`,
+        );
+      return 0;
     });
   },
 };
 
 const prune: Command = {
   name: 'prune',
-  summary: 'remove events older than a date, leaving a signed checkpoint',
+  summary: 'remove sealed events older than a date, leaving a signed checkpoint',
   help: `Usage: bulkhead audit prune --before <date> [--json]
 
-Removes each server's events older than <date> (a prefix of its chain) and
-records a checkpoint — the hash of the last removed event, signed with the
-audit key (BULKHEAD_AUDIT_KEY, or a key kept in the data dir) — so that
-\`audit verify\` still passes on what remains.`,
+Removes whole seals sealed before <date>, with their events (never an unsealed
+event), and records a checkpoint — the last removed seal's number, MAC and
+totals, signed with the audit key (BULKHEAD_AUDIT_KEY, or the key kept in the
+data dir) — so that \`audit verify\` still passes on what remains. Needs the
+schema owner's connection.`,
   async run(argv, { env, io }) {
     const { values } = parse(argv, { before: { type: 'string' }, json: { type: 'boolean', default: false } });
     if (!values.before)
@@ -285,23 +457,31 @@ audit key (BULKHEAD_AUDIT_KEY, or a key kept in the data dir) — so that
     const before = parseInstant(values.before, '--before');
     if (before > new Date())
       throw new UsageError('--before lies in the future; that would remove events not yet old');
-    const key = await auditKey(env, true);
-    if (!key) throw new CliError('no audit key');
+    const key = await requireKey(env, false);
     return withDatabase(env, io, async ({ sql }) => {
-      const results = await pruneEvents(sql, before, key);
-      if (values.json) io.out(JSON.stringify(results));
-      else if (!results.length) io.out(`No events before ${when(before)} UTC.`);
+      const result = await pruneLog(sql, before, key);
+      if (values.json)
+        io.out(
+          JSON.stringify({
+            removed_events: result.removedEvents,
+            removed_seals: result.removedSeals,
+            checkpoint_seal: result.checkpointSeal,
+          }),
+        );
+      else if (!result.removedSeals) io.out(`No seals before ${when(before)} UTC.`);
       else
-        for (const r of results)
-          io.out(`${r.server}: removed ${r.removed} events; checkpoint at chain position ${r.checkpoint}.`);
+        io.out(
+          `Removed ${result.removedEvents} events in ${result.removedSeals} seals; the log continues from seal ${result.checkpointSeal}.`,
+        );
       return 0;
     });
   },
 };
 
-export const auditCommand = group('audit', 'Read, export, verify and prune the audit log.', [
+export const auditCommand = group('audit', 'Read, export, seal, verify and prune the audit log.', [
   tail,
   exportCommand,
+  seal,
   verify,
   prune,
 ]);

@@ -1,11 +1,9 @@
-import { issueToken } from '@bulkhead/core';
-import { seedDemo } from '@bulkhead/db';
+import { issueToken } from '@bulkhead/core/operator';
+import { DEMO_CUSTOMER, seedDemo } from '@bulkhead/demo';
 import { defaultUrl } from '../servers.ts';
 import { describeCounts } from './seed.ts';
-import type { StartHook } from './start.ts';
+import { nameWidth, type StartHook } from './start.ts';
 
-/** The customer the demo token of a customer-bound server sees. */
-export const DEMO_CUSTOMER = 'C-1001';
 const DEMO_TOKEN_DAYS = 30;
 
 /**
@@ -42,8 +40,9 @@ export const demoStartHook: StartHook = async ({ sql, env, io, embedded, servers
   if (!issued.length) return;
   io.out('');
   io.out(`Demo tokens (shown once, valid ${DEMO_TOKEN_DAYS} days, label "demo"):`);
+  const width = nameWidth(issued);
   for (const t of issued) {
-    io.out(`  ${t.name.padEnd(14)} ${t.token}${t.customer ? `  (sees customer ${t.customer} only)` : ''}`);
+    io.out(`  ${t.name.padEnd(width)} ${t.token}${t.customer ? `  (sees customer ${t.customer} only)` : ''}`);
   }
   const first = issued[0]!;
   io.out(

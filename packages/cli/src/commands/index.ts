@@ -7,6 +7,7 @@ import { demoStartHook } from './demo-start.ts';
 import { kbStartHook } from './kb-start.ts';
 import { kbCommand } from './kb.ts';
 import { lintToolsCommand } from './lint-tools.ts';
+import { newCommand } from './new.ts';
 import { startCommand, startHooks } from './start.ts';
 import { tokensCommand } from './tokens.ts';
 
@@ -19,6 +20,7 @@ export const commands: Command[] = [
   auditCommand,
   kbCommand,
   lintToolsCommand,
+  newCommand,
   dbCommand(),
 ];
 

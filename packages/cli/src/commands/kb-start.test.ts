@@ -1,4 +1,4 @@
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEnv } from '../env.ts';
 import type { Io } from '../io.ts';
@@ -35,18 +35,18 @@ describe('the knowledge-base start hook', () => {
     await kbStartHook({ sql: db.sql, env, io: first.io, embedded: false, servers: [] });
     expect(first.err).toEqual([
       'Loading the sample engineering documents for dev-knowledge...',
-      'servers/dev-knowledge/docs: 40 files, 40 added, 0 updated, 0 unchanged, 0 removed, 0 invalid',
+      'servers/dev-knowledge/docs: 42 files, 42 added, 0 updated, 0 unchanged, 0 removed, 0 invalid',
     ]);
-    expect(first.progress).toHaveLength(40);
-    expect(first.progress[0]).toBe('[1/40] adr-0001-record-architecture-decisions.md');
+    expect(first.progress).toHaveLength(42);
+    expect(first.progress[0]).toBe('[1/42] adr-0001-record-architecture-decisions.md');
     const [row] = await db.sql`select count(*)::int as n from kb_documents`;
-    expect(row!.n).toBe(40);
+    expect(row!.n).toBe(42);
 
     await db.sql`delete from kb_documents where kind <> 'adr'`;
     const second = bufferIo();
     await kbStartHook({ sql: db.sql, env, io: second.io, embedded: false, servers: [] });
     expect(second.err).toEqual([]);
     const [after] = await db.sql`select count(*)::int as n from kb_documents`;
-    expect(after!.n).toBe(10);
+    expect(after!.n).toBe(12);
   });
 });

@@ -1,13 +1,13 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { workspaceRoot } from '@bulkhead/core';
-import { countDocuments } from '@bulkhead/db';
-import { ingestFolder } from '../kb/ingest.ts';
+import { countDocuments } from '@bulkhead/domain';
+import { ingestFolder } from '@bulkhead/domain';
+import { repoRoot } from '../root.ts';
 import { printDetails, summary } from './kb.ts';
 import type { StartHook } from './start.ts';
 
 /** The sample documents shipped with dev-knowledge. */
-export const demoDocsFolder = (root = workspaceRoot()) => join(root, 'servers', 'dev-knowledge', 'docs');
+export const demoDocsFolder = (root = repoRoot) => join(root, 'servers', 'dev-knowledge', 'docs');
 
 /**
  * On a start with an empty knowledge base, loads the shipped sample documents

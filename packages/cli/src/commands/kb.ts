@@ -2,7 +2,7 @@ import { isAbsolute, relative, resolve } from 'node:path';
 import { group, parse, type Command } from '../command.ts';
 import { withDatabase } from '../database.ts';
 import { CliError, UsageError, type Io } from '../io.ts';
-import { IngestError, ingestFolder, type IngestReport } from '../kb/ingest.ts';
+import { IngestError, ingestFolder, type IngestReport } from '@bulkhead/domain';
 
 /** The report as `--json` prints it (snake_case, like every JSON the CLI prints). */
 function json(report: IngestReport) {

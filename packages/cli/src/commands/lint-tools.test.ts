@@ -1,7 +1,8 @@
 import { createServer as createTcpServer } from 'node:net';
-import { createServer, defineTool, lintServer } from '@bulkhead/core';
+import { createServer, defineTool } from '@bulkhead/core';
+import { lintServer } from '@bulkhead/core/operator';
 import { issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { loadEnv } from '../env.ts';
@@ -81,8 +82,8 @@ let env: Record<string, string>;
 beforeAll(async () => {
   db = await createTestDatabase();
   env = { DATABASE_URL: db.url };
-  cleanServer = await startTestServer(clean, { sql: db.sql });
-  poisonedServer = await startTestServer(poisoned, { sql: db.sql });
+  cleanServer = await startTestServer(clean, { db });
+  poisonedServer = await startTestServer(poisoned, { db });
   cleanToken = await issueTestToken(db.sql, clean);
   poisonedToken = await issueTestToken(db.sql, poisoned);
 });
@@ -105,7 +106,7 @@ describe('bulkhead lint-tools --url', () => {
     expect(run).toEqual({
       code: 0,
       stdout: '[]\n',
-      stderr: `2 tools, tools/list ${size.chars.toLocaleString('en-US')} characters (~${size.tokens.toLocaleString('en-US')} tokens), budget 6,000: clean.\n`,
+      stderr: `2 tools, model part ${size.modelChars.toLocaleString('en-US')} characters (~${size.modelTokens.toLocaleString('en-US')} tokens) of 6,000, tools/list ${size.chars.toLocaleString('en-US')} characters (~${size.tokens.toLocaleString('en-US')} tokens) of 12,000: clean.\n`,
     });
   });
 
@@ -142,7 +143,7 @@ describe('bulkhead lint-tools --url', () => {
     expect(run.stdout).toContain('(U+200B)');
     expect(run.stdout).not.toContain('\u200b');
     expect(run.stderr).toMatch(
-      /^1 tool, tools\/list [\d,]+ characters \(~[\d,]+ tokens\), budget 6,000: 4 findings\.\n$/,
+      /^1 tool, model part [\d,]+ characters \(~[\d,]+ tokens\) of 6,000, tools\/list [\d,]+ characters \(~[\d,]+ tokens\) of 12,000: 4 findings\.\n$/,
     );
   });
 
@@ -169,15 +170,21 @@ describe('bulkhead lint-tools --url', () => {
       'property-described',
     ]);
     expect(lines.at(-2)).toMatch(
-      /^1 tool, tools\/list [\d,]+ characters \(~[\d,]+ tokens\), budget 6,000: 4 findings\.$/,
+      /^1 tool, model part [\d,]+ characters \(~[\d,]+ tokens\) of 6,000, tools\/list [\d,]+ characters \(~[\d,]+ tokens\) of 12,000: 4 findings\.$/,
     );
   });
 
-  it('applies --budget', async () => {
-    const run = await lint(cleanServer, cleanToken, '--json', '--budget', '500');
+  it('applies --budget and --model-budget', async () => {
+    const run = await lint(cleanServer, cleanToken, '--json', '--budget', '500', '--model-budget', '400');
     const { size } = lintServer(clean);
     expect(run.code).toBe(1);
     expect(JSON.parse(run.stdout)).toEqual([
+      {
+        tool: null,
+        rule: 'tools-budget',
+        message: `the part of tools/list a model reads (name, title, description, inputSchema) is ${size.modelChars.toLocaleString('en-US')} characters (~${size.modelTokens.toLocaleString('en-US')} tokens), over the budget of 400`,
+        path: 'tools',
+      },
       {
         tool: null,
         rule: 'tools-budget',

@@ -1,17 +1,19 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { lintTools, RULES, type LintableTool } from '@bulkhead/core';
+import { escapeJson, lintTools, RULES, visible, type LintableTool } from '@bulkhead/core/operator';
 import { parse, type Command } from '../command.ts';
 import { table } from '../format.ts';
 import { CliError, UsageError } from '../io.ts';
-import { escapeJson, visible } from '../visible.ts';
 
-const DEFAULT_BUDGET = 6000;
+const DEFAULT_BUDGET = 12_000;
+const DEFAULT_MODEL_BUDGET = 6000;
 
-const help = `Usage: bulkhead lint-tools --url <url> [--header "Name: value"]... [--json] [--budget <chars>]
+const help = `Usage: bulkhead lint-tools --url <url> [--header "Name: value"]... [--json] [--budget <chars>] [--model-budget <chars>]
 
 Checks what a running MCP server shows the model — every tool's name,
 description, schemas and annotations — against the rules below, and measures
-its tools/list (characters, and tokens estimated as characters / 4). Use it to
+its tools/list — the part a model reads (each tool's name, title, description and
+input schema) and the whole list — in characters, and tokens estimated as
+characters / 4. Use it to
 vet a third-party server before connecting it to an assistant. A shipped
 Bulkhead server is linted by its own test (src/server.test.ts, lintServer).
 
@@ -19,7 +21,9 @@ Options:
   --url <url>       the server's MCP endpoint, e.g. http://127.0.0.1:3103/mcp
   --header <h>      a request header, repeatable: --header "Authorization: Bearer bh_..."
   --json            print the findings as a JSON list of { tool, rule, message, path }
-  --budget <chars>  the tools/list budget in characters (default ${DEFAULT_BUDGET})
+  --budget <chars>  the budget of the whole tools/list in characters (default ${DEFAULT_BUDGET.toLocaleString('en-US')})
+  --model-budget <chars>
+                    the budget of the part a model reads (default ${DEFAULT_MODEL_BUDGET.toLocaleString('en-US')})
 
 Exit code: 0 no findings, 1 findings (or the server could not be read), 2 usage error.
 
@@ -89,6 +93,7 @@ export const lintToolsCommand: Command = {
       header: { type: 'string', multiple: true, default: [] },
       json: { type: 'boolean', default: false },
       budget: { type: 'string' },
+      'model-budget': { type: 'string' },
     });
     if (!values.url)
       throw new UsageError(
@@ -102,13 +107,19 @@ export const lintToolsCommand: Command = {
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:')
       throw new UsageError(`--url must be http:// or https://, got ${url.protocol}`);
-    const budget = values.budget === undefined ? DEFAULT_BUDGET : Number(values.budget);
-    if (!Number.isInteger(budget) || budget <= 0)
-      throw new UsageError(`--budget must be a positive whole number of characters, got "${values.budget}"`);
+    const chars = (option: string, value: string | undefined, fallback: number) => {
+      const n = value === undefined ? fallback : Number(value);
+      if (!Number.isInteger(n) || n <= 0)
+        throw new UsageError(`--${option} must be a positive whole number of characters, got "${value}"`);
+      return n;
+    };
+    const budget = chars('budget', values.budget, DEFAULT_BUDGET);
+    const modelBudget = chars('model-budget', values['model-budget'], DEFAULT_MODEL_BUDGET);
 
     const tools = await listTools(url, headers(values.header));
-    const { findings, size } = lintTools(tools, { budgetChars: budget });
-    const summary = `${tools.length} tool${tools.length === 1 ? '' : 's'}, tools/list ${size.chars.toLocaleString('en-US')} characters (~${size.tokens.toLocaleString('en-US')} tokens), budget ${budget.toLocaleString('en-US')}: ${findings.length ? `${findings.length} finding${findings.length === 1 ? '' : 's'}` : 'clean'}.`;
+    const { findings, size } = lintTools(tools, { budgetChars: budget, modelBudgetChars: modelBudget });
+    const n = (x: number) => x.toLocaleString('en-US');
+    const summary = `${tools.length} tool${tools.length === 1 ? '' : 's'}, model part ${n(size.modelChars)} characters (~${n(size.modelTokens)} tokens) of ${n(modelBudget)}, tools/list ${n(size.chars)} characters (~${n(size.tokens)} tokens) of ${n(budget)}: ${findings.length ? `${findings.length} finding${findings.length === 1 ? '' : 's'}` : 'clean'}.`;
     if (values.json) {
       io.out(escapeJson(JSON.stringify(findings, null, 2)));
       io.err(summary);

@@ -1,5 +1,5 @@
-import { createTokenVerifier, parseToken } from '@bulkhead/core';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { createTokenVerifier, parseToken } from '@bulkhead/core/operator';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEnv } from '../env.ts';
 import type { Io } from '../io.ts';
@@ -32,6 +32,9 @@ const servers: ServerManifest[] = [
     scopes: ['account:read', 'tickets:read'],
     gated: false,
     customerBound: true,
+    description: '',
+    probe: null,
+    grantsSql: null,
   },
   {
     name: 'dev-knowledge',
@@ -41,8 +44,22 @@ const servers: ServerManifest[] = [
     scopes: ['docs:read'],
     gated: false,
     customerBound: false,
+    description: '',
+    probe: null,
+    grantsSql: null,
   },
-  { name: 'console', dir: '/z', kind: 'console', port: 3104, scopes: [], gated: false, customerBound: false },
+  {
+    name: 'console',
+    dir: '/z',
+    kind: 'console',
+    port: 3104,
+    scopes: [],
+    gated: false,
+    customerBound: false,
+    description: '',
+    probe: null,
+    grantsSql: null,
+  },
 ];
 
 describe('bulkhead db seed', () => {

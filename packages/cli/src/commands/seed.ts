@@ -1,4 +1,4 @@
-import { seedDemo, type DemoCounts } from '@bulkhead/db';
+import { seedDemo, type DemoCounts } from '@bulkhead/demo';
 import { parse, type Command } from '../command.ts';
 import { withDatabase } from '../database.ts';
 import { UsageError } from '../io.ts';

@@ -1,11 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { migrate, openDatabase, type Sql } from '@bulkhead/db';
+import { startSealer, type Sealer } from '@bulkhead/audit';
+import { createSql, loginRole, migrate, openDatabase, prepareEmbeddedRoles, type Sql } from '@bulkhead/db';
+import { auditKey } from '../audit-key.ts';
+import { deployableRoles } from '../deployable-roles.ts';
 import { parse, type Command } from '../command.ts';
 import type { CliEnv } from '../env.ts';
-import { UsageError, type Io } from '../io.ts';
-import { defaultUrl, discoverServers, type ServerManifest } from '../servers.ts';
+import { CliError, UsageError, type Io } from '../io.ts';
+import { defaultUrl, discoverServers, portOffsetOption, type ServerManifest } from '../servers.ts';
 
 /** Steps `start` runs after migrating and before the servers start (the demo data joins here). */
 export type StartHook = (input: {
@@ -16,6 +19,11 @@ export type StartHook = (input: {
   servers: ServerManifest[];
 }) => Promise<void>;
 export const startHooks: StartHook[] = [];
+
+/** The width of the name column when listing `servers`: 14, or the longest name and a space. */
+export function nameWidth(servers: readonly { name: string }[]): number {
+  return Math.max(14, ...servers.map((s) => s.name.length + 1));
+}
 
 async function waitHealthy(
   server: ServerManifest,
@@ -41,23 +49,26 @@ export const startCommand: Command = {
   help: `Usage: bulkhead start [--only <a,b>] [--port-offset <n>] [--quiet]
 
 Starts the embedded PostgreSQL (unless DATABASE_URL is set), applies the
-migrations, prepares the demo data on a first start, then starts every server
-under servers/ as its own process on its own port, and prints their URLs.
-Ctrl-C stops the servers, then the database.
+migrations, creates every deployable's group role with its grants and a login
+role per server (passwords generated into the data dir), prepares the demo data
+on a first start, then starts every server under servers/ as its own process on
+its own port, connected under its own role, runs the audit sealer, and prints
+the URLs and which role each server is connected as. Ctrl-C stops the servers,
+then the database. (With a DATABASE_URL whose role cannot create roles, run
+\`bulkhead db roles\` as the owner first, or set BULKHEAD_ALLOW_OWNER_ROLE=true.)
 
 Options:
   --only <a,b>         start only these servers
-  --port-offset <n>    add n to every server's port (a second stack beside the first)
+  --port-offset <n>    add n to every server's port (a second stack beside the first;
+                       default BULKHEAD_PORT_OFFSET, else 0)
   --quiet              do not relay the servers' log lines`,
   async run(argv, { env, io }) {
     const { values } = parse(argv, {
       only: { type: 'string' },
-      'port-offset': { type: 'string', default: '0' },
+      'port-offset': { type: 'string' },
       quiet: { type: 'boolean', default: false },
     });
-    const offset = Number(values['port-offset']);
-    if (!Number.isInteger(offset) || offset < 0 || offset > 60_000)
-      throw new UsageError('--port-offset: a whole number from 0 to 60000');
+    const offset = portOffsetOption(values['port-offset'], env.BULKHEAD_PORT_OFFSET);
     let servers = discoverServers().map((s) => ({ ...s, port: s.port + offset }));
     if (values.only) {
       const only = values.only.split(',').map((s) => s.trim());
@@ -82,6 +93,8 @@ Options:
     });
     const children = new Map<string, ChildProcess>();
     let stopping = false;
+    let sealer: Sealer | undefined;
+    let sealerSql: Sql | undefined;
     const stop = async (code: number) => {
       if (stopping) return;
       stopping = true;
@@ -97,18 +110,44 @@ Options:
             }),
         ),
       );
+      await sealer?.stop();
+      await sealerSql?.end({ timeout: 2 });
       if (db.embedded) io.err('Stopping the embedded PostgreSQL...');
       const stopped = await db.close();
       if (db.embedded && !stopped)
         io.err('The embedded PostgreSQL keeps running: another process still uses it.');
       process.exit(code);
     };
-    process.once('SIGINT', () => void stop(0));
-    process.once('SIGTERM', () => void stop(0));
+    // `on`, not `once`: Ctrl-C reaches this process twice under `pnpm start` (from the terminal, and
+    // relayed by pnpm), and a second SIGINT without a handler would kill it mid-stop.
+    process.on('SIGINT', () => void stop(0));
+    process.on('SIGTERM', () => void stop(0));
 
     const { applied } = await migrate(db.sql);
     if (applied.length) io.err(`Applied migrations: ${applied.join(', ')}`);
     for (const hook of startHooks) await hook({ sql: db.sql, env, io, embedded: db.embedded, servers });
+
+    // Every server runs under its own login role, on the embedded default exactly as in production.
+    const allowOwner = /^(true|1|yes)$/.test(env.passthrough.BULKHEAD_ALLOW_OWNER_ROLE ?? '');
+    let urls: Record<string, string> = {};
+    try {
+      urls = await prepareEmbeddedRoles(db.url, env.BULKHEAD_DATA_DIR, deployableRoles(), [
+        ...servers.map((s) => s.name),
+        'sealer',
+      ]);
+    } catch (err) {
+      if (!allowOwner)
+        throw new CliError(
+          `could not create the servers' roles (${(err as Error).message}): run \`bulkhead db roles\` as the schema owner, ` +
+            'or set BULKHEAD_ALLOW_OWNER_ROLE=true to run every server under DATABASE_URL’s role (not for production)',
+        );
+      io.err('Running every server under DATABASE_URL’s role (BULKHEAD_ALLOW_OWNER_ROLE=true).');
+    }
+    const key = await auditKey(env, true);
+    sealerSql = createSql(urls.sealer ?? db.url, { max: 2, applicationName: 'bulkhead-sealer' });
+    sealer = startSealer(sealerSql, key!, {
+      onError: (err) => io.err(`[sealer] ${err instanceof Error ? err.message : String(err)}`),
+    });
 
     // MCP servers link approval notifications to the console that this start runs.
     const approvalConsole = servers.find((s) => s.kind === 'console');
@@ -118,7 +157,7 @@ Options:
         cwd: server.dir,
         env: {
           ...env.passthrough,
-          DATABASE_URL: db.url,
+          DATABASE_URL: urls[server.name] ?? db.url,
           BULKHEAD_DATA_DIR: env.BULKHEAD_DATA_DIR,
           PORT: String(server.port),
           BULKHEAD_MIGRATE: 'false',
@@ -146,13 +185,27 @@ Options:
       await stop(1);
       return 1;
     }
+    const roles = new Map(
+      (
+        await db.sql<{ app: string; role: string }[]>`
+          select distinct application_name as app, usename as role from pg_stat_activity
+          where datname = current_database() and application_name like 'bulkhead-%'`
+      ).map((r) => [r.app, r.role]),
+    );
     io.out('');
     io.out('Bulkhead is running:');
-    for (const s of servers) io.out(`  ${s.name.padEnd(14)} ${defaultUrl(s)}`);
+    const width = nameWidth(servers);
+    for (const s of servers)
+      io.out(
+        `  ${s.name.padEnd(width)} ${defaultUrl(s).padEnd(32)} as ${roles.get(`bulkhead-${s.name}`) ?? loginRole(s.name)}`,
+      );
+    io.out(
+      `  ${'audit sealer'.padEnd(width)} ${''.padEnd(32)} as ${roles.get('bulkhead-sealer') ?? loginRole('sealer')}`,
+    );
     io.out('');
     if (approvalConsole)
       io.out(
-        `Approve gated actions at ${defaultUrl(approvalConsole)} with an approver token: pnpm bulkhead approvers add --label <who>.`,
+        `Approve gated actions at ${defaultUrl(approvalConsole)} with an approver token: pnpm bulkhead approvers add --person <who>.`,
       );
     io.out(
       'Issue a token: pnpm bulkhead tokens issue --server <name> --label <who>. Ctrl-C stops everything.',

@@ -1,13 +1,39 @@
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { repoRoot } from '../root.ts';
 import { runCli } from '../run-cli.ts';
 
+/** One client's configuration as `tokens issue` prints it: the indented lines under "<client> — …:". */
+function snippet(stdout: string, client: string): string {
+  const lines = stdout.split('\n');
+  const at = lines.findIndex((l) => l.startsWith(`${client} — `));
+  expect(at, `${client} in the output`).toBeGreaterThan(-1);
+  const body: string[] = [];
+  for (const line of lines.slice(at + 1)) {
+    if (!line.startsWith('  ')) break;
+    body.push(line.slice(2));
+  }
+  return body.join('\n');
+}
+
+/** The server address variables unset, so that the machine's own PORT or HOST does not leak in. */
+const noAddress = {
+  PORT: undefined,
+  HOST: undefined,
+  BULKHEAD_PUBLIC_URL: undefined,
+  BULKHEAD_PORT_OFFSET: undefined,
+};
+
 let db: TestDatabase;
-let env: Record<string, string>;
+let env: Record<string, string | undefined>;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  env = { DATABASE_URL: db.url, BULKHEAD_OPERATOR: 'ops:ana' };
+  env = { ...noAddress, DATABASE_URL: db.url, BULKHEAD_OPERATOR: 'ops:ana' };
   await db.sql`insert into customers (id, name, email) values ('C-1001', 'Nordlicht GmbH', 'billing@nordlicht.example')`;
 });
 afterAll(async () => {
@@ -30,12 +56,14 @@ describe('bulkhead tokens', () => {
       'scopes',
       'customer_id',
       'expires_at',
+      'owner',
     ]);
     expect(out).toMatchObject({
       server: 'dev-knowledge',
       label: 'Claude Code on Ana’s laptop',
       scopes: ['docs:read'],
       customer_id: null,
+      owner: null,
     });
     expect(out.token).toMatch(new RegExp(`^bh_dev-knowledge_${out.id}_[A-Za-z0-9_-]{43}$`));
     const days = (new Date(out.expires_at).getTime() - Date.now()) / 86_400_000;
@@ -58,10 +86,127 @@ describe('bulkhead tokens', () => {
     expect(run.stdout).toContain(
       `claude mcp add --transport http dev-knowledge http://127.0.0.1:3103/mcp --header "Authorization: Bearer ${token}"`,
     );
-    expect(run.stdout).toContain('Claude Desktop — claude_desktop_config.json');
-    expect(run.stdout).toContain('Cursor — ~/.cursor/mcp.json');
-    expect(run.stdout).toContain('"type": "http"');
+    expect(JSON.parse(snippet(run.stdout, 'Cursor'))).toEqual({
+      mcpServers: {
+        'dev-knowledge': { url: 'http://127.0.0.1:3103/mcp', headers: { Authorization: `Bearer ${token}` } },
+      },
+    });
     expect(run.stdout).toContain('Expires: never.');
+  });
+
+  it('keeps the secret out of .vscode/mcp.json and out of mcp-remote’s arguments', async () => {
+    const run = await runCli(['tokens', 'issue', '--server', 'dev-knowledge', '--label', 'desk'], env);
+    expect(run.code).toBe(0);
+    const token = /^ {2}(bh_\S+)$/m.exec(run.stdout)![1]!;
+    const vscode = snippet(run.stdout, 'VS Code');
+    expect(vscode).not.toContain(token);
+    expect(JSON.parse(vscode)).toEqual({
+      inputs: [
+        {
+          type: 'promptString',
+          id: 'bulkhead-dev-knowledge-token',
+          description: 'Bulkhead token for dev-knowledge (bh_dev-knowledge_…)',
+          password: true,
+        },
+      ],
+      servers: {
+        'dev-knowledge': {
+          type: 'http',
+          url: 'http://127.0.0.1:3103/mcp',
+          headers: { Authorization: 'Bearer ${input:bulkhead-dev-knowledge-token}' },
+        },
+      },
+    });
+    expect(run.stdout).toContain(
+      'VS Code — .vscode/mcp.json (no secret in the file: VS Code asks for the token once and keeps it):',
+    );
+    expect(JSON.parse(snippet(run.stdout, 'Claude Desktop'))).toEqual({
+      mcpServers: {
+        'dev-knowledge': {
+          command: 'npx',
+          args: ['-y', 'mcp-remote', 'http://127.0.0.1:3103/mcp', '--header', 'Authorization:${AUTH_HEADER}'],
+          env: { AUTH_HEADER: `Bearer ${token}` },
+        },
+      },
+    });
+  });
+
+  it('names the server’s real URL: --port-offset, BULKHEAD_PORT_OFFSET, PORT, HOST, BULKHEAD_PUBLIC_URL, --url', async () => {
+    const cases: [string[], Record<string, string>, string][] = [
+      [['--port-offset', '1000'], {}, 'http://127.0.0.1:4103/mcp'],
+      [[], { BULKHEAD_PORT_OFFSET: '1000' }, 'http://127.0.0.1:4103/mcp'],
+      [[], { PORT: '8443', HOST: 'kb.internal' }, 'http://kb.internal:8443/mcp'],
+      [[], { BULKHEAD_PUBLIC_URL: 'https://kb.example.com' }, 'https://kb.example.com/mcp'],
+      [['--url', 'https://other.example/mcp'], { PORT: '1' }, 'https://other.example/mcp'],
+    ];
+    for (const [args, extra, url] of cases) {
+      const run = await runCli(['tokens', 'issue', '--server', 'dev-knowledge', '--label', 'url', ...args], {
+        ...env,
+        ...extra,
+      });
+      expect({ args, extra, code: run.code }).toEqual({ args, extra, code: 0 });
+      const token = /^ {2}(bh_\S+)$/m.exec(run.stdout)![1]!;
+      expect(snippet(run.stdout, 'Claude Code')).toBe(
+        `claude mcp add --transport http dev-knowledge ${url} --header "Authorization: Bearer ${token}"`,
+      );
+      for (const client of ['Claude Desktop', 'Cursor', 'VS Code'])
+        expect(snippet(run.stdout, client), `${client} with ${JSON.stringify({ args, extra })}`).toContain(
+          `"${url}"`,
+        );
+    }
+    // mcp-remote speaks plain HTTP to a host other than localhost only when told to.
+    const remote = await runCli(['tokens', 'issue', '--server', 'dev-knowledge', '--label', 'lan'], {
+      ...env,
+      HOST: 'kb.internal',
+    });
+    expect(JSON.parse(snippet(remote.stdout, 'Claude Desktop')).mcpServers['dev-knowledge'].args).toEqual([
+      '-y',
+      'mcp-remote',
+      'http://kb.internal:3103/mcp',
+      '--allow-http',
+      '--header',
+      'Authorization:${AUTH_HEADER}',
+    ]);
+    const rotated = await runCli(
+      ['tokens', 'rotate', /^Issued token (\w+)/.exec(remote.stdout)![1]!, '--port-offset', '1000'],
+      env,
+    );
+    expect(snippet(rotated.stdout, 'Cursor')).toContain('"http://127.0.0.1:4103/mcp"');
+  });
+
+  it('finds the servers from any working directory: main.ts run elsewhere, and pnpm --dir <repo>', async () => {
+    const elsewhere = await mkdtemp(join(tmpdir(), 'bulkhead-cwd-'));
+    try {
+      const direct = await runCli(
+        ['tokens', 'issue', '--server', 'admin', '--label', 'from elsewhere', '--json'],
+        env,
+        elsewhere,
+      );
+      expect(direct.stderr).toBe('');
+      expect(JSON.parse(direct.stdout)).toMatchObject({ server: 'admin', label: 'from elsewhere' });
+      const viaPnpm = spawnSync(
+        'pnpm',
+        [
+          '--dir',
+          repoRoot,
+          'bulkhead',
+          'tokens',
+          'issue',
+          '--server',
+          'admin',
+          '--label',
+          'pnpm --dir',
+          '--json',
+        ],
+        { cwd: elsewhere, env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, encoding: 'utf8' },
+      );
+      // pnpm echoes the script it runs on stderr; nothing else may be there.
+      expect(viaPnpm.stderr.replace(/^\$ .*\n\n?/, '')).toBe('');
+      expect(viaPnpm.status).toBe(0);
+      expect(JSON.parse(viaPnpm.stdout)).toMatchObject({ server: 'admin', label: 'pnpm --dir' });
+    } finally {
+      await rm(elsewhere, { recursive: true, force: true });
+    }
   });
 
   it('lists without secrets, revokes and rotates', async () => {

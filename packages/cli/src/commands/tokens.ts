@@ -6,16 +6,28 @@ import {
   rotateToken,
   tokenState,
   type TokenRecord,
-} from '@bulkhead/core';
+} from '@bulkhead/core/operator';
 import type { Sql } from '@bulkhead/db';
 import { group, parse, type Command } from '../command.ts';
 import { withDatabase } from '../database.ts';
 import { parseExpiry } from '../duration.ts';
 import { table, when } from '../format.ts';
 import { CliError, UsageError, type Io } from '../io.ts';
-import { defaultUrl, discoverServers, type ServerManifest } from '../servers.ts';
+import { discoverServers, portOffsetOption, publicUrl, type ServerManifest } from '../servers.ts';
+import type { CliEnv } from '../env.ts';
 
 const SCOPE = /^[a-z][a-z0-9-]*:[a-z][a-z0-9-]*$/;
+
+/** Where clients reach `server`, from the options and the environment (see `publicUrl`). */
+function serverUrl(server: ServerManifest, env: CliEnv, url: string | undefined, offset: string | undefined) {
+  return publicUrl(server, {
+    url,
+    BULKHEAD_PUBLIC_URL: env.BULKHEAD_PUBLIC_URL,
+    HOST: env.HOST,
+    PORT: env.PORT,
+    portOffset: portOffsetOption(offset, env.BULKHEAD_PORT_OFFSET),
+  });
+}
 
 function mcpServer(name: string | undefined): ServerManifest {
   const servers = discoverServers().filter((s) => s.kind === 'mcp');
@@ -38,24 +50,45 @@ async function customerExists(sql: Sql, id: string): Promise<boolean> {
   }
 }
 
-/** Ready-to-paste configuration for the common MCP clients. */
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * Ready-to-paste configuration for the common MCP clients. Where a client can
+ * keep the secret out of the file people share, it does: VS Code asks for the
+ * token once (`${input:…}`, `password: true`) and keeps it in its secret store,
+ * so `.vscode/mcp.json` can be committed; Claude Desktop's mcp-remote bridge
+ * reads it from `env` (its documented `--header "Authorization:${AUTH_HEADER}"`,
+ * no space, so Windows does not split the argument), not from its arguments,
+ * which any process list shows.
+ */
 export function clientConfigs(
   server: string,
   url: string,
   token: string,
 ): { client: string; where: string; text: string }[] {
-  const header = `Authorization: Bearer ${token}`;
+  const input = `bulkhead-${server}-token`;
+  const parsed = new URL(url);
+  // mcp-remote refuses plain HTTP except to localhost unless told the network is trusted.
+  const allowHttp = parsed.protocol === 'http:' && !LOOPBACK.has(parsed.hostname) ? ['--allow-http'] : [];
   return [
     {
       client: 'Claude Code',
       where: 'run in a terminal',
-      text: `claude mcp add --transport http ${server} ${url} --header "${header}"`,
+      text: `claude mcp add --transport http ${server} ${url} --header "Authorization: Bearer ${token}"`,
     },
     {
       client: 'Claude Desktop',
-      where: 'claude_desktop_config.json (through the mcp-remote bridge)',
+      where: 'claude_desktop_config.json (through the mcp-remote bridge; the token stays in env)',
       text: JSON.stringify(
-        { mcpServers: { [server]: { command: 'npx', args: ['-y', 'mcp-remote', url, '--header', header] } } },
+        {
+          mcpServers: {
+            [server]: {
+              command: 'npx',
+              args: ['-y', 'mcp-remote', url, ...allowHttp, '--header', 'Authorization:${AUTH_HEADER}'],
+              env: { AUTH_HEADER: `Bearer ${token}` },
+            },
+          },
+        },
         null,
         2,
       ),
@@ -71,9 +104,21 @@ export function clientConfigs(
     },
     {
       client: 'VS Code',
-      where: '.vscode/mcp.json',
+      where: '.vscode/mcp.json (no secret in the file: VS Code asks for the token once and keeps it)',
       text: JSON.stringify(
-        { servers: { [server]: { type: 'http', url, headers: { Authorization: `Bearer ${token}` } } } },
+        {
+          inputs: [
+            {
+              type: 'promptString',
+              id: input,
+              description: `Bulkhead token for ${server} (bh_${server}_…)`,
+              password: true,
+            },
+          ],
+          servers: {
+            [server]: { type: 'http', url, headers: { Authorization: `Bearer \${input:${input}}` } },
+          },
+        },
         null,
         2,
       ),
@@ -90,6 +135,7 @@ function json(record: TokenRecord, token?: string) {
     scopes: record.scopes,
     customer_id: record.customerId,
     expires_at: record.expiresAt?.toISOString() ?? null,
+    owner: record.owner,
     ...(token
       ? {}
       : {
@@ -129,29 +175,42 @@ Issues an access token bound to one server. The token is printed once, with
 ready-to-paste configuration for Claude Code, Claude Desktop, Cursor and VS Code.
 
 Options:
-  --server <name>      the server the token opens (admin, customer, dev-knowledge)
+  --server <name>      the server the token opens (one of the MCP servers under
+                       servers/; an unknown name is answered with the list)
   --label <text>       who or what uses it ("Claude Code on Ana's laptop")
-  --customer <id>      the one customer a customer-server token sees (required
-                       there, refused elsewhere), e.g. C-1001
+  --owner <person>     the person it is issued to ("ana@example.com"): that
+                       person may not also approve what this token asks for
+  --customer <id>      the one customer the token sees: required for a server whose
+                       manifest says customerBound, refused elsewhere; e.g. C-1001
   --scopes <a,b>       fewer scopes than the server's all (the default)
   --expires <when>     30d, 12h, 2w, a date (2027-01-31) or never (default 90d)
   --url <url>          the server's MCP URL for the client configuration
-                       (default http://127.0.0.1:<port>/mcp)
-  --json               print { id, token, server, label, scopes, customer_id, expires_at }`,
+  --port-offset <n>    the offset the server was started with (pnpm start
+                       --port-offset; default BULKHEAD_PORT_OFFSET, else 0)
+  --json               print { id, token, server, label, scopes, customer_id, expires_at, owner }
+
+The URL in the client configuration is the one the server itself uses: --url
+if given, else BULKHEAD_PUBLIC_URL + /mcp, else http://HOST:PORT/mcp with HOST
+127.0.0.1 and PORT the server's port (from its package.json) plus the offset — set them
+as for the server.`,
   async run(argv, { env, io }) {
     const { values } = parse(argv, {
       server: { type: 'string' },
       label: { type: 'string' },
+      owner: { type: 'string' },
       customer: { type: 'string' },
       scopes: { type: 'string' },
       expires: { type: 'string', default: '90d' },
       url: { type: 'string' },
+      'port-offset': { type: 'string' },
       json: { type: 'boolean', default: false },
     });
     const server = mcpServer(values.server);
     const label = values.label?.trim();
     if (!label) throw new UsageError('--label is required: say which client or person will use the token');
     if (label.length > 200) throw new UsageError('--label: at most 200 characters');
+    const owner = values.owner?.trim() || null;
+    if (owner && owner.length > 200) throw new UsageError('--owner: at most 200 characters');
     if (server.customerBound && !values.customer) {
       throw new UsageError(
         `--customer is required for the ${server.name} server: a ${server.name} token is bound to one customer`,
@@ -180,7 +239,7 @@ Options:
         );
     }
     const expiresAt = parseExpiry(values.expires!, '--expires');
-    const url = values.url ?? defaultUrl(server);
+    const url = serverUrl(server, env, values.url, values['port-offset']);
     return withDatabase(env, io, async ({ sql }) => {
       if (values.customer && !(await customerExists(sql, values.customer))) {
         throw new CliError(
@@ -194,6 +253,7 @@ Options:
         customerId: values.customer ?? null,
         expiresAt,
         createdBy: env.operator,
+        owner,
       });
       if (values.json) io.out(JSON.stringify(json(record, token)));
       else printIssued(io, record, token, url, 'Issued');
@@ -237,11 +297,12 @@ Options:
       }
       io.out(
         table(
-          ['ID', 'SERVER', 'LABEL', 'SCOPES', 'CUSTOMER', 'EXPIRES', 'LAST USED', 'STATE'],
+          ['ID', 'SERVER', 'LABEL', 'OWNER', 'SCOPES', 'CUSTOMER', 'EXPIRES', 'LAST USED', 'STATE'],
           tokens.map((t) => [
             t.id,
             t.server,
             t.label,
+            t.owner ?? '-',
             t.scopes.join(','),
             t.customerId ?? '-',
             when(t.expiresAt),
@@ -298,14 +359,20 @@ second, on every replica). Other tokens, even for the same client, keep working.
 const rotate: Command = {
   name: 'rotate',
   summary: 'replace a token’s secret; the old one is revoked',
-  help: `Usage: bulkhead tokens rotate <id> [--url <url>] [--json]
+  help: `Usage: bulkhead tokens rotate <id> [--url <url>] [--port-offset <n>] [--json]
 
 Issues a new token with the same server, label, scopes, customer and lifetime,
-prints it once, and revokes the old one.`,
+prints it once, and revokes the old one. The client configuration names the
+server's URL as \`tokens issue\` does (--url, BULKHEAD_PUBLIC_URL, HOST, PORT,
+--port-offset).`,
   async run(argv, { env, io }) {
     const { values, positionals } = parse(
       argv,
-      { json: { type: 'boolean', default: false }, url: { type: 'string' } },
+      {
+        json: { type: 'boolean', default: false },
+        url: { type: 'string' },
+        'port-offset': { type: 'string' },
+      },
       true,
     );
     const id = oneId(positionals);
@@ -316,7 +383,9 @@ prints it once, and revokes the old one.`,
       const rotated = await rotateToken(sql, id, env.operator);
       if (!rotated) throw new CliError(`token ${id} was revoked meanwhile`);
       const server = discoverServers().find((s) => s.name === rotated.record.server);
-      const url = values.url ?? (server ? defaultUrl(server) : '<server url>');
+      const url = server
+        ? serverUrl(server, env, values.url, values['port-offset'])
+        : (values.url ?? '<server url>');
       if (values.json) io.out(JSON.stringify({ ...json(rotated.record, rotated.token), rotated_from: id }));
       else printIssued(io, rotated.record, rotated.token, url, `Rotated ${id} into`);
       return 0;

@@ -1,0 +1,25 @@
+import { workspaceRoot } from '@bulkhead/core';
+import {
+  applyPrivileges,
+  discoverDeployables,
+  ensureGroupRoles,
+  groupRole,
+  roleSpecs,
+  type Sql,
+} from '@bulkhead/db';
+
+/** The role specs of every deployable under `servers/`, plus the audit sealer. */
+export function deployableRoles() {
+  return roleSpecs(discoverDeployables(workspaceRoot()));
+}
+
+/** After new migrations: give the group roles their rights on the new tables too (when the roles exist). */
+export async function refreshPrivileges(sql: Sql): Promise<boolean> {
+  const specs = deployableRoles();
+  const [any] =
+    await sql`select 1 from pg_roles where rolname in ${sql(specs.map((s) => groupRole(s.name)))}`;
+  if (!any) return false;
+  await ensureGroupRoles(sql, specs);
+  await applyPrivileges(sql, specs);
+  return true;
+}

@@ -1,0 +1,50 @@
+// The tools/list figures in the READMEs (each server's tools table and sentence, the main README's
+// servers table), computed from the servers' own definitions: `pnpm figures` writes them,
+// test/readme-figures.test.ts checks them, and `bulkhead new server` writes a new server's README with them.
+import { type ServerDefinition } from '@bulkhead/core';
+import { lintServer, modelPart } from '@bulkhead/core/operator';
+
+const fmt = (n: number) => n.toLocaleString('en-US');
+
+/** A server README with its tools rows and its figures sentence set to what the definition measures. */
+export function serverReadme(def: ServerDefinition, readme: string): string {
+  const { size } = lintServer(def);
+  let out = readme
+    .split('\n')
+    .map((line) => {
+      const listing = [...def.catalog.listings.values()].find((l) => line.startsWith(`| \`${l.name}\``));
+      if (!listing) return line;
+      const model = modelPart([listing]).length - 2; // without the brackets of the one-element list
+      const cells = line.split(' | ');
+      cells[cells.length - 2] = fmt(model);
+      cells[cells.length - 1] = `${fmt(JSON.stringify(listing).length)} |`;
+      return cells.join(' | ');
+    })
+    .join('\n');
+  out = out.replace(
+    /the part a model reads measures [\d,]+ characters \(about [\d,]+ tokens\) of a budget of [\d,]+, the whole tools\/list [\d,]+ \(about [\d,]+ tokens\) of [\d,]+/,
+    `the part a model reads measures ${fmt(size.modelChars)} characters (about ${fmt(size.modelTokens)} tokens) of a budget of ${fmt(def.modelBudgetChars)}, the whole tools/list ${fmt(size.chars)} (about ${fmt(size.tokens)} tokens) of ${fmt(def.toolsBudgetChars)}`,
+  );
+  return out;
+}
+
+/** The main README's cells of one server: the model part and the whole list, each against its budget. */
+export function mainReadmeCells(def: ServerDefinition): string {
+  const { size } = lintServer(def);
+  return `| ${fmt(size.modelChars)} of ${fmt(def.modelBudgetChars)} (~${fmt(size.modelTokens)} tokens) | ${fmt(size.chars)} of ${fmt(def.toolsBudgetChars)} (~${fmt(size.tokens)} tokens) |`;
+}
+
+/** The main README with every server's row figures set. */
+export function mainReadme(defs: ServerDefinition[], readme: string): string {
+  return readme
+    .split('\n')
+    .map((line) => {
+      const def = defs.find((d) => line.startsWith(`| \`${d.name}\` |`));
+      if (!def) return line;
+      return line.replace(
+        /\| [\d,]+ of [\d,]+ \(~[\d,]+ tokens\) \| [\d,]+ of [\d,]+ \(~[\d,]+ tokens\) \|/,
+        mainReadmeCells(def),
+      );
+    })
+    .join('\n');
+}
