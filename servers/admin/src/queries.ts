@@ -1,4 +1,5 @@
-import type { Sql, TicketCategory, TicketStatus } from '@bulkhead/db';
+import type { Sql } from '@bulkhead/core';
+import type { TicketCategory, TicketStatus } from '@bulkhead/domain';
 
 // Amounts are bigint cents in the database; postgres.js returns int8 and numeric as strings,
 // so they are cast to float8 here (exact for integers below 2^53, i.e. any real invoice).

@@ -8,7 +8,8 @@ import {
   type FlatResult,
   type TestServer,
 } from '@bulkhead/core/testing';
-import { createTestDatabase, seedDemo, type TestDatabase } from '@bulkhead/db';
+import { seedDemo } from '@bulkhead/demo';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { adminServer } from './server.ts';
 
 /** A tool result as the tests read it. */
@@ -34,7 +35,7 @@ export const callTool = callFlat;
 export async function startAdmin(options: Partial<HttpAppOptions> = {}): Promise<AdminHarness> {
   const db = await createTestDatabase();
   await seedDemo(db.sql);
-  const server = await startTestServer(adminServer, { ...options, sql: db.sql });
+  const server = await startTestServer(adminServer, { ...options, db });
   const client = await connectClient(server.url, await issueTestToken(db.sql, adminServer));
   return {
     db,

@@ -101,6 +101,7 @@ describe('get_ticket', () => {
     const r = await h.call('get_ticket', { key: 'T-1263' });
     expect(r.isError).toBe(false);
     const m = (n: number, author_kind: string, author: string, sent: string, body: string) => ({
+      n,
       author_kind,
       author: u(author, `ticket T-1263 message ${n}`),
       sent,
@@ -156,7 +157,9 @@ describe('get_ticket', () => {
           'Your ticket has been passed on to our second-level support.',
         ),
       ],
+      messages_total: 5,
       truncated: false,
+      next_offset: null,
     });
   });
 
@@ -174,20 +177,99 @@ describe('get_ticket', () => {
     );
   });
 
-  it('returns the latest 50 messages of a long thread and says it was cut', async () => {
-    const rows = Array.from({ length: 55 }, (_, i) => ({
-      ticket_key: 'T-1012',
-      author_kind: 'customer',
-      author_name: 'Loop',
-      body: `reminder ${i + 1}`,
-    }));
-    await h.db.sql`insert into ticket_messages ${h.db.sql(rows)}`;
-    const r = await h.call('get_ticket', { key: 'T-1012' });
-    const messages = r.structured!.messages as { body: { text: string; source: string } }[];
-    expect(messages).toHaveLength(50);
-    expect(r.structured!.truncated).toBe(true);
-    expect(messages[49]!.body).toMatchObject({ text: 'reminder 55' });
-    expect(messages[0]!.body.text).toBe('reminder 6');
+  describe('a thread of 120 messages with long bodies', () => {
+    type Message = { n: number; body: { text: string }; body_cut?: string };
+    const page = (r: { structured?: Record<string, unknown> | undefined }) =>
+      r.structured as {
+        messages: Message[];
+        messages_total: number;
+        truncated: boolean;
+        next_offset: number | null;
+      };
+    beforeAll(async () => {
+      await h.db
+        .sql`insert into tickets (key, customer_id, subject) values ('T-9700', 'C-1001', 'Long thread')`;
+      const rows = Array.from({ length: 120 }, (_, i) => ({
+        ticket_key: 'T-9700',
+        author_kind: i % 2 ? 'agent' : 'customer',
+        author_name: i % 2 ? 'Tom Brandt' : 'Loop',
+        body: i === 59 ? 'x'.repeat(100_000) : i === 118 ? 'é'.repeat(2_500) : `message ${i + 1}`,
+      }));
+      await h.db.sql`insert into ticket_messages ${h.db.sql(rows)}`;
+    });
+
+    it('returns the latest 20, oldest first, and says where the older ones are, in the text too', async () => {
+      const r = await h.call('get_ticket', { key: 'T-9700' });
+      const p = page(r);
+      expect(p.messages.map((m) => m.n)).toEqual(Array.from({ length: 20 }, (_, i) => 101 + i));
+      expect(p).toMatchObject({ messages_total: 120, truncated: true, next_offset: 20 });
+      expect(p.messages[19]!.body.text).toBe('message 120');
+      expect(r.text).toContain('"messages_total": 120,\n  "truncated": true,\n  "next_offset": 20\n}');
+    });
+
+    it('pages back with next_offset through every message exactly once', async () => {
+      const seen: number[] = [];
+      let offset: number | null = 0;
+      const offsets: number[] = [];
+      while (offset !== null) {
+        offsets.push(offset);
+        const p = page(await h.call('get_ticket', { key: 'T-9700', offset }));
+        seen.unshift(...p.messages.map((m) => m.n));
+        expect(p.truncated).toBe(p.next_offset !== null);
+        offset = p.next_offset;
+      }
+      expect(offsets).toEqual([0, 20, 40, 60, 80, 100]);
+      expect(seen).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
+      const first = page(await h.call('get_ticket', { key: 'T-9700', offset: 100 }));
+      expect(first.messages.map((m) => m.n)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+      expect(first).toMatchObject({ messages_total: 120, truncated: false, next_offset: null });
+    });
+
+    it('cuts a body at 2,000 characters, says how many are left out, and reads one message with up to 40,000', async () => {
+      const latest = page(await h.call('get_ticket', { key: 'T-9700' }));
+      const m119 = latest.messages.find((m) => m.n === 119)!;
+      expect(m119.body.text).toBe('é'.repeat(2_000));
+      expect(m119.body_cut).toBe('500 more characters not shown; message 119 returns up to 40,000');
+      expect(latest.messages.filter((m) => m.body_cut).map((m) => m.n)).toEqual([119]);
+
+      const r60 = await h.call('get_ticket', { key: 'T-9700', offset: 60 });
+      const m60 = page(r60).messages.find((m) => m.n === 60)!;
+      expect(m60.body.text).toBe('x'.repeat(2_000));
+      expect(m60.body_cut).toBe('98,000 more characters not shown; message 60 returns up to 40,000');
+      expect(r60.text).toContain(
+        '"body_cut": "98,000 more characters not shown; message 60 returns up to 40,000"',
+      );
+      expect(r60.text.length).toBeLessThan(30_000);
+
+      const one = await h.call('get_ticket', { key: 'T-9700', message: 60 });
+      expect(page(one)).toMatchObject({ messages_total: 120, truncated: false, next_offset: null });
+      expect(page(one).messages).toHaveLength(1);
+      expect(page(one).messages[0]).toMatchObject({
+        n: 60,
+        body: { text: 'x'.repeat(40_000), source: 'ticket T-9700 message 60' },
+        body_cut: '60,000 more characters not shown: 40,000 is the most one message returns',
+      });
+      const whole = page(await h.call('get_ticket', { key: 'T-9700', message: 119 })).messages[0]!;
+      expect(whole.body.text).toBe('é'.repeat(2_500));
+      expect(whole.body_cut).toBeUndefined();
+    });
+
+    it('refuses an offset past the end, a message that does not exist and an unknown argument, naming it', async () => {
+      expect(await h.call('get_ticket', { key: 'T-9700', offset: 120 })).toEqual({
+        isError: true,
+        text: 'offset 120 is past the end: 120 messages match — use an offset below 120',
+        structured: undefined,
+      });
+      expect(await h.call('get_ticket', { key: 'T-9700', message: 121 })).toEqual({
+        isError: true,
+        text: 'ticket T-9700 has no message 121: its messages are numbered 1 to 120',
+        structured: undefined,
+      });
+      // Pages are 20 messages: there is no page size to choose.
+      const big = await h.call('get_ticket', { key: 'T-9700', limit: 51 });
+      expect(big.text).toContain('Invalid arguments — ');
+      expect(big.text).toContain('limit');
+    });
   });
 
   it('says that an unknown ticket does not exist, and refuses a malformed key', async () => {
@@ -197,7 +279,7 @@ describe('get_ticket', () => {
       text: 'ticket T-9999 not found — check the ticket key (list_tickets lists tickets)',
     });
     const bad = await h.call('get_ticket', { key: 'T-123' });
-    expect(bad.text).toContain('key: got "T-123", expected a value matching /^T-\\d{4,}$/');
+    expect(bad.text).toContain('key: got "T-123", expected a ticket key like T-1001');
   });
 });
 

@@ -1,9 +1,11 @@
 import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { createLogger, createServer, defineTool, getApproval, issueToken, revokeToken } from '@bulkhead/core';
+import { createLogger, createServer, defineTool } from '@bulkhead/core';
+import { getApproval, issueToken, parseToken, revokeToken } from '@bulkhead/core/operator';
 import { issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { type Sql } from '@bulkhead/db';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createConsoleApp, type ConsoleApp } from './app.tsx';
@@ -38,12 +40,13 @@ let mcpToken: string;
 let approverToken: string;
 let approverId: string;
 let consoleApp: ConsoleApp;
+let consoleSql: Sql;
 let http: ServerType;
 let base: string;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  mcp = await startTestServer(gated, { sql: db.sql, logger });
+  mcp = await startTestServer(gated, { db, logger });
   mcpToken = await issueTestToken(db.sql, gated, { label: 'Claude (marketing)' });
   const issued = await issueToken(db.sql, {
     kind: 'approver',
@@ -55,7 +58,14 @@ beforeAll(async () => {
   });
   approverToken = issued.token;
   approverId = issued.record.id;
-  consoleApp = createConsoleApp({ sql: db.sql, logger, publicUrl: 'http://127.0.0.1' });
+  // Every test here signs in from 127.0.0.1, refused ones included: the throttle gets its own test below.
+  consoleSql = (await db.as('console')).sql;
+  consoleApp = createConsoleApp({
+    sql: consoleSql,
+    logger,
+    publicUrl: 'http://127.0.0.1',
+    signInPolicy: { failures: 1000, windowSeconds: 60 },
+  });
   http = serve({ fetch: consoleApp.app.fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise<void>((resolve) => http.once('listening', resolve));
   base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
@@ -119,6 +129,23 @@ function post(
   });
 }
 
+interface SignInEvent {
+  server: string;
+  method: string;
+  outcome: string;
+  token_id: string | null;
+  token_label: string | null;
+  arguments: unknown;
+  result_summary: unknown;
+}
+
+/** The console's sign-in audit events, in log order. */
+function signInEvents() {
+  return db.sql<SignInEvent[]>`
+    select server, method, outcome, token_id, token_label, arguments, result_summary from audit_events
+    where server = 'console' and method = 'console/sign-in' order by seq`;
+}
+
 describe('signing in', () => {
   it('sends a visitor without a session to the sign-in form', async () => {
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
@@ -177,7 +204,11 @@ describe('signing in', () => {
     expect(res.headers.getSetCookie().find((c) => c.startsWith('bh_session='))).toMatch(
       /^bh_session=[\w-]{43}; Max-Age=43200; Path=\/; HttpOnly; SameSite=Strict$/,
     );
-    const https = createConsoleApp({ sql: db.sql, logger, publicUrl: 'https://approve.example.test' });
+    const https = createConsoleApp({
+      sql: (await db.as('console')).sql,
+      logger,
+      publicUrl: 'https://approve.example.test',
+    });
     const secure = await https.app.request('https://approve.example.test/login', {
       headers: { host: 'approve.example.test' },
     });
@@ -190,6 +221,118 @@ describe('signing in', () => {
     expect(rebound.status).toBe(403);
     await https.close();
   });
+
+  it('audits every refused sign-in with its reason and source, never the token, and a sign-in that worked', async () => {
+    const before = await signInEvents();
+    const form = await fetch(`${base}/login`);
+    const login = cookies(form).bh_login!;
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+    expect((await post('/login', `bh_login=${login}`, { _csrf: csrf, token: mcpToken })).status).toBe(401);
+    expect((await post('/login', `bh_login=${login}`, { _csrf: csrf, token: approverToken })).status).toBe(
+      400,
+    );
+    expect((await fetch(`${base}/`, { headers: { Authorization: 'Bearer bh_nope' } })).status).toBe(401);
+    await signIn();
+    const events = (await signInEvents()).slice(before.length);
+    expect(events).toEqual([
+      {
+        server: 'console',
+        method: 'console/sign-in',
+        outcome: 'unauthorized',
+        token_id: parseToken(mcpToken)!.id,
+        token_label: null,
+        arguments: { source: '127.0.0.1' },
+        result_summary: { reason: 'wrong_server' },
+      },
+      {
+        server: 'console',
+        method: 'console/sign-in',
+        outcome: 'bad_request',
+        token_id: null,
+        token_label: null,
+        arguments: { source: '127.0.0.1' },
+        result_summary: { reason: 'form_not_valid' },
+      },
+      {
+        server: 'console',
+        method: 'console/sign-in',
+        outcome: 'unauthorized',
+        token_id: null,
+        token_label: null,
+        arguments: { source: '127.0.0.1' },
+        result_summary: { reason: 'malformed', via: 'bearer' },
+      },
+      {
+        server: 'console',
+        method: 'console/sign-in',
+        outcome: 'ok',
+        token_id: approverId,
+        token_label: 'Ana Berg',
+        arguments: { source: '127.0.0.1' },
+        result_summary: { session_hours: 12 },
+      },
+    ]);
+    for (const token of [mcpToken, approverToken])
+      expect(
+        (
+          await db.sql`select count(*)::int as n from audit_events where strpos(audit_events::text, ${parseToken(token)!.secret}) > 0`
+        )[0]!.n,
+      ).toBe(0);
+  });
+
+  it('refuses a form token the console did not mint (as a planted cookie would carry), and a form used twice', async () => {
+    const planted = 'p'.repeat(43);
+    const res = await post('/login', `bh_login=${planted}`, { _csrf: planted, token: approverToken });
+    expect(res.status).toBe(400);
+    expect(cookies(res).bh_session).toBeUndefined();
+    expect(await res.text()).toContain('The sign-in form had expired. Please enter your token again.');
+
+    const form = await fetch(`${base}/login`);
+    const login = cookies(form).bh_login!;
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+    expect((await post('/login', `bh_login=${login}`, { _csrf: csrf, token: approverToken })).status).toBe(
+      303,
+    );
+    expect((await post('/login', `bh_login=${login}`, { _csrf: csrf, token: approverToken })).status).toBe(
+      400,
+    );
+    // A minted nonce with another browser's cookie is refused too.
+    const other = await fetch(`${base}/login`);
+    const otherCsrf = /name="_csrf" value="([^"]+)"/.exec(await other.text())![1]!;
+    expect(
+      (await post('/login', `bh_login=${login}`, { _csrf: otherCsrf, token: approverToken })).status,
+    ).toBe(400);
+  });
+
+  it('signs in with its own form even when a planted sign-in cookie shadows its own', async () => {
+    const form = await fetch(`${base}/login`);
+    const login = cookies(form).bh_login!;
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+    // A cookie with a longer path comes first: `bh_login=planted; bh_login=<ours>`.
+    const res = await post('/login', `bh_login=${'p'.repeat(43)}; bh_login=${login}`, {
+      _csrf: csrf,
+      token: approverToken,
+    });
+    expect(res.status).toBe(303);
+    expect(cookies(res).bh_session).toMatch(/^[\w-]{43}$/);
+  });
+
+  it('refuses and audits a sign-in posted from another origin or another site on this host', async () => {
+    const before = await signInEvents();
+    const form = await fetch(`${base}/login`);
+    const login = cookies(form).bh_login!;
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+    const fields = { _csrf: csrf, token: approverToken };
+    const elsewhere = await post('/login', `bh_login=${login}`, fields, { origin: 'http://127.0.0.1:1' });
+    expect([elsewhere.status, await elsewhere.text()]).toEqual([403, 'Cross-origin form refused.']);
+    const sameSite = await post('/login', `bh_login=${login}`, fields, { 'sec-fetch-site': 'same-site' });
+    expect([sameSite.status, await sameSite.text()]).toEqual([403, 'Cross-origin form refused.']);
+    const events = (await signInEvents()).slice(before.length);
+    expect(events.map((e) => [e.outcome, e.result_summary])).toEqual([
+      ['forbidden', { reason: 'cross_origin' }],
+      ['forbidden', { reason: 'cross_site' }],
+    ]);
+  });
 });
 
 describe('deciding', () => {
@@ -198,12 +341,14 @@ describe('deciding', () => {
     const { cookie } = await signIn();
     const page = await (await fetch(`${base}/`, { headers: { cookie } })).text();
     expect(page).toContain(
-      `<a href="/approvals/${id}">Publish the notice &quot;Spring sale starts Monday&quot;.</a>`,
+      `<a href="/approvals/${id}"><bdi>Publish the notice &quot;Spring sale starts Monday&quot;.</bdi></a>`,
     );
-    expect(page).toContain('<dd>Claude (marketing)</dd>');
-    expect(page).toContain('&quot;text&quot;: &quot;Spring sale starts Monday&quot;');
+    expect(page).toContain('<dd><bdi>Claude (marketing)</bdi></dd>');
+    expect(page).toContain(
+      '<th scope="row"><code><bdi>text</bdi></code></th><td><div class="text"><bdi>Spring sale starts Monday</bdi></div></td>',
+    );
     expect(page).toMatch(/<time datetime="[^"]+">just now<\/time>/);
-    expect(page).toContain('Signed in as Ana Berg');
+    expect(page).toContain('<span>Signed in as <bdi>Ana Berg</bdi></span>');
   });
 
   it('checks CSRF and origin on every form, requires a reason to reject, and refuses a second decision', async () => {
@@ -263,8 +408,9 @@ describe('deciding', () => {
 
     const [event] = await db.sql`
       select server, token_id, token_label, outcome from audit_events where approval_id = ${id} and method = 'approvals/decide'`;
+    // Decisions are written by the console's role alone, so they stand under its name.
     expect(event).toEqual({
-      server: 'console-gate',
+      server: 'console',
       token_id: approverId,
       token_label: 'console:Ana Berg',
       outcome: 'rejected',
@@ -324,5 +470,70 @@ describe('deciding', () => {
     const after = await fetch(`${base}/`, { headers: { cookie: session.cookie }, redirect: 'manual' });
     expect(after.status).toBe(303);
     expect(after.headers.get('location')).toBe('/login');
+  });
+});
+
+describe('sign-in throttle', () => {
+  it('turns a source away after 10 refused sign-ins in a minute, on every replica, with 429 and Retry-After', async () => {
+    // Two replicas behind one proxy (X-Forwarded-For, one hop), sharing the database.
+    const replicas = [0, 1].map(() =>
+      createConsoleApp({ sql: consoleSql, logger, publicUrl: 'http://127.0.0.1', proxyHops: 1 }),
+    );
+    const servers = await Promise.all(
+      replicas.map(async (r) => {
+        const server = serve({ fetch: r.app.fetch, port: 0, hostname: '127.0.0.1' });
+        await new Promise<void>((resolve) => server.once('listening', resolve));
+        return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+      }),
+    );
+    // What a client writes left of the proxy's entry is ignored: the source is 203.0.113.50.
+    const from = (ip: string) => ({ 'x-forwarded-for': `10.9.9.9, ${ip}` });
+    const attempt = (i: number, ip = '203.0.113.50') =>
+      fetch(`${servers[i % 2]!.url}/`, { headers: { ...from(ip), Authorization: `Bearer ${mcpToken}` } });
+    const before = await signInEvents();
+
+    for (let i = 0; i < 10; i++) expect((await attempt(i)).status).toBe(401);
+    // The first refusal made 30 s ago: the source may come back in 30 s.
+    await db.sql`
+      update bulkhead_console_sign_in_failures set failures[1] = now() - interval '30 seconds'
+      where source = '203.0.113.50'`;
+    const refused = await attempt(10);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('30');
+    expect(await refused.text()).toContain(
+      'More than 10 sign-ins from your address failed within 60 seconds. Try again in 30 seconds.',
+    );
+    // The form is turned away too, even with the right token, before the token is looked at.
+    const form = await fetch(`${servers[0]!.url}/login`, { headers: from('203.0.113.50') });
+    const login = cookies(form).bh_login!;
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+    const blocked = await fetch(`${servers[1]!.url}/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: {
+        ...from('203.0.113.50'),
+        cookie: `bh_login=${login}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({ _csrf: csrf, token: approverToken }),
+    });
+    expect(blocked.status).toBe(429);
+    // Another address is not affected.
+    expect((await attempt(0, '203.0.113.51')).status).toBe(401);
+
+    const events = (await signInEvents()).slice(before.length);
+    expect(events.map((e) => [e.outcome, (e.arguments as { source: string }).source])).toEqual([
+      ...Array(10).fill(['unauthorized', '203.0.113.50']),
+      ['rate_limited', '203.0.113.50'],
+      ['unauthorized', '203.0.113.51'],
+    ]);
+    expect(events[10]!.result_summary).toMatchObject({
+      reason: 'too_many_failures',
+      via: 'bearer',
+      limit: '10 per 60 s',
+    });
+
+    for (const { server } of servers) await new Promise((resolve) => server.close(resolve));
+    for (const r of replicas) await r.close();
   });
 });

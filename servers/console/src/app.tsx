@@ -1,20 +1,25 @@
 /** @jsxImportSource hono/jsx */
-import { createAuditWriter, type AuditWriter } from '@bulkhead/audit';
+import { randomUUID } from 'node:crypto';
+import { createAuditWriter, type AuditWriter, type Outcome } from '@bulkhead/audit';
+import { type Logger } from '@bulkhead/core';
 import {
   APPROVAL_ID,
   APPROVAL_STATUSES,
   ApprovalDecisionError,
+  createMetrics,
+  metricsRoute,
+  sourceOf,
   approvalDeliveries,
   approvalEvents,
   approvalFacets,
+  argumentsHash,
   createTokenVerifier,
   decideApproval,
   getApproval,
   listApprovals,
   type ApprovalStatus,
-  type Logger,
   type TokenVerifier,
-} from '@bulkhead/core';
+} from '@bulkhead/core/operator';
 import { isReachable, type Sql } from '@bulkhead/db';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -22,15 +27,18 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { html } from 'hono/html';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import { DetailPage, HistoryPage, LoginPage, MessagePage, PendingPage, STYLE_HASH } from './pages.tsx';
+import { argumentFindings, argumentRows, findings, mergeFindings } from './shown.tsx';
 import {
   countPending,
   createSession,
   deleteSession,
   findSession,
-  randomToken,
   sameSecret,
   type Approver,
 } from './sessions.ts';
+import { mintSignInForm, redeemSignInForm, SIGN_IN_FORM_SECONDS } from './sign-in-forms.ts';
+import { createSignInThrottle, type SignInPolicy } from './sign-in-throttle.ts';
+import { sourceAddress } from './source.ts';
 
 /** What the console needs. */
 export interface ConsoleOptions {
@@ -42,7 +50,15 @@ export interface ConsoleOptions {
   sessionHours?: number;
   /** Extra allowed `Host` names; loopback names and the public URL's host are always allowed. */
   allowedHosts?: string[];
+  /** Reverse proxies in front of the console that append to `X-Forwarded-For` (default 0: the socket's address). */
+  proxyHops?: number;
+  /** Refused sign-ins allowed per source address and window (default 10 per 60 s). */
+  signInPolicy?: SignInPolicy;
   audit?: AuditWriter;
+  /** `BULKHEAD_ALLOW_SELF_APPROVAL`: a person may approve what a token issued to them asked for. */
+  allowSelfApproval?: boolean;
+  /** `BULKHEAD_METRICS_TOKEN`: lets a scraper that is not on loopback read `/metrics`. */
+  metricsToken?: string | undefined;
 }
 
 /** The console app and how to release what it holds. */
@@ -70,6 +86,27 @@ function field(form: Record<string, unknown>, name: string): string | undefined 
   return typeof v === 'string' ? v : undefined;
 }
 
+/** Every value the browser sent for cookie `name`: a cookie planted from another port may sit beside ours. */
+function cookieValues(header: string | undefined, name: string): string[] {
+  return (header ?? '')
+    .split(';')
+    .map((p) => p.trim())
+    .filter((p) => p.startsWith(`${name}=`))
+    .map((p) => p.slice(name.length + 1));
+}
+
+/** Why a sign-in was refused, as the audit event and the log record it. */
+type SignInRefusal =
+  | 'cross_origin'
+  | 'cross_site'
+  | 'form_not_valid'
+  | 'malformed'
+  | 'unknown'
+  | 'wrong_server'
+  | 'expired'
+  | 'revoked'
+  | 'malformed_header';
+
 /**
  * The approvers' web console: server-rendered pages, no JavaScript. Approvers
  * sign in with approver tokens (never MCP tokens); the session cookie is
@@ -80,8 +117,15 @@ function field(form: Record<string, unknown>, name: string): string | undefined 
  */
 export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
   const { sql, logger } = options;
-  const audit = options.audit ?? createAuditWriter(sql);
   const verifier: TokenVerifier = createTokenVerifier(sql, 'console', 'approver');
+  const metrics = createMetrics({
+    server: 'console',
+    sql,
+    poolMax: 10,
+    tokenCache: verifier.stats,
+    approvals: true,
+  });
+  const audit = metrics.audited(options.audit ?? createAuditWriter(sql));
   const publicUrl = new URL(options.publicUrl);
   const secure = publicUrl.protocol === 'https:';
   const SESSION = secure ? '__Host-bh_session' : 'bh_session';
@@ -89,6 +133,57 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
   const hours = options.sessionHours ?? 12;
   const hosts = new Set([...LOOPBACK, publicUrl.hostname, ...(options.allowedHosts ?? [])]);
   const cookie = { httpOnly: true, sameSite: 'Strict', path: '/', secure } as const;
+  const proxyHops = options.proxyHops ?? 0;
+  const throttle = createSignInThrottle(sql, options.signInPolicy);
+  const { failures: limit, windowSeconds } = throttle.policy;
+
+  /**
+   * Why a POST did not come from one of the console's own pages, if it did not. `Origin` names the
+   * page's origin, port included; `Sec-Fetch-Site` tells a page on another port of this host
+   * (`same-site`, which SameSite cookies let through) from the console's own (`same-origin`).
+   */
+  const foreignPost = (c: Context): 'cross_origin' | 'cross_site' | undefined => {
+    const origin = c.req.header('origin');
+    if (origin !== undefined && origin !== new URL(c.req.url).origin && origin !== publicUrl.origin)
+      return 'cross_origin';
+    const site = c.req.header('sec-fetch-site');
+    if (site !== undefined && site !== 'same-origin') return 'cross_site';
+    return undefined;
+  };
+
+  /** Writes a sign-in's audit event (server `console`, method `console/sign-in`); never the token itself. */
+  const auditSignIn = (
+    c: Context,
+    started: number,
+    outcome: Outcome,
+    summary: Record<string, unknown>,
+    token: { tokenId?: string | undefined; label?: string | undefined } = {},
+  ) =>
+    audit.append({
+      server: 'console',
+      method: 'console/sign-in',
+      outcome,
+      requestId: randomUUID(),
+      durationMs: performance.now() - started,
+      tokenId: token.tokenId ?? null,
+      tokenLabel: token.label ?? null,
+      clientName: c.req.header('user-agent')?.slice(0, 200) ?? null,
+      arguments: { source: sourceAddress(c, proxyHops) },
+      resultSummary: summary,
+    });
+
+  /** 429 for a source over the limit: the page says when to come back, and so does `Retry-After`. */
+  const throttled = (c: Context, retryAfter: number) => {
+    c.header('Retry-After', String(retryAfter));
+    return page(
+      c,
+      <MessagePage
+        title="Too many failed sign-ins"
+        message={`More than ${limit} sign-ins from your address failed within ${windowSeconds} seconds. Try again in ${retryAfter} second${retryAfter === 1 ? '' : 's'}.`}
+      />,
+      429,
+    );
+  };
 
   const app = new Hono<{ Variables: { approver: Approver } }>();
 
@@ -107,28 +202,27 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
   app.use(async (c, next) => {
     const host = c.req.header('host');
     if (!host || !hosts.has(hostname(host))) return c.text('Host not allowed.', 403);
-    if (c.req.method === 'POST') {
-      // Forms are only accepted from the console's own pages (SameSite=Strict and CSRF tokens stand behind this).
-      const origin = c.req.header('origin');
-      const own = new URL(c.req.url).origin;
-      if (origin !== undefined && origin !== own && origin !== publicUrl.origin)
-        return c.text('Cross-origin form refused.', 403);
-    }
+    // Forms are only accepted from the console's own pages (SameSite=Strict and CSRF tokens stand behind
+    // this). The sign-in form checks the same itself, so that a refused sign-in is counted and audited.
+    if (c.req.method === 'POST' && c.req.path !== '/login' && foreignPost(c))
+      return c.text('Cross-origin form refused.', 403);
     return next();
   });
   app.use(bodyLimit({ maxSize: FORM_LIMIT, onError: (c) => c.text('Form too large.', 413) }));
 
   app.get('/healthz', (c) => c.json({ status: 'ok', server: 'console' }));
+  app.get('/metrics', metricsRoute(metrics, options.metricsToken, sourceOf));
   app.get('/readyz', async (c) =>
     (await isReachable(sql, 2000))
       ? c.json({ status: 'ready', server: 'console' })
       : c.json({ status: 'unavailable', server: 'console', reason: 'database unreachable' }, 503),
   );
 
-  const loginForm = (c: Ctx, error?: string, status = 200) => {
-    const csrf = randomToken();
-    setCookie(c, LOGIN, csrf, { ...cookie, maxAge: 3600 });
-    return page(c, <LoginPage csrf={csrf} error={error} />, status);
+  /** The sign-in form with a freshly minted single-use nonce, its binding in the sign-in cookie. */
+  const loginForm = async (c: Ctx, error?: string, status = 200) => {
+    const form = await mintSignInForm(sql, sourceAddress(c, proxyHops));
+    setCookie(c, LOGIN, form.binding, { ...cookie, maxAge: SIGN_IN_FORM_SECONDS });
+    return page(c, <LoginPage csrf={form.nonce} error={error} />, status);
   };
 
   app.get('/login', async (c) => {
@@ -137,23 +231,55 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
     return loginForm(c);
   });
 
+  // A sign-in is counted against its source before anything is checked, and given back if it succeeds.
+  // Every refusal — from another site, with a form the console did not mint, with a token that does not
+  // open the console — is audited; past the limit, attempts get 429 and one audit event per window.
   app.post('/login', async (c) => {
+    const started = performance.now();
+    const source = sourceAddress(c, proxyHops);
+    const slot = await throttle.reserve(source);
+    if (!slot.ok) {
+      if (slot.firstInWindow)
+        await auditSignIn(c, started, 'rate_limited', {
+          reason: 'too_many_failures',
+          retry_after_s: slot.retryAfterSeconds,
+          limit: `${limit} per ${windowSeconds} s`,
+        });
+      logger.warn({ source, retryAfter: slot.retryAfterSeconds }, 'console sign-in throttled');
+      return throttled(c, slot.retryAfterSeconds);
+    }
+    const refused = async (
+      reason: SignInRefusal,
+      outcome: Outcome,
+      token: { tokenId?: string | undefined; label?: string | undefined } = {},
+    ) => {
+      await auditSignIn(c, started, outcome, { reason }, token);
+      logger.info({ source, reason, presentedTokenId: token.tokenId }, 'console sign-in refused');
+    };
+    const foreign = foreignPost(c);
+    if (foreign) {
+      await refused(foreign, 'forbidden');
+      return c.text('Cross-origin form refused.', 403);
+    }
     const form = await c.req.parseBody();
-    const expected = getCookie(c, LOGIN);
-    const given = field(form, '_csrf');
-    if (!expected || !given || !sameSecret(expected, given))
+    if (
+      !(await redeemSignInForm(sql, field(form, '_csrf') ?? '', cookieValues(c.req.header('cookie'), LOGIN)))
+    ) {
+      await refused('form_not_valid', 'bad_request');
       return loginForm(c, 'The sign-in form had expired. Please enter your token again.', 400);
-    const token = field(form, 'token')?.trim() ?? '';
-    const verdict = await verifier.verify(token);
+    }
+    const verdict = await verifier.verify(field(form, 'token')?.trim() ?? '');
     if (!verdict.ok) {
-      logger.info({ reason: verdict.reason, presentedTokenId: verdict.tokenId }, 'console sign-in refused');
+      await refused(verdict.reason, 'unauthorized', verdict);
       return loginForm(
         c,
         'This token does not open the console: it is unknown, expired, revoked, or not an approver token.',
         401,
       );
     }
+    await throttle.release(source, slot.slot);
     const sid = await createSession(sql, verdict.access.tokenId, hours);
+    await auditSignIn(c, started, 'ok', { session_hours: hours }, verdict.access);
     deleteCookie(c, LOGIN, { path: '/', secure });
     setCookie(c, SESSION, sid, { ...cookie, maxAge: Math.round(hours * 3600) });
     logger.info({ tokenId: verdict.access.tokenId, label: verdict.access.label }, 'approver signed in');
@@ -164,10 +290,26 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
   app.use(async (c, next) => {
     const authorization = c.req.header('authorization');
     if (authorization !== undefined) {
+      // A bearer token is a sign-in too: counted, throttled and audited like the form.
+      const started = performance.now();
+      const source = sourceAddress(c, proxyHops);
+      const slot = await throttle.reserve(source);
+      if (!slot.ok) {
+        if (slot.firstInWindow)
+          await auditSignIn(c, started, 'rate_limited', {
+            reason: 'too_many_failures',
+            via: 'bearer',
+            retry_after_s: slot.retryAfterSeconds,
+            limit: `${limit} per ${windowSeconds} s`,
+          });
+        return throttled(c, slot.retryAfterSeconds);
+      }
       const bearer = authorization.match(/^Bearer ([^\s]+)$/i)?.[1];
       const verdict = bearer ? await verifier.verify(bearer) : undefined;
       if (!verdict?.ok) {
-        logger.info({ reason: verdict?.reason ?? 'malformed_header' }, 'console request refused');
+        const reason: SignInRefusal = verdict?.reason ?? 'malformed_header';
+        await auditSignIn(c, started, 'unauthorized', { reason, via: 'bearer' }, verdict ?? {});
+        logger.info({ source, reason }, 'console request refused');
         c.header('WWW-Authenticate', 'Bearer realm="console", error="invalid_token"');
         return page(
           c,
@@ -178,7 +320,13 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
           401,
         );
       }
-      c.set('approver', { tokenId: verdict.access.tokenId, label: verdict.access.label, csrf: null });
+      await throttle.release(source, slot.slot);
+      c.set('approver', {
+        tokenId: verdict.access.tokenId,
+        label: verdict.access.label,
+        owner: verdict.access.owner ?? null,
+        csrf: null,
+      });
       return next();
     }
     const sid = getCookie(c, SESSION);
@@ -215,7 +363,15 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
       limit: 100,
       order: 'oldest',
     });
-    return page(c, <PendingPage approver={c.var.approver} approvals={approvals} truncated={truncated} />);
+    const cards = approvals.map((approval) => {
+      const rows = argumentRows(approval.arguments, approval.argumentsRedacted);
+      return {
+        approval,
+        rows,
+        findings: mergeFindings([findings(approval.preview), argumentFindings(rows)]),
+      };
+    });
+    return page(c, <PendingPage approver={c.var.approver} approvals={cards} truncated={truncated} />);
   });
 
   const detail = async (
@@ -242,6 +398,8 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
         approver={c.var.approver}
         pending={pending}
         approval={approval}
+        rows={argumentRows(approval.arguments, approval.argumentsRedacted)}
+        shownHash={argumentsHash(approval.arguments)}
         events={events}
         deliveries={deliveries}
         {...extra}
@@ -265,9 +423,10 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
         id,
         decision,
         reason,
-        decidedBy: `console:${approver.label}`,
-        decidedByTokenId: approver.tokenId,
+        via: 'console',
+        approver: { tokenId: approver.tokenId, label: approver.label, owner: approver.owner },
         expectedHash: field(form, 'hash'),
+        allowSelfApproval: options.allowSelfApproval ?? false,
       });
     } catch (err) {
       if (!(err instanceof ApprovalDecisionError)) throw err;
@@ -277,7 +436,9 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
         reason_required: 400,
         decided: 409,
         expired: 409,
+        withdrawn: 409,
         changed: 409,
+        self_approval: 403,
       }[err.code];
       const sentence = err.message.charAt(0).toUpperCase() + err.message.slice(1);
       return detail(c, id, { error: `${sentence}.`, reason }, status);

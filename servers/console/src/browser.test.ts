@@ -2,22 +2,20 @@ import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { createLogger, createServer, defineTool } from '@bulkhead/core';
 import {
-  createLogger,
-  createServer,
-  defineTool,
   getApproval,
   issueToken,
   startApprovalExecutor,
   type ApprovalExecutor,
-} from '@bulkhead/core';
+} from '@bulkhead/core/operator';
 import {
   chromiumLaunchOptions,
   issueTestToken,
   startTestServer,
   type TestServer,
 } from '@bulkhead/core/testing';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -63,13 +61,14 @@ let base: string;
 beforeAll(async () => {
   db = await createTestDatabase();
   await db.sql`create table reminders (approval_id text not null, invoice text not null)`;
-  mcp = await startTestServer(billing, { sql: db.sql, logger });
-  executor = startApprovalExecutor(billing, { sql: db.sql, logger });
-  consoleApp = createConsoleApp({ sql: db.sql, logger, publicUrl: 'http://127.0.0.1' });
+  mcp = await startTestServer(billing, { db, logger });
+  await db.sql`grant insert on reminders to bulkhead_billing_demo`;
+  executor = startApprovalExecutor(billing, { sql: mcp.sql, logger });
+  consoleApp = createConsoleApp({ sql: (await db.as('console')).sql, logger, publicUrl: 'http://127.0.0.1' });
   http = serve({ fetch: consoleApp.app.fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise<void>((resolve) => http.once('listening', resolve));
   base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  browser = await chromium.launch(chromiumLaunchOptions);
+  browser = await chromium.launch(chromiumLaunchOptions());
   await executor.ready;
 });
 afterAll(async () => {
@@ -135,7 +134,7 @@ it('a gated call is approved in a real browser and executed exactly once, with t
 
   const deadline = Date.now() + 5000;
   let approval = await getApproval(db.sql, id);
-  while (approval?.auditedStatus !== 'executed' && Date.now() < deadline) {
+  while (approval?.status !== 'executed' && Date.now() < deadline) {
     await sleep(50);
     approval = await getApproval(db.sql, id);
   }

@@ -1,9 +1,10 @@
 import { join } from 'node:path';
-import { baseEnvShape, parseEnv, workspaceRoot } from '@bulkhead/core';
+import { baseEnvShape, boolEnv, parseEnv, workspaceRoot } from '@bulkhead/core';
 import { z } from 'zod';
+import manifest from '../package.json' with { type: 'json' };
 
-/** The console's port when `PORT` is unset. */
-export const DEFAULT_PORT = 3100;
+/** The port when `PORT` is unset: the manifest's (`bulkhead.port` in package.json), written nowhere else. */
+export const DEFAULT_PORT = manifest.bulkhead.port;
 
 const schema = z
   .object({
@@ -26,8 +27,16 @@ const schema = z
       .enum(['true', 'false', '1', '0', 'yes', 'no'])
       .transform((v) => v === 'true' || v === '1' || v === 'yes')
       .default(true),
+    /** Reverse proxies in front of the console that append the client's address to X-Forwarded-For. */
+    BULKHEAD_PROXY_HOPS: z.coerce.number().int().min(0).max(5).default(0),
     /** How long a sign-in lasts. */
     BULKHEAD_SESSION_HOURS: z.coerce.number().min(0.1).max(168).default(12),
+    /** Run under the schema owner or a superuser (refused by default: the console runs under its own role). */
+    BULKHEAD_ALLOW_OWNER_ROLE: boolEnv.default(false),
+    /** A one-person shop: a person may approve what a token issued to them asked for. */
+    BULKHEAD_ALLOW_SELF_APPROVAL: boolEnv.default(false),
+    /** Lets a scraper that is not on loopback read /metrics (Authorization: Bearer <token>). */
+    BULKHEAD_METRICS_TOKEN: z.string().min(16).optional(),
   })
   .transform((env) => ({
     ...env,

@@ -1,6 +1,6 @@
 import { serve } from '@hono/node-server';
-import { ConfigError, createLogger } from '@bulkhead/core';
-import { migrate, openDatabase } from '@bulkhead/db';
+import { checkRole, ConfigError, createLogger, StartupError, workspaceRoot } from '@bulkhead/core';
+import { discoverDeployables, migrate, openDatabase, roleSpecs } from '@bulkhead/db';
 import { createConsoleApp } from './app.tsx';
 import { loadEnv } from './env.ts';
 
@@ -12,16 +12,26 @@ try {
     dataDir: env.BULKHEAD_DATA_DIR,
     applicationName: 'bulkhead-console',
     log: (line) => logger.info(line),
+    deployable: { name: 'console', roles: roleSpecs(discoverDeployables(workspaceRoot())) },
   });
   if (env.BULKHEAD_MIGRATE) {
     const { applied } = await migrate(db.sql);
     if (applied.length) logger.info({ applied }, 'migrations applied');
+  }
+  try {
+    logger.info(await checkRole(db.sql, 'console', env.BULKHEAD_ALLOW_OWNER_ROLE));
+  } catch (err) {
+    await db.close();
+    throw err;
   }
   const consoleApp = createConsoleApp({
     sql: db.sql,
     logger,
     publicUrl: env.BULKHEAD_PUBLIC_URL,
     sessionHours: env.BULKHEAD_SESSION_HOURS,
+    allowSelfApproval: env.BULKHEAD_ALLOW_SELF_APPROVAL,
+    metricsToken: env.BULKHEAD_METRICS_TOKEN,
+    proxyHops: env.BULKHEAD_PROXY_HOPS,
     ...(env.BULKHEAD_ALLOWED_HOSTS ? { allowedHosts: env.BULKHEAD_ALLOWED_HOSTS } : {}),
   });
   const server = serve({ fetch: consoleApp.app.fetch, port: env.PORT, hostname: env.HOST });
@@ -43,6 +53,8 @@ try {
   process.once('SIGTERM', () => void stop());
   logger.info({ url: env.BULKHEAD_PUBLIC_URL }, 'console listening');
 } catch (err) {
-  process.stderr.write(`console: ${err instanceof ConfigError ? err.message : String(err)}\n`);
+  process.stderr.write(
+    `console: ${err instanceof ConfigError || err instanceof StartupError ? err.message : String(err)}\n`,
+  );
   process.exit(1);
 }

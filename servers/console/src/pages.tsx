@@ -1,9 +1,25 @@
 /** @jsxImportSource hono/jsx */
 import { createHash } from 'node:crypto';
-import type { ApprovalDelivery, ApprovalEvent, ApprovalRecord, ApprovalStatus } from '@bulkhead/core';
-import { APPROVAL_STATUSES, effectiveStatus } from '@bulkhead/core';
+import type {
+  ApprovalDelivery,
+  ApprovalEvent,
+  ApprovalRecord,
+  ApprovalStatus,
+} from '@bulkhead/core/operator';
+import { APPROVAL_STATUSES, effectiveStatus, visible } from '@bulkhead/core/operator';
 import type { Child } from 'hono/jsx';
 import type { Approver } from './sessions.ts';
+import {
+  anyFindings,
+  argumentFindings,
+  ArgumentTable,
+  findings,
+  Findings,
+  mergeFindings,
+  Shown,
+  type ArgumentRow,
+  type TextFindings,
+} from './shown.tsx';
 
 const CSS = `
 :root{--fg:#1b1b1f;--muted:#4a4a55;--bg:#f5f6f8;--line:#c9ced6;--link:#0b57d0;--ok:#146c2e;--bad:#a50e0e;--head:#1b2a41}
@@ -34,7 +50,7 @@ code{font-size:.95em}
 .badge.pending{background:#fff4ce;color:#5c4400}
 .badge.approved,.badge.executed{background:#e6f4ea;color:#0d5223}
 .badge.rejected,.badge.failed{background:#fce8e6;color:#8c1d18}
-.badge.expired{background:#eceff1;color:#3c4043}
+.badge.expired,.badge.withdrawn{background:#eceff1;color:#3c4043}
 button,.button{font:inherit;font-weight:600;padding:.5rem 1.1rem;border-radius:6px;border:2px solid transparent;cursor:pointer;text-decoration:none;display:inline-block;line-height:1.4}
 .approve{background:var(--ok);color:#fff}
 .reject{background:var(--bad);color:#fff}
@@ -56,6 +72,18 @@ th{background:#eef0f3}
 .filters div{min-width:11rem}
 .narrow{max-width:28rem}
 .later{margin-top:1rem}
+bdi{unicode-bidi:isolate}
+mark.hidden{background:#fff0b3;color:#4d2600;border:1px solid #8a4b00;border-radius:3px;padding:0 .15em;font:600 .8em ui-monospace,monospace;white-space:nowrap}
+mark.mixed{background:#fde2e1;color:inherit;text-decoration:underline wavy var(--bad);text-underline-offset:.2em}
+.odd{background:var(--bad);color:#fff;font-weight:700;padding:0 .1em;border-radius:2px}
+.text{background:#f0f2f5;border:1px solid var(--line);border-radius:6px;padding:.6rem .75rem;white-space:pre-wrap;word-break:break-word;font:.95rem/1.5 ui-monospace,SFMono-Regular,Menlo,monospace}
+.findings{margin:.5rem 0 0;padding-left:1.25rem;font-size:.9rem}
+.findings li{margin:.2rem 0}
+.warn{padding:.75rem 1rem;border-radius:6px;margin:0 0 1rem;border:2px solid #8a4b00;background:#fff4ce;color:#3d2600}
+.warn p{margin:0}
+table.args{margin:.5rem 0}
+table.args th[scope=row]{width:12rem;font-weight:600}
+table.args .error{margin:0 0 .5rem}
 `;
 
 /** The Content-Security-Policy source for the one inline stylesheet: no other style or script can run. */
@@ -90,6 +118,7 @@ const STATUS_WORDS: Record<ApprovalStatus, string> = {
   rejected: 'Rejected',
   expired: 'Expired undecided',
   failed: 'Approved, but failed',
+  withdrawn: 'Withdrawn by the requester',
 };
 
 function Badge({ status }: { status: ApprovalStatus }) {
@@ -97,7 +126,30 @@ function Badge({ status }: { status: ApprovalStatus }) {
 }
 
 function Json({ value }: { value: unknown }) {
-  return <pre>{JSON.stringify(value, null, 2)}</pre>;
+  return (
+    <pre>
+      <Shown text={JSON.stringify(value, null, 2) ?? 'undefined'} lineBreaks />
+    </pre>
+  );
+}
+
+/** The warning above a request that holds hidden characters or mixed-script words. */
+function LookClosely({ of, where }: { of: TextFindings; where: string }) {
+  if (!anyFindings(of)) return null;
+  const parts = [
+    of.hidden.size
+      ? `${[...of.hidden.values()].reduce((a, b) => a + b, 0)} hidden character${[...of.hidden.values()].reduce((a, b) => a + b, 0) === 1 ? '' : 's'}`
+      : '',
+    of.mixed.length ? `${of.mixed.length} word${of.mixed.length === 1 ? '' : 's'} mixing scripts` : '',
+  ].filter(Boolean);
+  return (
+    <div class="warn" role="note">
+      <p>
+        Look closely: this request holds {parts.join(' and ')}, marked {where}. What you read may not be what
+        will run.
+      </p>
+    </div>
+  );
 }
 
 /** The page frame: skip link, header with navigation and sign-out, one main landmark. */
@@ -143,7 +195,9 @@ export function Layout(props: {
             )}
             {props.approver && (
               <div class="who">
-                <span>Signed in as {props.approver.label}</span>
+                <span>
+                  Signed in as <Shown text={props.approver.label} />
+                </span>
                 {props.approver.csrf && (
                   <form method="post" action="/logout">
                     <input type="hidden" name="_csrf" value={props.approver.csrf} />
@@ -202,7 +256,11 @@ export function LoginPage({ csrf, error }: { csrf: string; error?: string | unde
 }
 
 /** Every request waiting for a decision, oldest first: what it does, with what, who asked, how long ago. */
-export function PendingPage(props: { approver: Approver; approvals: ApprovalRecord[]; truncated: boolean }) {
+export function PendingPage(props: {
+  approver: Approver;
+  approvals: { approval: ApprovalRecord; rows: ArgumentRow[]; findings: TextFindings }[];
+  truncated: boolean;
+}) {
   return (
     <Layout title="Pending" approver={props.approver} pending={props.approvals.length} current="pending">
       <h1>Waiting for approval</h1>
@@ -211,28 +269,33 @@ export function PendingPage(props: { approver: Approver; approvals: ApprovalReco
       ) : (
         <p class="hint">Oldest first: the first one expires soonest. Nothing here has happened yet.</p>
       )}
-      {props.approvals.map((a) => (
+      {props.approvals.map(({ approval: a, rows, findings: found }) => (
         <article class="card" aria-labelledby={`p-${a.id}`}>
           <h2 id={`p-${a.id}`}>
-            <a href={`/approvals/${a.id}`}>{a.preview}</a>
+            <a href={`/approvals/${a.id}`}>
+              <Shown text={a.preview} />
+            </a>
           </h2>
+          <LookClosely of={found} where="in it; the detail page explains each mark" />
           <dl class="meta">
             <dt>Tool</dt>
             <dd>
-              <code>{a.tool}</code> on {a.server}
+              <code>
+                <Shown text={a.tool} />
+              </code>{' '}
+              on <Shown text={a.server} />
             </dd>
             <dt>Requested by</dt>
-            <dd>{a.requestedByLabel ?? 'unknown'}</dd>
+            <dd>
+              <Shown text={a.requestedByLabel ?? 'unknown'} />
+            </dd>
             <dt>Age</dt>
             <dd>
               <time datetime={a.requestedAt.toISOString()}>{ago(a.requestedAt)}</time> (expires{' '}
               {until(a.expiresAt)})
             </dd>
-            <dt>Arguments</dt>
-            <dd>
-              <Json value={a.argumentsRedacted} />
-            </dd>
           </dl>
+          <ArgumentTable rows={rows} full={false} caption="Arguments (long texts cut here)" />
           <a class="button primary" href={`/approvals/${a.id}`} aria-label={`Review and decide ${a.id}`}>
             Review and decide
           </a>
@@ -248,6 +311,10 @@ export function DetailPage(props: {
   approver: Approver;
   pending: number;
   approval: ApprovalRecord;
+  /** The stored arguments, field by field: what will run. */
+  rows: ArgumentRow[];
+  /** The hash of exactly the arguments shown; the decision carries it, and is refused if they changed. */
+  shownHash: string;
   events: ApprovalEvent[];
   deliveries: ApprovalDelivery[];
   error?: string | undefined;
@@ -256,6 +323,9 @@ export function DetailPage(props: {
 }) {
   const a = props.approval;
   const status = effectiveStatus(a);
+  const previewFindings = findings(a.preview);
+  const argFindings = argumentFindings(props.rows);
+  const changed = props.shownHash !== a.argumentsHash;
   return (
     <Layout title={`Approval ${a.id}`} approver={props.approver} pending={props.pending}>
       <h1>
@@ -263,7 +333,7 @@ export function DetailPage(props: {
       </h1>
       {props.error && (
         <div class="error" role="alert" id="decision-error">
-          {props.error}
+          <Shown text={props.error} />
         </div>
       )}
       {props.decided && !props.error && (
@@ -278,9 +348,13 @@ export function DetailPage(props: {
           {status === 'approved' && <a href={`/approvals/${a.id}`}>Refresh to see the result</a>}
         </div>
       )}
+      <LookClosely of={mergeFindings([previewFindings, argFindings])} where="below, each with a note" />
       <section class="card" aria-labelledby="what">
         <h2 id="what">The action</h2>
-        <p class="preview">{a.preview}</p>
+        <p class="preview">
+          <Shown text={a.preview} />
+        </p>
+        <Findings of={previewFindings} />
         <dl class="meta">
           <dt>Status</dt>
           <dd>
@@ -288,12 +362,19 @@ export function DetailPage(props: {
           </dd>
           <dt>Tool</dt>
           <dd>
-            <code>{a.tool}</code> on {a.server}
+            <code>
+              <Shown text={a.tool} />
+            </code>{' '}
+            on <Shown text={a.server} />
           </dd>
           <dt>Requested by</dt>
           <dd>
-            {a.requestedByLabel ?? 'unknown'}
-            {a.customerId ? `, for customer ${a.customerId}` : ''}
+            <Shown text={a.requestedByLabel ?? 'unknown'} />
+            {a.customerId && (
+              <>
+                , for customer <Shown text={a.customerId} />
+              </>
+            )}
           </dd>
           <dt>Requested</dt>
           <dd>
@@ -303,19 +384,27 @@ export function DetailPage(props: {
           <dd>
             <time datetime={a.expiresAt.toISOString()}>{when(a.expiresAt)}</time>
           </dd>
-          <dt>Arguments</dt>
-          <dd>
-            <Json value={a.argumentsRedacted} />
-          </dd>
-          <dt>Arguments hash</dt>
-          <dd>
-            <code>sha256:{a.argumentsHash}</code>
-          </dd>
           {a.decidedAt && <dt>Decided</dt>}
           {a.decidedAt && (
             <dd>
-              {when(a.decidedAt)} by {a.decidedBy}
-              {a.decisionReason ? ` — “${a.decisionReason}”` : ''}
+              {when(a.decidedAt)} by <Shown text={a.decidedBy ?? 'unknown'} />
+              {a.decisionReason && (
+                <>
+                  {' — “'}
+                  <Shown text={a.decisionReason} />
+                  {'”'}
+                </>
+              )}
+            </dd>
+          )}
+          {a.withdrawnAt && <dt>Withdrawn</dt>}
+          {a.withdrawnAt && (
+            <dd>{when(a.withdrawnAt)} by the requester, before anyone decided: it will never run</dd>
+          )}
+          {a.asTask && <dt>Asked as</dt>}
+          {a.asTask && (
+            <dd>
+              an MCP task: the client follows it by its task id, <code>{a.id}</code>, and receives the result
             </dd>
           )}
           {a.executedAt && <dt>Ran</dt>}
@@ -331,15 +420,43 @@ export function DetailPage(props: {
             </dd>
           )}
           {a.error && <dt>Error</dt>}
-          {a.error && <dd>{a.error}</dd>}
+          {a.error && (
+            <dd>
+              <Shown text={a.error} />
+            </dd>
+          )}
         </dl>
+      </section>
+      <section class="card" aria-labelledby="args">
+        <h2 id="args">What will run</h2>
+        <p class="hint">
+          The arguments stored with this request, read when this page was made: the {a.server} server runs{' '}
+          <code>{a.tool}</code> with exactly these, field by field and in full. The sentence above is the
+          server&#39;s summary; these are the facts. Hidden characters are shown as{' '}
+          <mark class="hidden">[U+…]</mark>, and letters of another script than the rest of their word are{' '}
+          <mark class="mixed">
+            <span class="odd">marked</span>
+          </mark>
+          .
+        </p>
+        {changed && (
+          <p class="error" role="alert">
+            The stored arguments do not match the hash recorded with the request: they were changed after it
+            was made. Approving is refused; reject it and ask for a new request.
+          </p>
+        )}
+        <ArgumentTable rows={props.rows} full caption={`The arguments of ${a.id}, as they will run`} />
+        <p class="hint">
+          Arguments hash <code>sha256:{props.shownHash}</code>: your decision carries it, and it is refused if
+          the arguments change before it is recorded.
+        </p>
       </section>
       {status === 'pending' && (
         <section class="card" aria-labelledby="decide">
           <h2 id="decide">Decide</h2>
           <form method="post" action={`/approvals/${a.id}/decide`}>
             <input type="hidden" name="_csrf" value={props.approver.csrf ?? ''} />
-            <input type="hidden" name="hash" value={a.argumentsHash} />
+            <input type="hidden" name="hash" value={props.shownHash} />
             <label for="reason">Reason</label>
             <p class="hint" id="reason-hint">
               Optional to approve, required to reject. The requester sees it; the audit log keeps it.
@@ -381,10 +498,14 @@ export function DetailPage(props: {
               <tr>
                 <td>{when(e.at)}</td>
                 <td>
-                  <code>{e.method}</code>
+                  <code>
+                    <Shown text={e.method} />
+                  </code>
                 </td>
                 <td>{e.outcome}</td>
-                <td>{e.tokenLabel ?? ''}</td>
+                <td>
+                  <Shown text={e.tokenLabel ?? ''} />
+                </td>
               </tr>
             ))}
           </tbody>
@@ -395,8 +516,13 @@ export function DetailPage(props: {
             <ul>
               {props.deliveries.map((d) => (
                 <li>
-                  {d.kind}: {d.status} after {d.attempts} attempt{d.attempts === 1 ? '' : 's'}
-                  {d.lastError ? ` (last error: ${d.lastError})` : ''}
+                  <Shown text={d.kind} />: {d.status} after {d.attempts} attempt{d.attempts === 1 ? '' : 's'}
+                  {d.lastError && (
+                    <>
+                      {' (last error: '}
+                      <Shown text={d.lastError} />)
+                    </>
+                  )}
                 </li>
               ))}
             </ul>
@@ -420,7 +546,7 @@ function Select(props: { id: string; label: string; value: string | undefined; o
         </option>
         {props.options.map((o) => (
           <option value={o} selected={props.value === o}>
-            {o}
+            {visible(o)}
           </option>
         ))}
       </select>
@@ -474,17 +600,28 @@ export function HistoryPage(props: {
               <tr>
                 <td>{when(a.requestedAt)}</td>
                 <td>
-                  <a href={`/approvals/${a.id}`}>{a.preview}</a>
+                  <a href={`/approvals/${a.id}`}>
+                    <Shown text={a.preview} />
+                  </a>
                 </td>
                 <td>
-                  <code>{a.tool}</code> on {a.server}
+                  <code>
+                    <Shown text={a.tool} />
+                  </code>{' '}
+                  on <Shown text={a.server} />
                 </td>
                 <td>
                   <Badge status={effectiveStatus(a)} />
                 </td>
                 <td>
-                  {a.decidedBy ?? '—'}
-                  {a.decisionReason ? `: “${a.decisionReason}”` : ''}
+                  <Shown text={a.decidedBy ?? '—'} />
+                  {a.decisionReason && (
+                    <>
+                      {': “'}
+                      <Shown text={a.decisionReason} />
+                      {'”'}
+                    </>
+                  )}
                 </td>
               </tr>
             ))}
@@ -500,7 +637,9 @@ export function MessagePage(props: { title: string; message: string; approver?: 
   return (
     <Layout title={props.title} approver={props.approver}>
       <h1>{props.title}</h1>
-      <p>{props.message}</p>
+      <p>
+        <Shown text={props.message} />
+      </p>
       <p>
         <a href={props.approver ? '/' : '/login'}>
           {props.approver ? 'Back to the pending requests' : 'Sign in'}

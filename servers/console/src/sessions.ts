@@ -5,6 +5,8 @@ import type { Sql } from '@bulkhead/db';
 export interface Approver {
   tokenId: string;
   label: string;
+  /** The person the approver token was issued to (separation of duties). */
+  owner: string | null;
   /** The CSRF token every form of this session carries; null for bearer requests (no cookie, no CSRF). */
   csrf: string | null;
 }
@@ -36,13 +38,17 @@ export async function createSession(sql: Sql, tokenId: string, hours: number): P
 
 /** The approver behind a session cookie, while both the session and its token are valid. */
 export async function findSession(sql: Sql, id: string): Promise<Approver | undefined> {
+  // The console's role cannot read the token table: the token's validity comes from a function that
+  // answers only for approver tokens.
   const [row] = await sql<Approver[]>`
-    update bulkhead_console_sessions s set last_seen_at = now()
-    from bulkhead_tokens t
-    where s.id_hash = ${hash(id)} and s.expires_at > now() and t.id = s.token_id
-      and t.kind = 'approver' and t.server = 'console' and t.revoked_at is null
-      and (t.expires_at is null or t.expires_at > now())
-    returning s.token_id as "tokenId", t.label, s.csrf`;
+    with who as (
+      select a.token_id, a.label, a.owner, s.csrf from bulkhead_console_sessions s
+      cross join lateral bulkhead_approver(s.token_id) a
+      where s.id_hash = ${hash(id)} and s.expires_at > now()),
+    touched as (
+      update bulkhead_console_sessions set last_seen_at = now()
+      where id_hash = ${hash(id)} and exists (select 1 from who))
+    select token_id as "tokenId", label, owner, csrf from who`;
   return row;
 }
 

@@ -1,7 +1,8 @@
 import { parseEnv, serverEnvSchema, type ServerEnv } from '@bulkhead/core';
+import manifest from '../package.json' with { type: 'json' };
 
-/** The customer server's port when `PORT` is unset. */
-export const DEFAULT_PORT = 3102;
+/** The port when `PORT` is unset: the manifest's (`bulkhead.port` in package.json), written nowhere else. */
+export const DEFAULT_PORT = manifest.bulkhead.port;
 
 /** The one place this deployable reads the environment. */
 export function loadEnv(env: Record<string, string | undefined> = process.env): ServerEnv {

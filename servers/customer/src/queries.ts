@@ -1,4 +1,5 @@
-import type { Sql, TicketCategory, TicketStatus } from '@bulkhead/db';
+import type { Sql } from '@bulkhead/core';
+import type { TicketCategory, TicketStatus } from '@bulkhead/domain';
 
 // Every query takes the customer id from the token and filters on it: a row of
 // another customer is never read, so it cannot leak, not even as "exists".

@@ -9,9 +9,11 @@ describe('what the model sees of customer', () => {
     expect(surface.findings).toEqual([]);
   });
 
-  it('keeps tools/list within the server’s budget', () => {
-    expect(surface.budgetChars).toBe(def.toolsBudgetChars);
-    expect(surface.chars).toBeLessThanOrEqual(def.toolsBudgetChars);
+  it('keeps tools/list within the kit’s budgets: 6,000 for what a model reads, 12,000 in all', () => {
+    expect([def.modelBudgetChars, def.toolsBudgetChars]).toEqual([6000, 12_000]);
+    expect([surface.modelBudgetChars, surface.budgetChars]).toEqual([6000, 12_000]);
+    expect(surface.modelChars).toBeLessThanOrEqual(6000);
+    expect(surface.chars).toBeLessThanOrEqual(12_000);
   });
 
   it('declares in package.json exactly the scopes its tools need', () => {

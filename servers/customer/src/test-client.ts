@@ -7,7 +7,8 @@ import {
   type FlatResult,
   type TestServer,
 } from '@bulkhead/core/testing';
-import { createTestDatabase, seedDemo, type TestDatabase } from '@bulkhead/db';
+import { seedDemo } from '@bulkhead/demo';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { customerServer } from './server.ts';
 
 /** A tool result as the tests read it. */
@@ -31,7 +32,7 @@ export interface CustomerHarness {
 export async function startHarness(): Promise<CustomerHarness> {
   const db = await createTestDatabase();
   await seedDemo(db.sql);
-  const server = await startTestServer(customerServer, { sql: db.sql });
+  const server = await startTestServer(customerServer, { db });
   const clients: Client[] = [];
   return {
     db,

@@ -1,12 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { lintServer } from '@bulkhead/core';
+import { lintServer } from '@bulkhead/core/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { customerServer } from './server.ts';
 import { startHarness, type CustomerClient, type CustomerHarness } from './test-client.ts';
-
-const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-  bulkhead: { kind: string; port: number; customerBound: boolean; scopes: string[] };
-};
 
 let h: CustomerHarness;
 let me: CustomerClient;
@@ -65,8 +60,6 @@ describe('tools/list', () => {
       idempotentHint: false,
       openWorldHint: false,
     });
-    expect(manifest.bulkhead.scopes).toEqual([...customerServer.catalog.scopes]);
-    expect(manifest.bulkhead).toMatchObject({ kind: 'mcp', port: 3102, customerBound: true });
     const lint = lintServer(customerServer);
     expect(lint.findings).toEqual([]);
     expect(JSON.stringify([...customerServer.catalog.listings.values()]).length).toBe(lint.size.chars);
@@ -78,7 +71,7 @@ describe('tools/list', () => {
     expect(tools.map((t) => t.name)).toEqual(['list_my_tickets', 'get_ticket']);
     await expect(
       reader.client.callTool({ name: 'get_invoice', arguments: { invoice_number: 'R-2026-0001' } }),
-    ).rejects.toMatchObject({ name: 'InsufficientScopeError', requiredScope: 'invoices:read' });
+    ).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('Unknown tool: get_invoice') });
     await expect(reader.client.callTool({ name: 'get_customer', arguments: {} })).rejects.toMatchObject({
       code: -32602,
     });
@@ -289,7 +282,7 @@ describe('get_invoice', () => {
     const result = await me.call('get_invoice', { invoice_number: 'R-26-1' });
     expect(result.isError).toBe(true);
     expect(result.text).toContain(
-      'invoice_number: got "R-26-1", expected a value matching /^R-\\d{4}-\\d{4}$/',
+      'invoice_number: got "R-26-1", expected an invoice number like R-2026-0001',
     );
   });
 });
@@ -398,7 +391,63 @@ describe('get_ticket', () => {
       structured: undefined,
     });
     const bad = await me.call('get_ticket', { key: '1013' });
-    expect(bad.text).toContain('key: got "1013", expected a value matching /^T-\\d{4,}$/');
+    expect(bad.text).toContain('key: got "1013", expected a ticket key like T-1001');
+  });
+
+  it('pages through a thread of 120 messages and reads a long body in full, another customer seeing none of it', async () => {
+    type Page = {
+      messages: { n: number; body: { text: string }; body_cut?: string }[];
+      messages_total: number;
+      truncated: boolean;
+      next_offset: number | null;
+    };
+    await h.db
+      .sql`insert into tickets (key, customer_id, subject) values ('T-9710', 'C-1001', 'Long thread')`;
+    const rows = Array.from({ length: 120 }, (_, i) => ({
+      ticket_key: 'T-9710',
+      author_kind: i % 2 ? 'agent' : 'customer',
+      author_name: i % 2 ? 'Support team' : 'Anna Schmidt',
+      body: i === 9 ? `${'log line\n'.repeat(1_000)}the end` : `message ${i + 1}`,
+    }));
+    await h.db.sql`insert into ticket_messages ${h.db.sql(rows)}`;
+
+    const seen: number[] = [];
+    let offset: number | null = 0;
+    let calls = 0;
+    while (offset !== null) {
+      const r = await me.call('get_ticket', { key: 'T-9710', offset });
+      const p = r.structured as Page;
+      expect(p.messages_total).toBe(120);
+      expect(p.truncated).toBe(p.next_offset !== null);
+      seen.unshift(...p.messages.map((m) => m.n));
+      offset = p.next_offset;
+      calls++;
+    }
+    expect(calls).toBe(6);
+    expect(seen).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
+
+    const oldest = (await me.call('get_ticket', { key: 'T-9710', offset: 100 })).structured as Page;
+    expect(oldest.messages[9]).toMatchObject({
+      n: 10,
+      body: { text: `${'log line\n'.repeat(222)}lo` },
+      body_cut: '7,007 more characters not shown; message 10 returns up to 40,000',
+    });
+    const one = (await me.call('get_ticket', { key: 'T-9710', message: 10 })).structured as Page;
+    expect(one.messages.map((m) => [m.n, m.body.text, m.body_cut])).toEqual([
+      [10, `${'log line\n'.repeat(1_000)}the end`, undefined],
+    ]);
+    expect(await me.call('get_ticket', { key: 'T-9710', message: 500 })).toEqual({
+      isError: true,
+      text: 'ticket T-9710 has no message 500: its messages are numbered 1 to 120',
+      structured: undefined,
+    });
+
+    const other = await h.connect('C-1002');
+    expect(await other.call('get_ticket', { key: 'T-9710', message: 10 })).toEqual({
+      isError: true,
+      text: 'ticket T-9710 not found among your tickets — check the key (list_my_tickets lists them)',
+      structured: undefined,
+    });
   });
 });
 
@@ -449,6 +498,31 @@ describe('open_ticket', () => {
     expect(empty.text).toContain('body: got "   ", expected at least 1 characters');
     const [count] = await h.db
       .sql`select count(*)::int as n from tickets where subject in ('Hi', 'Hello there', 'Hello')`;
+    expect(count!.n).toBe(0);
+  });
+
+  it('keeps the subject on one line and refuses a NUL anywhere, naming the field', async () => {
+    const header = await me.call('open_ticket', {
+      subject: 'Zq scanner\r\nBcc: attacker@evil.example',
+      category: 'incident',
+      body: 'It broke.\r\nAgain.',
+    });
+    expect(header).toEqual({
+      isError: true,
+      text: 'Invalid arguments — subject: got "Zq scanner\\r\\nBcc: attacker@evil.example", expected one line: no line breaks or tabs. Nothing was done; call again with corrected arguments.',
+      structured: undefined,
+    });
+    const nul = await me.call('open_ticket', {
+      subject: 'Zq scanner',
+      category: 'incident',
+      body: 'It\u0000 broke.',
+    });
+    expect(nul).toEqual({
+      isError: true,
+      text: 'Invalid arguments — body: character 3 is the control character U+0000 (NUL), which no text argument may contain; remove it. Nothing was done; call again with corrected arguments.',
+      structured: undefined,
+    });
+    const [count] = await h.db.sql`select count(*)::int as n from tickets where subject like 'Zq scanner%'`;
     expect(count!.n).toBe(0);
   });
 });
@@ -551,15 +625,12 @@ describe('get_invoice with long lists', () => {
     expect((result.structured!.lines as unknown[]).length).toBe(100);
   });
 
-  it('declares the payment methods as an enum in its output schema', async () => {
+  it('types the payment method in its output schema (output schemas carry fields and types, not value lists)', async () => {
     const { tools } = await me.client.listTools();
     const schema = tools.find((t) => t.name === 'get_invoice')!.outputSchema as {
       properties: Record<string, { items: { properties: Record<string, unknown> } }>;
     };
-    expect(schema.properties.payments!.items.properties.method).toEqual({
-      type: 'string',
-      enum: ['bank_transfer', 'card', 'direct_debit'],
-    });
+    expect(schema.properties.payments!.items.properties.method).toEqual({ type: 'string' });
   });
 });
 

@@ -1,4 +1,5 @@
-import { DOC_KINDS, type DocKind, type Sql } from '@bulkhead/db';
+import type { Sql } from '@bulkhead/core';
+import { DOC_KINDS, type DocKind } from '@bulkhead/domain';
 
 export { DOC_KINDS, type DocKind };
 
@@ -12,27 +13,30 @@ export interface DocSummary {
   updatedOn: string | null;
 }
 
-/** One search hit. */
-export interface DocHit extends DocSummary {
-  rank: number;
-  snippet: string;
-}
-
 /** A whole document. */
 export interface Doc extends DocSummary {
   body: string;
 }
 
+/** How a search matches: every word (`websearch_to_tsquery`), or any of them. */
+function tsquery(sql: Sql, query: string, anyWord: boolean) {
+  return anyWord
+    ? sql`to_tsquery('simple', coalesce((
+        select string_agg(quote_literal(lexeme), ' | ')
+        from unnest(tsvector_to_array(to_tsvector('english', ${query}))) lexeme), ''))`
+    : sql`websearch_to_tsquery('english', ${query})`;
+}
+
 /**
- * Ranked full-text search. `websearch_to_tsquery` accepts quotes, "or" and
- * "-word" and never fails on user text; it requires every word. When no
- * document has every word, the search is repeated with any of the words
- * (`anyWord`), so that a question in natural language still finds something.
- * Titles weigh five times as much as bodies, and the rank is normalised by
- * document length (flag 1) so that a long document does not win on size
- * alone. The snippet is computed for the returned rows only (it reads the body).
+ * Ranked full-text search, without snippets. `websearch_to_tsquery` accepts
+ * quotes, "or" and "-word" and never fails on user text; it requires every
+ * word. With `anyWord` any of the words will do, so that a question in natural
+ * language still finds something when no document has every word. Titles
+ * weigh five times as much as bodies, and the rank is normalised by document
+ * length (flag 1) so that a long document does not win on size alone. Served
+ * by the GIN index on `search`: milliseconds, however large the documents.
  */
-export async function searchDocuments(
+export async function rankDocuments(
   sql: Sql,
   {
     query,
@@ -40,25 +44,32 @@ export async function searchDocuments(
     limit,
     anyWord = false,
   }: { query: string; kind: DocKind | undefined; limit: number; anyWord?: boolean },
-): Promise<DocHit[]> {
-  const tsquery = anyWord
-    ? sql`to_tsquery('simple', coalesce((
-        select string_agg(quote_literal(lexeme), ' | ')
-        from unnest(tsvector_to_array(to_tsvector('english', ${query}))) lexeme), ''))`
-    : sql`websearch_to_tsquery('english', ${query})`;
-  return sql<DocHit[]>`
-    select d.id, d.title, d.kind, d.tags, to_char(d.updated_on, 'YYYY-MM-DD') as "updatedOn", hit.rank,
-      ts_headline('english', d.body, hit.q,
-        'MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=" … ", StartSel=«, StopSel=»') as snippet
-    from (
-      select id, q, ts_rank('{0.05, 0.1, 0.2, 1.0}', search, q, 1)::float8 as rank
-      from kb_documents, ${tsquery} q
-      where search @@ q ${kind ? sql`and kind = ${kind}` : sql``}
-      order by rank desc, id
-      limit ${limit}
-    ) hit
-    join kb_documents d using (id)
-    order by hit.rank desc, d.id`;
+): Promise<(DocSummary & { rank: number })[]> {
+  return sql<(DocSummary & { rank: number })[]>`
+    select id, title, kind, tags, to_char(updated_on, 'YYYY-MM-DD') as "updatedOn",
+      ts_rank('{0.05, 0.1, 0.2, 1.0}', search, q, 1)::float8 as rank
+    from kb_documents, ${tsquery(sql, query, anyWord)} q
+    where search @@ q ${kind ? sql`and kind = ${kind}` : sql``}
+    order by rank desc, id
+    limit ${limit}`;
+}
+
+/**
+ * The snippets of `ids` for the same search: up to two fragments around the
+ * matches, matches in `**`. The costly part of a search: `ts_headline` reads
+ * and parses each document's whole body (the index cannot help), some 50 ms
+ * for a 300 kB API reference.
+ */
+export async function snippets(
+  sql: Sql,
+  { ids, query, anyWord = false }: { ids: string[]; query: string; anyWord?: boolean },
+): Promise<Map<string, string>> {
+  const rows = await sql<{ id: string; snippet: string }[]>`
+    select d.id, ts_headline('english', d.body, q,
+      'MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=" … ", StartSel="**", StopSel="**"') as snippet
+    from kb_documents d, ${tsquery(sql, query, anyWord)} q
+    where d.id = any(${ids})`;
+  return new Map(rows.map((r) => [r.id, r.snippet]));
 }
 
 /** One document by id, with its body; undefined when there is none. */

@@ -9,5 +9,4 @@ export const devKnowledgeServer = createServer({
   description: 'Read-only search over the engineering team’s ADRs, runbooks, guides and API references.',
   icons: svgIcon("<path d='M4 4h12v16H4z' fill='#3b6ea5'/>", 24),
   tools,
-  toolsBudgetChars: 6000,
 });

@@ -2,22 +2,23 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { issueToken } from '@bulkhead/core';
+import { issueToken } from '@bulkhead/core/operator';
 import { issueTestToken } from '@bulkhead/core/testing';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { demoDocsFolder } from '../../../packages/cli/src/commands/kb-start.ts';
-import { ingestFolder } from '../../../packages/cli/src/kb/ingest.ts';
+import { ingestFolder } from '@bulkhead/domain';
 import { devKnowledgeServer } from './server.ts';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const main = fileURLToPath(new URL('./main.ts', import.meta.url));
 
 let db: TestDatabase;
+let roleUrl: string;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  await ingestFolder(db.sql, demoDocsFolder());
+  roleUrl = (await db.as('dev-knowledge')).url;
+  await ingestFolder(db.sql, fileURLToPath(new URL('../docs', import.meta.url)));
 });
 afterAll(async () => {
   await db.drop();
@@ -27,7 +28,7 @@ afterAll(async () => {
 function serverEnv(token: string | undefined): Record<string, string> {
   return {
     PATH: process.env.PATH ?? '',
-    DATABASE_URL: db.url,
+    DATABASE_URL: roleUrl,
     BULKHEAD_MIGRATE: 'false',
     ...(token ? { BULKHEAD_TOKEN: token } : {}),
   };

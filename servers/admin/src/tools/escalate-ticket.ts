@@ -1,20 +1,19 @@
-import { defineTool, ticketKeyArg, ToolError } from '@bulkhead/core';
-import { TICKET_STATUSES } from '@bulkhead/db';
+import { textArg, defineTool, ToolError } from '@bulkhead/core';
+import { ticketKeyArg } from '@bulkhead/domain';
+import { TICKET_STATUSES } from '@bulkhead/domain';
 import { z } from 'zod';
 import { escalateTicket as escalate } from '../queries.ts';
-import { icons, notFound } from './shared.ts';
+import { notFound } from './shared.ts';
 
 export const escalateTicket = defineTool({
   name: 'escalate_ticket',
   title: 'Escalate ticket',
   description:
-    'Hands the ticket with this key to second-level support: status escalated, reason and time kept on the ticket; ' +
-    'the customer sees only a note that it was passed on. Returns key, previous_status, status, escalated_at. ' +
-    'Refuses closed or already escalated tickets. answer_ticket replies to the customer instead.',
+    'Hands ticket key to second-level support with reason (the customer only sees it was passed on); closed or escalated refused. Returns key, previous_status, status, escalated_at. answer_ticket replies.',
   scope: 'tickets:write',
   input: z.strictObject({
-    key: ticketKeyArg.describe('Ticket key.'),
-    reason: z.string().trim().min(10).max(500).describe('Why second level is needed; kept on the ticket.'),
+    key: ticketKeyArg.describe('e.g. T-1001.'),
+    reason: textArg(10, 500).describe('Why second level.'),
   }),
   output: z.object({
     key: z.string(),
@@ -23,7 +22,6 @@ export const escalateTicket = defineTool({
     escalated_at: z.string(),
   }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-  icons: icons.escalate,
   timeoutMs: 5_000,
   handler: async ({ key, reason }, ctx) => {
     const row = await escalate(ctx.sql, key, reason);

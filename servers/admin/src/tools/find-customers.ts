@@ -1,18 +1,16 @@
-import { defineTool, limitArg, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { textArg, defineTool, limitArg, untrusted, untrustedTextRef } from '@bulkhead/core';
 import { z } from 'zod';
 import { findCustomers as findCustomerRows } from '../queries.ts';
-import { icons, untrustedOrNull } from './shared.ts';
+import { untrustedOrNull } from './shared.ts';
 
 export const findCustomers = defineTool({
   name: 'find_customers',
   title: 'Find customers',
   description:
-    'Searches customers: query matches part of the customer number, name or e-mail, any case; an exact number comes first. ' +
-    'Returns customers (customer_id, name, email, city, open_invoices, open_tickets), count, truncated; limit caps the list. ' +
-    'get_customer returns one customer in full, with balance.',
+    'Customers whose number, name or e-mail contains query. Returns customers (customer_id, name, email, city, open_invoices, open_tickets), count, truncated; limit caps. get_customer gives one.',
   scope: 'customers:read',
   input: z.strictObject({
-    query: z.string().trim().min(2).max(100).describe('Fragment of name, e-mail or number, any case.'),
+    query: textArg(2, 100).describe('Part of number, name, e-mail.'),
     limit: limitArg(10, 50),
   }),
   output: z.object({
@@ -30,7 +28,6 @@ export const findCustomers = defineTool({
     truncated: z.boolean(),
   }),
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  icons: icons.customer,
   timeoutMs: 5_000,
   handler: async ({ query, limit }, ctx) => {
     const rows = await findCustomerRows(ctx.sql, { query, limit: limit + 1 });

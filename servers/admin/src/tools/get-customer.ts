@@ -1,16 +1,16 @@
-import { customerIdArg, defineTool, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { defineTool, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { customerIdArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { getCustomer as getCustomerRow } from '../queries.ts';
-import { icons, notFound, untrustedOrNull } from './shared.ts';
+import { notFound, untrustedOrNull } from './shared.ts';
 
 export const getCustomer = defineTool({
   name: 'get_customer',
   title: 'Get customer',
   description:
-    'Returns the customer with this customer_id: name, email, phone, street, postal_code, city, country, language, ' +
-    'due_cents and overdue_cents (unpaid), open_invoices, overdue_invoices, open_tickets. find_customers searches by name.',
+    'Returns customer customer_id in full: contact details, language, due_cents, overdue_cents, open and overdue invoices, open tickets. find_customers searches.',
   scope: 'customers:read',
-  input: z.strictObject({ customer_id: customerIdArg.describe('Customer number.') }),
+  input: z.strictObject({ customer_id: customerIdArg.describe('e.g. C-1001.') }),
   output: z.object({
     customer_id: z.string(),
     name: untrustedTextRef,
@@ -28,7 +28,6 @@ export const getCustomer = defineTool({
     open_tickets: z.number(),
   }),
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  icons: icons.customer,
   timeoutMs: 5_000,
   handler: async ({ customer_id }, ctx) => {
     const c = await getCustomerRow(ctx.sql, customer_id);

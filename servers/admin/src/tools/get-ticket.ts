@@ -1,21 +1,30 @@
-import { defineTool, ticketKeyArg, untrusted, untrustedTextRef } from '@bulkhead/core';
-import { getTicketMessages, TICKET_AUTHOR_KINDS, TICKET_CATEGORIES, TICKET_STATUSES } from '@bulkhead/db';
+import { defineTool, offsetArg, pageCheck, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { messageArg, ticketKeyArg } from '@bulkhead/domain';
+import {
+  getTicketThread,
+  THREAD_BODY_CHARS,
+  TICKET_AUTHOR_KINDS,
+  TICKET_CATEGORIES,
+  TICKET_STATUSES,
+} from '@bulkhead/domain';
 import { z } from 'zod';
 import { getTicket as getTicketRow } from '../queries.ts';
-import { icons, notFound, untrustedOrNull } from './shared.ts';
+import { notFound, untrustedOrNull } from './shared.ts';
 
-/** Threads longer than this come back with their latest messages and `truncated`. */
-const MAX_MESSAGES = 50;
+const chars = (n: number) => n.toLocaleString('en-US');
+/** Messages a page of a thread shows. */
+const THREAD_PAGE = 20;
 
 export const getTicket = defineTool({
   name: 'get_ticket',
   title: 'Get ticket',
-  description:
-    `Returns the ticket with this key in full: customer_id, sender, subject, category, status, received, escalated_at, ` +
-    `escalation_reason, messages (author_kind, author, sent, body; the latest ${MAX_MESSAGES}, oldest first), truncated. ` +
-    'list_tickets gives short forms of many.',
+  description: `Returns ticket key: customer_id, sender, subject, category, status, received, escalation, messages (${THREAD_PAGE} newest, oldest first; body_cut past ${chars(THREAD_BODY_CHARS)}), truncated, next_offset. offset: older; message: one whole body. list_tickets lists many.`,
   scope: 'tickets:read',
-  input: z.strictObject({ key: ticketKeyArg.describe('Ticket key.') }),
+  input: z.strictObject({
+    key: ticketKeyArg.describe('e.g. T-1001.'),
+    offset: offsetArg,
+    message: messageArg,
+  }),
   output: z.object({
     key: z.string(),
     customer_id: z.string(),
@@ -28,21 +37,30 @@ export const getTicket = defineTool({
     escalation_reason: untrustedOrNull,
     messages: z.array(
       z.object({
+        n: z.number(),
         author_kind: z.enum(TICKET_AUTHOR_KINDS),
         author: untrustedTextRef,
         sent: z.string(),
         body: untrustedTextRef,
+        body_cut: z.string().optional(),
       }),
     ),
+    messages_total: z.number(),
     truncated: z.boolean(),
+    next_offset: z.number().nullable(),
   }),
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  icons: icons.ticket,
   timeoutMs: 5_000,
-  handler: async ({ key }, ctx) => {
+  handler: async ({ key, offset, message }, ctx) => {
     const t = await getTicketRow(ctx.sql, key);
     if (!t) throw notFound.ticket(key);
-    const { messages, total } = await getTicketMessages(ctx.sql, key, MAX_MESSAGES);
+    const page = await getTicketThread(
+      ctx.sql,
+      key,
+      message === undefined ? { limit: THREAD_PAGE, offset } : { message },
+    );
+    if (message === undefined) pageCheck(offset, page.total, 'message');
+    else if (!page.messages.length) throw notFound.message(key, message, page.total);
     return {
       key: t.key,
       customer_id: t.customerId,
@@ -56,13 +74,17 @@ export const getTicket = defineTool({
         t.escalationReason === null
           ? null
           : untrusted(t.escalationReason, { source: `ticket ${key} escalation` }),
-      messages: messages.map((m) => ({
+      messages: page.messages.map((m) => ({
+        n: m.n,
         author_kind: m.authorKind,
         author: untrusted(m.authorName, { source: `ticket ${key} message ${m.n}` }),
         sent: m.createdAt.toISOString(),
         body: untrusted(m.body, { source: `ticket ${key} message ${m.n}` }),
+        ...(m.bodyCut ? { body_cut: m.bodyCut } : {}),
       })),
-      truncated: total > messages.length,
+      messages_total: page.total,
+      truncated: page.nextOffset !== null,
+      next_offset: page.nextOffset,
     };
   },
 });

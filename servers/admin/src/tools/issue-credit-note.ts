@@ -1,7 +1,8 @@
-import { defineTool, invoiceNumberArg, ToolError, type ToolContext } from '@bulkhead/core';
+import { textArg, defineTool, ToolError, type ToolContext } from '@bulkhead/core';
+import { invoiceNumberArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { insertCreditNote, lockInvoice } from '../queries.ts';
-import { excerpt, GATED, icons, money, notFound } from './shared.ts';
+import { excerpt, GATED, money, notFound } from './shared.ts';
 
 async function creditableInvoice(ctx: ToolContext, number: string, amountCents: number) {
   const invoice = await lockInvoice(ctx.sql, number);
@@ -24,23 +25,19 @@ async function creditableInvoice(ctx: ToolContext, number: string, amountCents: 
 export const issueCreditNote = defineTool({
   name: 'issue_credit_note',
   title: 'Issue credit note',
-  description:
-    'Credits amount_cents, at most what is still due, on the issued invoice with this invoice_number; the reason is ' +
-    'printed on the note. Executed result: credit_note_number (CN-YYYY-NNNN), invoice_number, amount_cents, due_cents left. ' +
-    `send_invoice sends without changing the amount. ${GATED}`,
+  description: `Credits amount_cents on invoice invoice_number, reason printed on the note. ${GATED} send_invoice sends unchanged.`,
   scope: 'credits:write',
   input: z.strictObject({
-    invoice_number: invoiceNumberArg.describe('Invoice number.'),
+    invoice_number: invoiceNumberArg.describe('e.g. R-2026-0001.'),
     amount_cents: z
       .number()
       .int()
       .min(1)
-      .max(100_000_000)
-      .describe('Cents to credit, at most the amount due.'),
-    reason: z.string().trim().min(10).max(500).describe('Why; printed on the credit note.'),
+      .refine((v) => v <= 100_000_000, 'a number <= 100000000')
+      .describe('At most the amount due.'),
+    reason: textArg(10, 500).describe('Printed on the note.'),
   }),
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
-  icons: icons.credit,
   timeoutMs: 5_000,
   approval: {
     preview: async ({ invoice_number, amount_cents, reason }, ctx) => {

@@ -1,27 +1,23 @@
-import { customerIdArg, defineTool, limitArg, offsetArg, pageCheck } from '@bulkhead/core';
+import { defineTool, limitArg, offsetArg, pageCheck } from '@bulkhead/core';
+import { customerIdArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { customerExists, INVOICE_STATES, listInvoices as listInvoiceRows } from '../queries.ts';
-import { icons, notFound } from './shared.ts';
+import { notFound } from './shared.ts';
 
 export const listInvoices = defineTool({
   name: 'list_invoices',
   title: 'List invoices',
   description:
-    'Lists invoices newest first, filtered by customer_id, status and period (issue year or month), all optional; ' +
-    'limit and offset page. Returns invoices (invoice_number, customer_id, status, issued_on, due_on, currency, total_cents, ' +
-    'due_cents = total minus payments and credit notes), count, total, truncated. get_customer sums a balance.',
+    'Invoices newest first, optionally of customer_id, status or period; limit, offset page. Returns invoices (number, customer, status, dates, currency, total, due), count, total, truncated. get_customer sums up.',
   scope: 'invoices:read',
   input: z.strictObject({
-    customer_id: customerIdArg.optional().describe('Only this customer.'),
-    status: z
-      .enum(INVOICE_STATES)
-      .optional()
-      .describe('overdue = open and past due_on; open includes overdue.'),
+    customer_id: customerIdArg.optional().describe('e.g. C-1001.'),
+    status: z.enum(INVOICE_STATES).optional().describe('Filter; open includes overdue.'),
     period: z
       .string()
       .regex(/^\d{4}(-(0[1-9]|1[0-2]))?$/)
       .optional()
-      .describe('Issued in this year or month: 2026 or 2026-03.'),
+      .describe('Year or month: 2026, 2026-03.'),
     limit: limitArg(20, 100),
     offset: offsetArg,
   }),
@@ -43,7 +39,6 @@ export const listInvoices = defineTool({
     truncated: z.boolean(),
   }),
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  icons: icons.invoice,
   timeoutMs: 5_000,
   handler: async ({ customer_id, status, period, limit, offset }, ctx) => {
     const { rows, total } = await listInvoiceRows(ctx.sql, {

@@ -1,32 +1,23 @@
-import {
-  customerIdArg,
-  defineTool,
-  limitArg,
-  offsetArg,
-  pageCheck,
-  untrusted,
-  untrustedTextRef,
-} from '@bulkhead/core';
-import { TICKET_CATEGORIES, TICKET_STATUSES } from '@bulkhead/db';
+import { defineTool, limitArg, offsetArg, pageCheck, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { customerIdArg } from '@bulkhead/domain';
+import { TICKET_CATEGORIES, TICKET_STATUSES } from '@bulkhead/domain';
 import { z } from 'zod';
 import { customerExists, listTickets as listTicketRows } from '../queries.ts';
-import { icons, notFound } from './shared.ts';
+import { notFound } from './shared.ts';
 
 export const listTickets = defineTool({
   name: 'list_tickets',
   title: 'List tickets',
   description:
-    'Lists helpdesk tickets newest first, filtered by status, category and customer_id; limit and offset page. ' +
-    'Returns short forms only, not the text: key, subject, sender (customer name), customer_id, received, category, status; ' +
-    'count, total, truncated. get_ticket returns one ticket with its messages.',
+    'Tickets newest first, optionally of status, category or customer_id; limit, offset page. Returns short forms (key, subject, sender, customer, received, category, status), count, total, truncated. get_ticket has the text.',
   scope: 'tickets:read',
   input: z.strictObject({
-    status: z.enum(TICKET_STATUSES).optional().describe('Only this status.'),
+    status: z.enum(TICKET_STATUSES).optional().describe('Filter.'),
     category: z
       .enum([...TICKET_CATEGORIES, 'uncategorized'])
       .optional()
-      .describe('Only this category; uncategorized = none set yet.'),
-    customer_id: customerIdArg.optional().describe('Only this customer.'),
+      .describe('Filter; uncategorized: unset.'),
+    customer_id: customerIdArg.optional().describe('e.g. C-1001.'),
     limit: limitArg(20, 100),
     offset: offsetArg,
   }),
@@ -47,7 +38,6 @@ export const listTickets = defineTool({
     truncated: z.boolean(),
   }),
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  icons: icons.tickets,
   timeoutMs: 5_000,
   handler: async ({ status, category, customer_id, limit, offset }, ctx) => {
     const { rows, total } = await listTicketRows(ctx.sql, {

@@ -1,13 +1,15 @@
-import { defineTool, ToolError, type ToolContext } from '@bulkhead/core';
+import { defineTool, emailMessage, ToolError, type ToolContext } from '@bulkhead/core';
+import { invoiceNumberArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { lockInvoice, markInvoiceSent } from '../queries.ts';
-import { GATED, icons, invoiceNumber, money, notFound } from './shared.ts';
+import { GATED, mailableAddress, money, notFound } from './shared.ts';
 
 async function sendableInvoice(ctx: ToolContext, number: string) {
   const invoice = await lockInvoice(ctx.sql, number);
   if (!invoice) throw notFound.invoice(number);
   if (invoice.status === 'paid' || invoice.status === 'void')
     throw new ToolError(`invoice ${number} is ${invoice.status}; only draft or open invoices can be sent`);
+  mailableAddress(invoice.customerId, invoice.email);
   return invoice;
 }
 
@@ -30,14 +32,10 @@ function approvedRecipient(preview: string): string | undefined {
 export const sendInvoice = defineTool({
   name: 'send_invoice',
   title: 'Send invoice',
-  description:
-    "E-mails the invoice with this invoice_number to the customer's address on file; a draft becomes open, an open one " +
-    'goes again as a reminder; paid and void are refused. Executed result: invoice_number, status, email, sent_at. ' +
-    `issue_credit_note lowers the amount instead. ${GATED}`,
+  description: `E-mails invoice invoice_number to the customer: a draft becomes open, an open one a reminder; paid or void refused. ${GATED} issue_credit_note lowers it.`,
   scope: 'invoices:write',
-  input: z.strictObject({ invoice_number: invoiceNumber.describe('Invoice number.') }),
+  input: z.strictObject({ invoice_number: invoiceNumberArg.describe('e.g. R-2026-0001.') }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-  icons: icons.send,
   timeoutMs: 5_000,
   approval: {
     preview: async ({ invoice_number }, ctx) => previewOf(await sendableInvoice(ctx, invoice_number)),
@@ -54,15 +52,18 @@ export const sendInvoice = defineTool({
       );
     const { sentAt } = await markInvoiceSent(ctx.sql, i.number);
     // The e-mail leaves after the commit, and only if the update above commits too.
-    await ctx.outbox.enqueue('email', {
-      to: i.email,
-      subject: `Invoice ${i.number}`,
-      text:
-        `Dear ${i.customerName},\n\nplease find invoice ${i.number} over ${money(i.totalCents, i.currency)} attached; ` +
-        `${money(i.dueCents, i.currency)} are due on ${i.dueOn}.\n`,
-      invoice_number: i.number,
-      customer_id: i.customerId,
-    });
+    await ctx.outbox.enqueue(
+      'email',
+      emailMessage({
+        to: i.email,
+        subject: `Invoice ${i.number}`,
+        text:
+          `Dear ${i.customerName},\n\nplease find invoice ${i.number} over ${money(i.totalCents, i.currency)} attached; ` +
+          `${money(i.dueCents, i.currency)} are due on ${i.dueOn}.\n`,
+        invoice_number: i.number,
+        customer_id: i.customerId,
+      }),
+    );
     return { invoice_number: i.number, status: 'open', email: i.email, sent_at: sentAt.toISOString() };
   },
 });

@@ -1,25 +1,14 @@
-import { svgIcon, ToolError, untrustedTextRef } from '@bulkhead/core';
-
-// send_invoice still imports the invoice number under its old name; it can take
-// invoiceNumberArg from the kit like every other tool, and this line can go.
-export { invoiceNumberArg as invoiceNumber } from '@bulkhead/core';
+import { addressProblem, svgIcon, ToolError, untrustedTextRef } from '@bulkhead/core';
 
 /** A nullable database text, untrusted when present. */
 export const untrustedOrNull = untrustedTextRef.nullable();
 
-/** One icon per kind of object or action. */
-export const icons = {
-  customer: svgIcon("<circle cx='8' cy='5' r='3'/><path d='M2 15a6 6 0 0 1 12 0z'/>"),
-  contact: svgIcon("<path d='M1 3h14v10H1zm3 3h5v1H4zm0 3h8v1H4z' fill-rule='evenodd'/>"),
-  invoice: svgIcon("<path d='M3 1h10v14H3zm2 4h6v1H5zm0 3h6v1H5z' fill-rule='evenodd'/>"),
-  send: svgIcon("<path d='M1 8l14-6-4 13-3-5z'/>"),
-  credit: svgIcon("<circle cx='8' cy='8' r='7'/><path d='M4 8h8' stroke='#fff' stroke-width='2'/>"),
-  tickets: svgIcon("<path d='M1 2h14v3H1zm0 4h14v3H1zm0 4h14v3H1z'/>"),
-  ticket: svgIcon("<path d='M1 2h14v9H6l-4 4v-4H1z'/>"),
-  tag: svgIcon("<path d='M1 1h7l7 7-7 7-7-7z'/>"),
-  escalate: svgIcon("<path d='M8 1l6 7h-4v7H6V8H2z'/>"),
-  answer: svgIcon("<path d='M15 2H1v9h9l4 4v-4h1z'/>"),
-};
+/**
+ * The server's icon (initialize, server/discover). Its tools carry none: twelve
+ * tool icons would cost some 2,000 characters of every tools/list, more than the
+ * budget leaves, and clients show the server's icon beside its tools.
+ */
+export const serverIcon = svgIcon("<path d='M3 1h10v14H3zm2 4h6v1H5zm0 3h6v1H5z' fill-rule='evenodd'/>");
 
 /** "€1,234.50": amounts as the person approving reads them. */
 export function money(cents: number, currency: string): string {
@@ -38,7 +27,29 @@ export const notFound = {
     ),
   ticket: (key: string) =>
     new ToolError(`ticket ${key} not found — check the ticket key (list_tickets lists tickets)`),
+  /** get_ticket's `message` past the end of the thread. */
+  message: (key: string, n: number, total: number) =>
+    new ToolError(
+      total
+        ? `ticket ${key} has no message ${n}: its messages are numbered 1 to ${total}`
+        : `ticket ${key} has no messages yet`,
+    ),
 };
+
+/**
+ * The customer's address on file, when it can head an e-mail; otherwise a
+ * ToolError saying why not (an address someone entered with a line break
+ * would add header lines to the message) and how to fix it.
+ */
+export function mailableAddress(customerId: string, email: string): string {
+  const problem = addressProblem(email);
+  if (problem)
+    throw new ToolError(
+      `the e-mail address on file for customer ${customerId} cannot be used (${problem}); nothing was done — ` +
+        'correct it with update_customer_contact, then call again',
+    );
+  return email;
+}
 
 /** "the first 80 characters…" of a text, for a preview sentence. */
 export function excerpt(text: string, max = 80): string {
@@ -47,5 +58,4 @@ export function excerpt(text: string, max = 80): string {
 }
 
 /** The sentence every gated tool's description ends with. */
-export const GATED =
-  'Gated: returns status pending_approval and approval_id; it happens only once a person approves (get_approval_status).';
+export const GATED = 'Returns pending_approval (gated).';

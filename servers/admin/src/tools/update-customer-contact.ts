@@ -1,11 +1,12 @@
-import { customerIdArg, defineTool, ToolError, type ToolContext } from '@bulkhead/core';
+import { defineTool, lineArg, ToolError, type ToolContext } from '@bulkhead/core';
+import { customerIdArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import {
   lockCustomerContact,
   updateCustomerContact as updateContact,
   type ContactFields,
 } from '../queries.ts';
-import { GATED, icons, notFound } from './shared.ts';
+import { GATED, notFound } from './shared.ts';
 
 const FIELDS = ['email', 'phone', 'street', 'postal_code', 'city'] as const;
 
@@ -27,40 +28,37 @@ async function contactChanges(ctx: ToolContext, id: string, wanted: ContactField
 export const updateCustomerContact = defineTool({
   name: 'update_customer_contact',
   title: 'Update customer contact',
-  description:
-    'Changes contact details of the customer with this customer_id: email, phone, street, postal_code, city, only the ' +
-    `ones given (at least one). Executed result: customer_id, changed (field names). get_customer shows them. ${GATED}`,
+  description: `Changes the given fields (email, phone, street, postal_code, city) of customer customer_id. ${GATED} get_customer reads them.`,
   scope: 'customers:write',
   input: z
     .strictObject({
-      customer_id: customerIdArg.describe('Customer number.'),
+      customer_id: customerIdArg.describe('e.g. C-1001.'),
       email: z
         .string()
         .trim()
-        .max(254)
-        .regex(/^[^\s@]+@[^\s@]+\.[A-Za-z]{2,}$/)
+        .refine((v) => v.length <= 254, 'at most 254 characters')
+        .refine((v) => /^[^\s@]+@[^\s@]+\.[A-Za-z]{2,}$/.test(v), 'an e-mail address, name@example.com')
         .optional()
-        .describe('New e-mail address.'),
+        .describe('New e-mail.'),
       phone: z
         .string()
         .trim()
-        .regex(/^\+?[0-9 ()/-]{5,30}$/)
+        .refine((v) => /^\+?[0-9 ()/-]{5,30}$/.test(v), 'a phone number: digits, spaces, + ( ) / -')
         .optional()
-        .describe('New phone number.'),
-      street: z.string().trim().min(2).max(200).optional().describe('New street and number.'),
+        .describe('New phone.'),
+      street: lineArg(2, 200).optional().describe('New street, number.'),
       postal_code: z
         .string()
         .trim()
-        .regex(/^[A-Za-z0-9 -]{3,10}$/)
+        .refine((v) => /^[A-Za-z0-9 -]{3,10}$/.test(v), '3 to 10 letters, digits, spaces or -')
         .optional()
         .describe('New postal code.'),
-      city: z.string().trim().min(2).max(100).optional().describe('New city.'),
+      city: lineArg(2, 100).optional().describe('New city.'),
     })
     .refine((a) => FIELDS.some((f) => a[f] !== undefined), {
       message: `at least one of ${FIELDS.join(', ')}`,
     }),
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
-  icons: icons.contact,
   timeoutMs: 5_000,
   approval: {
     preview: async ({ customer_id, ...wanted }, ctx) => {

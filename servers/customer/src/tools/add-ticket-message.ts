@@ -1,4 +1,5 @@
-import { defineTool, ticketKeyArg, ToolError } from '@bulkhead/core';
+import { defineTool, ToolError } from '@bulkhead/core';
+import { ticketKeyArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { getTicket, insertCustomerMessage } from '../queries.ts';
 import { body, customerOf, icons, notFound, write } from './shared.ts';
@@ -10,7 +11,7 @@ export const addTicketMessage = defineTool({
     'Adds body as a message to this account’s ticket key. Returns key, n, status, created_at. A pending or resolved ' +
     'ticket reopens; a closed one refuses (open_ticket starts a new one).',
   scope: 'tickets:write',
-  input: z.strictObject({ key: ticketKeyArg.describe('Ticket key.'), body }),
+  input: z.strictObject({ key: ticketKeyArg.describe('Ticket key, e.g. T-1001.'), body }),
   annotations: write,
   icons: icons.reply,
   timeoutMs: 5_000,

@@ -1,4 +1,5 @@
-import { defineTool, invoiceNumberArg, untrusted, untrustedTextSchema } from '@bulkhead/core';
+import { defineTool, untrusted, untrustedTextSchema } from '@bulkhead/core';
+import { invoiceNumberArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { getInvoice as findInvoice, invoiceDetails, PAYMENT_METHODS } from '../queries.ts';
 import { customerOf, icons, notFound, ro } from './shared.ts';
@@ -14,7 +15,7 @@ export const getInvoice = defineTool({
     `amount_due_cents (total − payments − credit notes), lines, payments, credit_notes (${MAX_ROWS} each at most), ` +
     'truncated (a list was cut). invoice_number: e.g. R-2026-0001. list_open_invoices lists unpaid ones.',
   scope: 'invoices:read',
-  input: z.strictObject({ invoice_number: invoiceNumberArg.describe('Invoice number.') }),
+  input: z.strictObject({ invoice_number: invoiceNumberArg.describe('e.g. R-2026-0001.') }),
   output: z.object({
     invoice_number: z.string(),
     status: z.enum(['open', 'overdue', 'paid', 'void']),

@@ -1,20 +1,30 @@
-import { defineTool, ticketKeyArg, untrusted, untrustedTextRef } from '@bulkhead/core';
-import { getTicketMessages, TICKET_AUTHOR_KINDS, TICKET_CATEGORIES, TICKET_STATUSES } from '@bulkhead/db';
+import { defineTool, offsetArg, pageCheck, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { messageArg, ticketKeyArg } from '@bulkhead/domain';
+import {
+  getTicketThread,
+  THREAD_BODY_CHARS,
+  TICKET_AUTHOR_KINDS,
+  TICKET_CATEGORIES,
+  TICKET_STATUSES,
+} from '@bulkhead/domain';
 import { z } from 'zod';
 import { getTicket as findTicket } from '../queries.ts';
 import { customerOf, icons, notFound, ro } from './shared.ts';
 
-/** Threads longer than this come back with their latest messages and `truncated`. */
-const MAX_MESSAGES = 50;
+const chars = (n: number) => n.toLocaleString('en-US');
+/** Messages a page of a thread shows. */
+const THREAD_PAGE = 20;
 
 export const getTicket = defineTool({
   name: 'get_ticket',
   title: 'Ticket',
-  description:
-    'One ticket of this account. Returns key, subject, category, status, created_at, updated_at, truncated and ' +
-    `messages (latest ${MAX_MESSAGES}, oldest first). key: e.g. T-1001. list_my_tickets lists tickets without text.`,
+  description: `Returns one ticket of this account: key, subject, category, status, created_at, updated_at, messages (${THREAD_PAGE} newest, oldest first; body_cut past ${chars(THREAD_BODY_CHARS)}), messages_total, truncated, next_offset. offset: older; message: one whole body. list_my_tickets lists tickets.`,
   scope: 'tickets:read',
-  input: z.strictObject({ key: ticketKeyArg.describe('Ticket key.') }),
+  input: z.strictObject({
+    key: ticketKeyArg.describe('Ticket key, e.g. T-1001.'),
+    offset: offsetArg,
+    message: messageArg,
+  }),
   output: z.object({
     key: z.string(),
     subject: untrustedTextRef,
@@ -29,18 +39,27 @@ export const getTicket = defineTool({
         author_name: untrustedTextRef,
         created_at: z.string(),
         body: untrustedTextRef,
+        body_cut: z.string().optional(),
       }),
     ),
+    messages_total: z.number(),
     truncated: z.boolean(),
+    next_offset: z.number().nullable(),
   }),
   annotations: ro,
   icons: icons.ticket,
   timeoutMs: 5_000,
-  handler: async ({ key }, ctx) => {
+  handler: async ({ key, offset, message }, ctx) => {
     const customerId = await customerOf(ctx);
     const t = await findTicket(ctx.sql, customerId, key);
     if (!t) throw notFound.ticket(key);
-    const { messages, total } = await getTicketMessages(ctx.sql, key, MAX_MESSAGES);
+    const page = await getTicketThread(
+      ctx.sql,
+      key,
+      message === undefined ? { limit: THREAD_PAGE, offset } : { message },
+    );
+    if (message === undefined) pageCheck(offset, page.total, 'message');
+    else if (!page.messages.length) throw notFound.message(key, message, page.total);
     return {
       key: t.key,
       subject: untrusted(t.subject, { source: `ticket ${key} subject` }),
@@ -48,14 +67,17 @@ export const getTicket = defineTool({
       status: t.status,
       created_at: t.createdAt.toISOString(),
       updated_at: t.updatedAt.toISOString(),
-      messages: messages.map((m) => ({
+      messages: page.messages.map((m) => ({
         n: m.n,
         author_kind: m.authorKind,
         author_name: untrusted(m.authorName, { source: `ticket ${key} message ${m.n} author` }),
         created_at: m.createdAt.toISOString(),
         body: untrusted(m.body, { source: `ticket ${key} message ${m.n}` }),
+        ...(m.bodyCut ? { body_cut: m.bodyCut } : {}),
       })),
-      truncated: total > messages.length,
+      messages_total: page.total,
+      truncated: page.nextOffset !== null,
+      next_offset: page.nextOffset,
     };
   },
 });

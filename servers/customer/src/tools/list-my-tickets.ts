@@ -1,5 +1,5 @@
 import { defineTool, limitArg, offsetArg, pageCheck, untrusted, untrustedTextRef } from '@bulkhead/core';
-import { TICKET_CATEGORIES, TICKET_STATUSES } from '@bulkhead/db';
+import { TICKET_CATEGORIES, TICKET_STATUSES } from '@bulkhead/domain';
 import { z } from 'zod';
 import { listTickets } from '../queries.ts';
 import { customerOf, icons, ro } from './shared.ts';

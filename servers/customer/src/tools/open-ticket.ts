@@ -1,4 +1,4 @@
-import { defineTool } from '@bulkhead/core';
+import { defineTool, lineArg } from '@bulkhead/core';
 import { z } from 'zod';
 import { CUSTOMER_CATEGORIES, insertTicket } from '../queries.ts';
 import { body, customerOf, icons, write } from './shared.ts';
@@ -11,7 +11,7 @@ export const openTicket = defineTool({
     'Each call opens one more; add_ticket_message adds to an existing ticket.',
   scope: 'tickets:write',
   input: z.strictObject({
-    subject: z.string().trim().min(3).max(200).describe('Short summary.'),
+    subject: lineArg(3, 200).describe('Short summary.'),
     category: z.enum(CUSTOMER_CATEGORIES).describe('Topic.'),
     body,
   }),

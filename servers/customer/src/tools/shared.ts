@@ -52,4 +52,11 @@ export const notFound = {
     ),
   ticket: (key: string) =>
     new ToolError(`ticket ${key} not found among your tickets — check the key (list_my_tickets lists them)`),
+  /** get_ticket's `message` past the end of the thread. */
+  message: (key: string, n: number, total: number) =>
+    new ToolError(
+      total
+        ? `ticket ${key} has no message ${n}: its messages are numbered 1 to ${total}`
+        : `ticket ${key} has no messages yet`,
+    ),
 };

@@ -1,4 +1,5 @@
-import { defineTool, docIdArg, svgIcon, ToolError, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { defineTool, svgIcon, ToolError, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { docIdArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { docSummary, docSummarySchema } from '../doc-summary.ts';
 import { getDocument } from '../queries.ts';

@@ -1,5 +1,5 @@
 import { defineTool, limitArg, offsetArg, pageCheck, svgIcon, ToolError } from '@bulkhead/core';
-import { DOC_TAG_PATTERN } from '@bulkhead/db';
+import { DOC_TAG_PATTERN } from '@bulkhead/domain';
 import { z } from 'zod';
 import { docListItemSchema, docSummary } from '../doc-summary.ts';
 import { DOC_KINDS, listDocuments, tagsInUse } from '../queries.ts';

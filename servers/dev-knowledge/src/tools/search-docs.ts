@@ -1,7 +1,10 @@
 import { defineTool, limitArg, svgIcon, untrusted, untrustedTextRef } from '@bulkhead/core';
 import { z } from 'zod';
 import { docSummary, docSummarySchema } from '../doc-summary.ts';
-import { DOC_KINDS, searchDocuments } from '../queries.ts';
+import { DOC_KINDS, rankDocuments, snippets } from '../queries.ts';
+
+/** Hits whose snippets are made in one query, between two progress notifications. */
+const SNIPPET_BATCH = 4;
 
 export const searchDocs = defineTool({
   name: 'search_docs',
@@ -34,11 +37,28 @@ export const searchDocs = defineTool({
   ),
   timeoutMs: 5_000,
   handler: async ({ query, kind, limit }, ctx) => {
-    let rows = await searchDocuments(ctx.sql, { query, kind, limit: limit + 1 });
-    if (!rows.length) rows = await searchDocuments(ctx.sql, { query, kind, limit: limit + 1, anyWord: true });
-    const hits = rows.slice(0, limit).map((r) => ({
+    let anyWord = false;
+    let rows = await rankDocuments(ctx.sql, { query, kind, limit: limit + 1 });
+    if (!rows.length) {
+      ctx.progress(1, undefined, 'no document has every word; ranking by any of them');
+      anyWord = true;
+      rows = await rankDocuments(ctx.sql, { query, kind, limit: limit + 1, anyWord });
+    }
+    const found = rows.slice(0, limit);
+    // Ranking takes milliseconds; the snippets read every hit's whole body, and on a knowledge base of
+    // long documents they are most of the wait: reported batch by batch.
+    const total = 2 + found.length;
+    ctx.progress(2, total, `${found.length} hits ranked; making snippets`);
+    const text = new Map<string, string>();
+    for (let done = 0; done < found.length; done += SNIPPET_BATCH) {
+      const ids = found.slice(done, done + SNIPPET_BATCH).map((r) => r.id);
+      for (const [id, snippet] of await snippets(ctx.sql, { ids, query, anyWord })) text.set(id, snippet);
+      const made = Math.min(done + SNIPPET_BATCH, found.length);
+      ctx.progress(2 + made, total, `snippets for ${made} of ${found.length} hits`);
+    }
+    const hits = found.map((r) => ({
       ...docSummary(r),
-      snippet: untrusted(r.snippet, { source: `document ${r.id}` }),
+      snippet: untrusted(text.get(r.id) ?? '', { source: `document ${r.id}` }),
     }));
     return { hits, count: hits.length, truncated: rows.length > limit };
   },
