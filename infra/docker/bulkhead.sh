@@ -1,0 +1,3 @@
+#!/bin/sh
+# `bulkhead` in the jobs image: the bundled CLI.
+exec node /app/main.js "$@"
