@@ -1,8 +1,107 @@
+import { existsSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// Layers point one way: a package imports only the layers below it, nothing imports a server (the
+// cross-server tests in test/ aside), and another package is imported by its name, never by a path
+// into its folder. The kit (core) knows no business words: those are in domain, the demo data in demo.
+const LAYERS = ['db', 'audit', 'core', 'domain', 'demo', 'servers', 'cli'];
+const scoped = (names) => names.flatMap((n) => [`@bulkhead/${n}`, `@bulkhead/${n}/*`]);
+/** What only tests use: test helpers and the demo data set. */
+const TEST_ONLY = ['@bulkhead/db/testing', '@bulkhead/core/testing', ...scoped(['demo'])];
+const TESTS = [
+  '**/*.test.ts',
+  '**/*.test.tsx',
+  '**/test-client.ts',
+  '**/fixtures/**',
+  'packages/core/src/testing.ts',
+  'packages/core/src/test-browser.ts',
+  'packages/db/src/testing.ts',
+  'packages/db/src/test-database.ts',
+];
+
+/** The folder of the package.json nearest above `path`. */
+function packageRoot(path) {
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    if (existsSync(resolve(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) return null;
+  }
+}
+
+/** A relative import that leaves its package reaches into another one's folder, past its entry points. */
+const noRelativePackages = {
+  meta: {
+    type: 'problem',
+    schema: [{ type: 'object', properties: { servers: { type: 'boolean' } }, additionalProperties: false }],
+    messages: {
+      out: '{{source}} leaves this package for {{target}}: import a package by its name (@bulkhead/…); a server, not at all.',
+    },
+  },
+  create(context) {
+    const own = packageRoot(context.filename);
+    const serversAllowed = context.options[0]?.servers === true;
+    const check = (node) => {
+      const source = node.source?.value;
+      if (typeof source !== 'string' || !source.startsWith('.')) return;
+      const target = packageRoot(resolve(dirname(context.filename), source));
+      if (serversAllowed && target && relative(context.cwd, target).startsWith('servers/')) return;
+      if (target && own && target !== own)
+        context.report({
+          node,
+          messageId: 'out',
+          data: { source, target: relative(context.cwd, target) || '.' },
+        });
+    };
+    return {
+      ImportDeclaration: check,
+      ExportNamedDeclaration: check,
+      ExportAllDeclaration: check,
+      ImportExpression: check,
+    };
+  },
+};
+
+/** The import rules of one layer: its own files, and its tests (which may also use the test helpers and demo data). */
+function layer(name, dir) {
+  const above = LAYERS.slice(LAYERS.indexOf(name) + 1).filter((n) => n !== 'servers');
+  const rule = (forbidden) => [
+    'error',
+    {
+      patterns: [
+        ...(forbidden.length
+          ? [
+              {
+                group: [...new Set(forbidden)],
+                message: `${name} may not import this: layers import only those below them (${LAYERS.join(' → ')}, lowest first; demo and the testing entry points are for tests).`,
+              },
+            ]
+          : []),
+        {
+          group: ['**/servers/**'],
+          message:
+            'Nothing imports a server: each is a compartment of its own (cross-server tests live in test/).',
+        },
+      ],
+    },
+  ];
+  // The CLI loads the demo data itself (`pnpm start`, `db seed --demo`).
+  const own = TEST_ONLY.filter(
+    (t) => !t.startsWith(`@bulkhead/${name}`) && !(name === 'cli' && t.startsWith('@bulkhead/demo')),
+  );
+  return [
+    { files: [dir], ignores: TESTS, rules: { 'no-restricted-imports': rule([...scoped(above), ...own]) } },
+    {
+      files: TESTS.map((t) => [dir, t]),
+      rules: { 'no-restricted-imports': rule(scoped(above.filter((n) => n !== 'demo'))) },
+    },
+  ];
+}
+
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist/**', '**/.bulkhead/**', '**/.turbo/**'] },
+  {
+    ignores: ['**/node_modules/**', '**/dist/**', '**/.bulkhead/**', '**/.turbo/**', 'test/bench/.build/**'],
+  },
   js.configs.recommended,
   {
     files: ['**/*.mjs'],
@@ -17,4 +116,15 @@ export default tseslint.config(
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },
   },
+  { plugins: { bulkhead: { rules: { 'no-relative-packages': noRelativePackages } } } },
+  { files: ['**/*.{ts,tsx,js,mjs}'], rules: { 'bulkhead/no-relative-packages': 'error' } },
+  // The cross-server tests are the one place that imports servers (by path: they are no packages).
+  { files: ['test/**'], rules: { 'bulkhead/no-relative-packages': ['error', { servers: true }] } },
+  ...layer('db', 'packages/db/**'),
+  ...layer('audit', 'packages/audit/**'),
+  ...layer('core', 'packages/core/**'),
+  ...layer('domain', 'packages/domain/**'),
+  ...layer('demo', 'packages/demo/**'),
+  ...layer('servers', 'servers/**'),
+  ...layer('cli', 'packages/cli/**'),
 );

@@ -1,6 +1,7 @@
-import { issueToken } from '@bulkhead/core';
+import { issueToken } from '@bulkhead/core/operator';
 import { chromiumLaunchOptions, connectTestClient, issueTestToken } from '@bulkhead/core/testing';
-import { createTestDatabase, seedDemo, type TestDatabase } from '@bulkhead/db';
+import { seedDemo } from '@bulkhead/demo';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { adminServer } from '../servers/admin/src/server.ts';
@@ -14,8 +15,11 @@ let browser: Browser;
 beforeAll(async () => {
   db = await createTestDatabase();
   await seedDemo(db.sql);
-  [admin, consoleServer] = await Promise.all([spawnServer('admin', db.url), spawnServer('console', db.url)]);
-  browser = await chromium.launch(chromiumLaunchOptions);
+  [admin, consoleServer] = await Promise.all([
+    spawnServer('admin', (await db.as('admin')).url),
+    spawnServer('console', (await db.as('console')).url),
+  ]);
+  browser = await chromium.launch(chromiumLaunchOptions());
 }, 60_000);
 afterAll(async () => {
   await browser?.close();

@@ -1,15 +1,17 @@
 import { Writable } from 'node:stream';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { verifyChains } from '@bulkhead/audit';
-import { createTestDatabase, createSql, type TestDatabase } from '@bulkhead/db';
-import { createServer, defineTool, secret } from '@bulkhead/core';
-import { issueTestToken, startTestServer } from '@bulkhead/core/testing';
+import { sealLog, verifyLog } from '@bulkhead/audit';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
+import { createServer, defineTool, secret, type ServerDefinition } from '@bulkhead/core';
+import { startApprovalExecutor } from '@bulkhead/core/operator';
+import { issueTestToken, startTestServer, testApprover } from '@bulkhead/core/testing';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { devKnowledgeServer } from '../servers/dev-knowledge/src/server.ts';
 import { spawnServer, type ServerProcess } from './helpers.ts';
 
+const KEY = 'a'.repeat(43);
 let db: TestDatabase;
 beforeEach(async () => {
   db = await createTestDatabase();
@@ -18,11 +20,8 @@ afterEach(async () => {
   await db.drop();
 });
 
-function client(url: URL, token: string) {
-  const c = new Client(
-    { name: 'audit-test', version: '9.9.9' },
-    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
-  );
+function client(url: URL, token: string, info = { name: 'audit-test', version: '9.9.9' }) {
+  const c = new Client(info, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
   return {
     c,
     connect: () =>
@@ -34,13 +33,213 @@ function client(url: URL, token: string) {
   };
 }
 
+const write = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
+
+/**
+ * A server whose tools change a table: a plain write, a gated one, and a read. A marker in the
+ * arguments lets a test make the audit insert of that very call fail inside the database — refused
+ * by a trigger, or with the connection dropped under it.
+ */
+const effects = createServer({
+  name: 'effects',
+  version: '1.0.0',
+  description: 'Writes effects, for the fault tests.',
+  tools: [
+    defineTool({
+      name: 'record_effect',
+      title: 'Record effect',
+      description: 'Writes one row.',
+      scope: 'effects:write',
+      input: z.object({ label: z.string().max(100) }),
+      annotations: write,
+      handler: async ({ label }, ctx) => {
+        await ctx.sql`insert into effects (label) values (${label})`;
+        return { recorded: label };
+      },
+    }),
+    defineTool({
+      name: 'record_approved_effect',
+      title: 'Record approved effect',
+      description: 'Writes one row once approved.',
+      scope: 'effects:write',
+      input: z.object({ label: z.string().max(100) }),
+      annotations: write,
+      approval: { preview: ({ label }) => `Record "${label}".` },
+      handler: async ({ label }, ctx) => {
+        await ctx.sql`insert into effects (label) values (${label})`;
+        return { recorded: label };
+      },
+    }),
+    defineTool({
+      name: 'read_effects',
+      title: 'Read effects',
+      description: 'Counts rows.',
+      scope: 'effects:read',
+      input: z.object({ label: z.string().max(100).optional() }),
+      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+      handler: async (_args, ctx) => {
+        const [row] = await ctx.sql<{ n: number }[]>`select count(*)::int as n from effects`;
+        return { count: row!.n };
+      },
+    }),
+  ],
+});
+
+async function withEffectsServer(
+  work: (
+    call: (name: string, args: Record<string, unknown>) => Promise<{ isError: boolean; text: string }>,
+    def: ServerDefinition,
+  ) => Promise<void>,
+) {
+  await db.sql`create table effects (label text not null)`;
+  const server = await startTestServer(effects, { db });
+  await db.sql`grant select, insert on effects to bulkhead_effects`;
+  // Fault injection inside the database: the audit insert of a call whose arguments carry a marker fails.
+  await db.sql.unsafe(`
+    create function inject_audit_fault() returns trigger language plpgsql as $$
+    begin
+      if new.arguments::text like '%refuse-the-event%' then
+        raise exception 'injected: the audit insert is refused';
+      end if;
+      if new.arguments::text like '%drop-the-connection%' then
+        perform pg_terminate_backend(pg_backend_pid());
+      end if;
+      return new;
+    end $$;
+    create trigger inject_audit_fault before insert on audit_events for each row execute function inject_audit_fault();`);
+  const token = await issueTestToken(db.sql, effects);
+  const k = client(server.url, token);
+  await k.connect();
+  try {
+    await work(async (name, args) => {
+      const r = await k.c.callTool({ name, arguments: args });
+      return {
+        isError: r.isError === true,
+        text: (r.content as { text: string }[]).map((c) => c.text).join('\n'),
+      };
+    }, effects);
+  } finally {
+    await k.c.close();
+    await server.close();
+  }
+}
+
+const labels = async () =>
+  (await db.sql<{ label: string }[]>`select label from effects order by label`).map((r) => r.label);
+const events = async (label: string) =>
+  (
+    await db.sql<
+      { outcome: string }[]
+    >`select outcome from audit_events where arguments->>'label' = ${label} order by seq`
+  ).map((r) => r.outcome);
+
+describe('no effect without its event', () => {
+  it('a write whose event is refused, or whose connection drops while the event is written, leaves no effect', async () => {
+    await withEffectsServer(async (call) => {
+      for (const label of ['refuse-the-event', 'drop-the-connection']) {
+        const r = await call('record_effect', { label });
+        expect(r.isError).toBe(true);
+        expect(r.text).toMatch(/Nothing was changed/);
+        expect(await labels()).toEqual([]);
+        // No event could be written for it either, so the client is told that nothing changed.
+        expect(await events(label)).toEqual([]);
+      }
+      // A gated call files no request without its pending_approval event.
+      const gated = await call('record_approved_effect', { label: 'refuse-the-event' });
+      expect(gated.isError).toBe(true);
+      const [pending] = await db.sql<{ n: number }[]>`select count(*)::int as n from bulkhead_approvals`;
+      expect(pending!.n).toBe(0);
+      // And everything written with its event commits with it.
+      expect((await call('record_effect', { label: 'kept' })).isError).toBe(false);
+      expect(await labels()).toEqual(['kept']);
+      expect(await events('kept')).toEqual(['ok']);
+    });
+  });
+
+  it('an approved action whose execute event cannot be written does not run, and runs once when it can', async () => {
+    await withEffectsServer(async (call) => {
+      const filed = await call('record_approved_effect', { label: 'refuse-the-event' });
+      expect(filed.isError).toBe(true);
+      // File it under a label that passes, then change nothing but make its execute event fail:
+      const ok = await call('record_approved_effect', { label: 'approved once' });
+      const id = /ap_[a-z2-9]{12}/.exec(ok.text)![0];
+      await db.sql`drop trigger inject_audit_fault on audit_events`;
+      await db.sql.unsafe(`
+        create function refuse_execute() returns trigger language plpgsql as $$
+        begin
+          if new.method = 'approvals/execute' and current_setting('test.refuse', true) is distinct from 'off' then
+            raise exception 'injected: the execute event is refused';
+          end if;
+          return new;
+        end $$;
+        create trigger refuse_execute before insert on audit_events for each row execute function refuse_execute();`);
+      await (await testApprover(db)).decide(id, 'approve');
+      const server = (await db.as('effects')).sql;
+      const executor = startApprovalExecutor(effects, {
+        sql: server,
+        logger: pino({ level: 'silent' }),
+        sweepIntervalMs: 60_000,
+      });
+      await executor.ready;
+      await executor.drain();
+      expect(await labels()).toEqual([]);
+      expect((await db.sql`select status from bulkhead_approvals where id = ${id}`)[0]!.status).toBe(
+        'approved',
+      );
+      await db.sql`drop trigger refuse_execute on audit_events`;
+      await executor.drain();
+      await executor.stop();
+      expect(await labels()).toEqual(['approved once']);
+      const story = await db.sql<{ method: string; outcome: string }[]>`
+        select method, outcome from audit_events where approval_id = ${id} order by seq`;
+      expect(story.map((e) => `${e.method} ${e.outcome}`)).toEqual([
+        'tools/call pending_approval',
+        'approvals/decide approved',
+        'approvals/execute executed',
+      ]);
+    });
+  });
+
+  it('any bytes a client sends in any field are stored, and the effect commits with its event', async () => {
+    await withEffectsServer(async (_call, def) => {
+      const server = await startTestServer(def, { db });
+      const token = await issueTestToken(db.sql, def);
+      const evil = client(server.url, token, { name: 'evil\u0000client\ud800', version: '\u0000\udfff1.0' });
+      await evil.connect();
+      const r = await evil.c.callTool({
+        name: 'record_effect',
+        arguments: { label: 'kept, from an evil client' },
+      });
+      // An unpaired surrogate in an argument is refused before anything runs, naming the field (and audited).
+      const refused = await evil.c.callTool({ name: 'record_effect', arguments: { label: 'lone\ud800' } });
+      await evil.c.close();
+      await server.close();
+      expect(r.isError).toBeFalsy();
+      expect(refused.isError).toBe(true);
+      expect(JSON.stringify(refused.content)).toContain('label');
+      const [row] = await db.sql`
+        select client_name, client_version, arguments from audit_events where outcome = 'ok' and tool = 'record_effect'`;
+      expect(row).toEqual({
+        client_name: 'evil\ufffdclient\ufffd',
+        client_version: '\ufffd\ufffd1.0',
+        arguments: { label: 'kept, from an evil client' },
+      });
+      expect(await labels()).toEqual(['kept, from an evil client']);
+      const [invalid] = await db.sql`
+        select arguments, client_name from audit_events where outcome = 'invalid_arguments' and tool = 'record_effect'`;
+      expect(invalid).toEqual({ arguments: { label: 'lone\ufffd' }, client_name: 'evil\ufffdclient\ufffd' });
+    });
+  });
+});
+
 describe('the audit log under load', () => {
-  it('records exactly 1,000 events for 1,000 concurrent calls across two server processes, and the chain verifies', async () => {
+  it('records exactly one event for each of 1,000 concurrent calls across two server processes, and the sealed log verifies', async () => {
     const token = await issueTestToken(db.sql, devKnowledgeServer);
     const env = { BULKHEAD_RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: 'warn' };
+    const url = (await db.as('dev-knowledge')).url;
     const servers: ServerProcess[] = await Promise.all([
-      spawnServer('dev-knowledge', db.url, env),
-      spawnServer('dev-knowledge', db.url, env),
+      spawnServer('dev-knowledge', url, env),
+      spawnServer('dev-knowledge', url, env),
     ]);
     try {
       const clients = servers.map((s) => client(s.url, token));
@@ -66,10 +265,15 @@ describe('the audit log under load', () => {
           default: {
             const res = await fetch(server.url, {
               method: 'POST',
-              headers: { 'content-type': 'application/json' },
-              body: '{}',
+              headers: {
+                authorization: `Bearer ${token}`,
+                'content-type': 'application/json',
+                accept: 'application/json, text/event-stream',
+                'mcp-protocol-version': '2025-11-25',
+              },
+              body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'resources/list' }),
             });
-            return res.status === 401 ? 'unauthorized' : 'bad';
+            return res.status === 200 ? 'bad_request' : 'bad';
           }
         }
       });
@@ -82,71 +286,101 @@ describe('the audit log under load', () => {
     const rows = await db.sql<{ outcome: string; n: number }[]>`
       select outcome, count(*)::int as n from audit_events group by outcome order by outcome`;
     expect(rows).toEqual([
+      { outcome: 'bad_request', n: 250 },
       { outcome: 'invalid_arguments', n: 250 },
       { outcome: 'ok', n: 250 },
-      { outcome: 'unauthorized', n: 250 },
       { outcome: 'unknown_tool', n: 250 },
     ]);
-    const [chain] = await db.sql<{ min: string; max: string; n: number }[]>`
-      select min(chain_seq) as min, max(chain_seq) as max, count(distinct chain_seq)::int as n from audit_events where server = 'dev-knowledge'`;
-    expect([Number(chain!.min), Number(chain!.max), chain!.n]).toEqual([1, 1000, 1000]);
-    const reports = await verifyChains(db.sql);
-    expect(reports).toEqual([{ server: 'dev-knowledge', events: 1000, checkpoint: null, break: null }]);
+    const [numbers] = await db.sql<{ n: number; distinct: number }[]>`
+      select count(*)::int as n, count(distinct seq)::int as distinct from audit_events`;
+    expect(numbers).toEqual({ n: 1000, distinct: 1000 });
+    await sealLog(db.sql, KEY);
+    const report = await verifyLog(db.sql, { key: KEY });
+    expect(report.ok).toBe(true);
+    expect(report.servers).toEqual([{ server: 'dev-knowledge', sealed: 1000, present: 1000 }]);
     const [ok] = await db.sql`select * from audit_events where outcome = 'ok' limit 1`;
     expect(ok).toMatchObject({
       tool: 'search_docs',
       client_name: 'audit-test',
       client_version: '9.9.9',
       method: 'tools/call',
+      db_role: 'bulkhead_dev_knowledge_login',
     });
     expect(ok!.arguments).toEqual({ query: 'token rotation' });
-    expect(ok!.result_summary).toEqual({ hits_count: 0, count: 0, truncated: false });
   }, 120_000);
 });
 
-describe('tamper evidence', () => {
-  async function fill(n: number) {
-    const token = await issueTestToken(db.sql, devKnowledgeServer);
-    const server = await startTestServer(devKnowledgeServer, { sql: db.sql });
-    const k = client(server.url, token);
-    await k.connect();
-    for (let i = 0; i < n; i++)
-      await k.c.callTool({ name: 'search_docs', arguments: { query: `query number ${i}` } });
-    await k.c.close();
+describe('hostile requests', () => {
+  it('each yields exactly one event and no 5xx, and the sealed log still verifies', async () => {
+    const token = await issueTestToken(db.sql, devKnowledgeServer, { label: 'hostile' });
+    const server = await startTestServer(devKnowledgeServer, { db, maxBodyBytes: 1024 * 1024 });
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 3000; i++) deep = { d: deep };
+    const rpc = (method: string, params?: unknown, id: unknown = 1) =>
+      JSON.stringify({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
+    const cases: [string, string][] = [
+      ['unknown method', rpc('resources/list')],
+      ['approvals/decide over MCP', rpc('approvals/decide', { approval_id: 'ap_aaaaaaaaaaaa' })],
+      ['non-object arguments', rpc('tools/call', { name: 'search_docs', arguments: ['x'] })],
+      ['numeric tool name', rpc('tools/call', { name: 42, arguments: {} })],
+      ['no params', rpc('tools/call')],
+      ['null body', 'null'],
+      ['string body', '"tools/call"'],
+      ['deep arguments', rpc('tools/call', { name: 'search_docs', arguments: { query: deep } })],
+      ['long unknown tool name', rpc('tools/call', { name: `x${'y'.repeat(4000)}`, arguments: {} })],
+      ['lone surrogate tool name', rpc('tools/call', { name: 'x\ud800', arguments: {} })],
+      ['NUL in an argument', rpc('tools/call', { name: 'search_docs', arguments: { query: 'a\u0000b' } })],
+      ['batch under 2025-11-25', JSON.stringify([JSON.parse(rpc('tools/list'))])],
+    ];
+    const statuses: Record<string, number> = {};
+    for (const [name, body] of cases) {
+      const before = (await db.sql<{ n: number }[]>`select count(*)::int as n from audit_events`)[0]!.n;
+      const res = await fetch(server.url, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-11-25',
+        },
+        body,
+      });
+      statuses[name] = res.status;
+      const text = await res.text();
+      expect(text).not.toMatch(/at .*\.ts:\d+|select |insert into/i);
+      await new Promise((r) => setTimeout(r, 20));
+      const after = (await db.sql<{ n: number }[]>`select count(*)::int as n from audit_events`)[0]!.n;
+      expect({ name, events: after - before }).toEqual({ name, events: 1 });
+    }
+    expect(Object.values(statuses).every((s) => s < 500)).toBe(true);
     await server.close();
-  }
-
-  it('refuses UPDATE, DELETE and TRUNCATE', async () => {
-    await fill(2);
-    await expect(db.sql`update audit_events set outcome = 'ok'`).rejects.toThrow(
-      /append-only: UPDATE refused/,
-    );
-    await expect(db.sql`delete from audit_events`).rejects.toThrow(/append-only: DELETE refused/);
-    await expect(db.sql`truncate audit_events`).rejects.toThrow(/append-only: TRUNCATE refused/);
+    await sealLog(db.sql, KEY);
+    const report = await verifyLog(db.sql, { key: KEY });
+    expect(report.breaks).toEqual([]);
+    const [tool] = await db.sql<{ n: number }[]>`select max(length(tool))::int as n from audit_events`;
+    expect(tool!.n).toBeLessThanOrEqual(200);
   });
 
-  it('names the position of a changed event and of a removed one', async () => {
-    await fill(6);
-    expect((await verifyChains(db.sql))[0]!.break).toBeNull();
-    // The database owner can switch the trigger off; the hash chain still tells.
-    await db.sql`alter table audit_events disable trigger audit_events_append_only_row`;
-    await db.sql`update audit_events set arguments = '{"query":"something harmless"}' where server = 'dev-knowledge' and chain_seq = 4`;
-    const [changed] = await verifyChains(db.sql);
-    expect(changed!.break).toMatchObject({
-      server: 'dev-knowledge',
-      chainSeq: 4,
-      reason: 'event content does not match its hash (changed)',
-    });
-
-    await db.sql`update audit_events set arguments = '{"query":"query number 3"}' where server = 'dev-knowledge' and chain_seq = 4`;
-    expect((await verifyChains(db.sql))[0]!.break).toBeNull();
-    await db.sql`delete from audit_events where server = 'dev-knowledge' and chain_seq = 2`;
-    const [removed] = await verifyChains(db.sql);
-    expect(removed!.break).toMatchObject({
-      chainSeq: 2,
-      seq: null,
-      reason: 'event at chain position 2 is missing (next present is 3)',
-    });
+  it('a flood without a token writes a few events per source and one summary of the rest', async () => {
+    const server = await startTestServer(devKnowledgeServer, { db, unauthenticatedEventsPerMinute: 20 });
+    const results = await Promise.all(
+      Array.from({ length: 300 }, () =>
+        fetch(server.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{}',
+        }).then((r) => r.status),
+      ),
+    );
+    expect(results.every((s) => s === 401)).toBe(true);
+    await server.close();
+    const rows = await db.sql<{ method: string; n: number; suppressed: number | null }[]>`
+      select method, count(*)::int as n, max((result_summary->>'suppressed')::int) as suppressed
+      from audit_events group by method order by method`;
+    expect(rows).toEqual([
+      { method: 'http', n: 1, suppressed: 280 },
+      { method: 'http POST', n: 20, suppressed: null },
+    ]);
   });
 });
 
@@ -179,12 +413,7 @@ describe('secrets', () => {
             cards: z.array(z.object({ pan: secret(z.string()) })).optional(),
             pin: z.union([secret(z.string().regex(/^\d{4}$/)), z.number()]).optional(),
           }),
-          annotations: {
-            readOnlyHint: false,
-            destructiveHint: false,
-            idempotentHint: true,
-            openWorldHint: false,
-          },
+          annotations: { ...write, idempotentHint: true },
           handler: async ({ owner }, ctx) => {
             ctx.logger.info({ owner }, 'stored');
             return `stored for ${owner}`;
@@ -193,7 +422,7 @@ describe('secrets', () => {
       ],
     });
     const token = await issueTestToken(db.sql, def);
-    const server = await startTestServer(def, { sql: db.sql, logger });
+    const server = await startTestServer(def, { db, logger });
     const k = client(server.url, token);
     await k.connect();
     const iban = 'DE89370400440532013000';
@@ -227,10 +456,10 @@ describe('secrets', () => {
 });
 
 describe('refusals', () => {
-  it('audits 401, 403 (origin, scope) and 413 with their reasons', async () => {
+  it('audits 401, 403 (origin), 413 and an out-of-scope call with their reasons', async () => {
     const token = await issueTestToken(db.sql, devKnowledgeServer);
     const narrow = await issueTestToken(db.sql, devKnowledgeServer, { scopes: ['other:read'] });
-    const server = await startTestServer(devKnowledgeServer, { sql: db.sql, maxBodyBytes: 2048 });
+    const server = await startTestServer(devKnowledgeServer, { db, maxBodyBytes: 2048 });
     const post = (headers: Record<string, string>, body: string) =>
       fetch(server.url, {
         method: 'POST',
@@ -251,101 +480,44 @@ describe('refusals', () => {
     expect(
       (await post({ authorization: `Bearer ${token}`, origin: 'https://evil.example' }, call)).status,
     ).toBe(403);
-    const scoped = await post({ authorization: `Bearer ${narrow}` }, call);
-    expect(scoped.status).toBe(403);
-    expect(scoped.headers.get('www-authenticate')).toBe(
-      'Bearer realm="dev-knowledge", error="insufficient_scope", scope="docs:read", error_description="The token lacks the scope docs:read"',
+    const scoped = await post(
+      { authorization: `Bearer ${narrow}`, 'mcp-protocol-version': '2025-11-25' },
+      call,
     );
+    expect(scoped.status).toBe(200);
+    expect(await scoped.text()).toContain('Unknown tool: search_docs');
     expect(
       (await post({ authorization: `Bearer ${token}` }, JSON.stringify({ pad: 'x'.repeat(5000) }))).status,
     ).toBe(413);
     await server.close();
-    const rows = await db.sql<{ outcome: string; reason: string; status: number; tool: string | null }[]>`
+    const rows = await db.sql<
+      { outcome: string; reason: string | null; status: number | null; tool: string | null }[]
+    >`
       select outcome, result_summary->>'reason' as reason, (result_summary->>'status')::int as status, tool
       from audit_events order by seq`;
     expect(rows).toEqual([
       { outcome: 'unauthorized', reason: 'missing', status: 401, tool: null },
       { outcome: 'forbidden', reason: 'origin', status: 403, tool: null },
-      { outcome: 'forbidden', reason: 'scope', status: 403, tool: 'search_docs' },
+      { outcome: 'unknown_tool', reason: null, status: null, tool: 'search_docs' },
       { outcome: 'payload_too_large', reason: 'body', status: 413, tool: null },
     ]);
   });
 });
 
 describe('when the audit log cannot be written', () => {
-  it('refuses a write tool before it runs and withholds a read tool’s result', async () => {
-    let ran = 0;
-    const def = createServer({
-      name: 'fragile',
-      version: '1.0.0',
-      description: 'Test server.',
-      tools: [
-        defineTool({
-          name: 'change_thing',
-          title: 'Change thing',
-          description: 'Changes.',
-          scope: 't:write',
-          input: z.object({}),
-          annotations: {
-            readOnlyHint: false,
-            destructiveHint: true,
-            idempotentHint: false,
-            openWorldHint: false,
-          },
-          handler: async () => {
-            ran++;
-            return 'changed';
-          },
-        }),
-        defineTool({
-          name: 'read_thing',
-          title: 'Read thing',
-          description: 'Reads.',
-          scope: 't:read',
-          input: z.object({}),
-          annotations: {
-            readOnlyHint: true,
-            destructiveHint: false,
-            idempotentHint: true,
-            openWorldHint: false,
-          },
-          handler: async () => 'the thing',
-        }),
-      ],
+  it('keeps nothing a write tool did and withholds a read tool’s result', async () => {
+    await withEffectsServer(async (call) => {
+      await db.sql`revoke insert on audit_events from bulkhead_effects`;
+      const w = await call('record_effect', { label: 'unaudited write' });
+      expect(w.isError).toBe(true);
+      expect(w.text).toContain('Nothing was changed');
+      expect(await labels()).toEqual([]);
+      await db.sql`insert into effects (label) values ('secret count')`;
+      const r = await call('read_effects', {});
+      expect(r.isError).toBe(true);
+      expect(r.text).toBe(
+        'The audit log could not record this call, so its result is withheld. Nothing was changed; try again in a moment, and if it persists, tell the operator.',
+      );
     });
-    const token = await issueTestToken(db.sql, def);
-    const role = `bh_noaudit_${Math.random().toString(36).slice(2, 8)}`;
-    await db.sql.unsafe(`create role ${role} login password 'pw-${role}'`);
-    await db.sql.unsafe(
-      `grant select, update on all tables in schema public to ${role}; grant insert on bulkhead_rate_limits to ${role}`,
-    );
-    const url = new URL(db.url);
-    url.username = role;
-    url.password = `pw-${role}`;
-    const limited = createSql(url.toString(), { max: 4 });
-    const server = await startTestServer(def, { sql: limited });
-    try {
-      const k = client(server.url, token);
-      await k.connect();
-      const write = await k.c.callTool({ name: 'change_thing', arguments: {} });
-      expect(write).toMatchObject({
-        isError: true,
-        content: [
-          {
-            type: 'text',
-            text: 'The audit log is unavailable, so this action was not carried out. Nothing changed; try again later.',
-          },
-        ],
-      });
-      expect(ran).toBe(0);
-      const read = await k.c.callTool({ name: 'read_thing', arguments: {} });
-      expect(read.isError).toBe(true);
-      expect(JSON.stringify(read.content)).not.toContain('the thing');
-      await k.c.close();
-    } finally {
-      await server.close();
-      await limited.end();
-      await db.sql.unsafe(`drop owned by ${role}; drop role ${role}`);
-    }
   });
 });

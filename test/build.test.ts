@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { discoverDeployables } from '@bulkhead/db';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, root } from './helpers.ts';
 
@@ -11,7 +12,7 @@ afterAll(async () => {
   await db.drop();
 });
 
-describe.each(['admin', 'customer', 'dev-knowledge', 'console'])('the built %s', (name) => {
+describe.each(discoverDeployables(root).map((d) => d.name))('the built %s', (name) => {
   it('bundles to dist/main.js and runs from it with node alone', async () => {
     const dir = `${root}servers/${name}`;
     const build = spawnSync(process.execPath, ['../../packages/cli/build-server.mjs'], {
@@ -23,7 +24,13 @@ describe.each(['admin', 'customer', 'dev-knowledge', 'console'])('the built %s',
     const port = await freePort();
     const child = spawn(process.execPath, ['dist/main.js'], {
       cwd: dir,
-      env: { ...process.env, DATABASE_URL: db.url, PORT: String(port), LOG_LEVEL: 'warn' },
+      env: {
+        ...process.env,
+        DATABASE_URL: (await db.as(name)).url,
+        PORT: String(port),
+        LOG_LEVEL: 'warn',
+        BULKHEAD_MIGRATE: 'false',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';

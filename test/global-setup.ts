@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { lstat, mkdtemp, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureEmbedded, type EmbeddedDatabase } from '@bulkhead/db';
@@ -24,6 +24,10 @@ export default async function setup(): Promise<() => Promise<void>> {
   process.env.BULKHEAD_TEST_DB = 'embedded';
   return async () => {
     await db.stop();
+    // As root with a temp dir the postgres user cannot enter, the cluster lives elsewhere, linked as pg.
+    const pg = join(dir, 'pg');
+    if ((await lstat(pg).catch(() => undefined))?.isSymbolicLink())
+      await rm(await readlink(pg), { recursive: true, force: true });
     await rm(dir, { recursive: true, force: true });
   };
 }

@@ -25,13 +25,17 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Starts `servers/<name>/src/main.ts` on a free port against `databaseUrl` and waits for /healthz. */
+/**
+ * Starts `servers/<name>/src/main.ts` on a free port (or on `port`, to restart a server where its
+ * clients expect it) against `databaseUrl` and waits for /healthz.
+ */
 export async function spawnServer(
   name: string,
   databaseUrl: string,
   env: Record<string, string> = {},
+  port?: number,
 ): Promise<ServerProcess> {
-  const port = await freePort();
+  port ??= await freePort();
   let output = '';
   const child = spawn(process.execPath, ['--import', 'tsx', `${root}servers/${name}/src/main.ts`], {
     cwd: `${root}servers/${name}`,

@@ -1,4 +1,5 @@
-import { DEMO_INJECTION_TICKETS, createTestDatabase, seedDemo, type TestDatabase } from '@bulkhead/db';
+import { DEMO_INJECTION_TICKETS, seedDemo } from '@bulkhead/demo';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { callFlat, connectTestClient, issueTestToken, startTestServer } from '@bulkhead/core/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { adminServer } from '../servers/admin/src/server.ts';
@@ -13,7 +14,7 @@ afterAll(async () => {
 });
 
 it('every seeded injection ticket comes back from the shipped admin server delimited, flagged, and flagged in the audit log', async () => {
-  const server = await startTestServer(adminServer, { sql: db.sql });
+  const server = await startTestServer(adminServer, { db });
   const client = await connectTestClient(server.url, await issueTestToken(db.sql, adminServer), 'injection');
   try {
     for (const key of DEMO_INJECTION_TICKETS) {

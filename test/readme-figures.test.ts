@@ -1,42 +1,55 @@
 import { readFileSync } from 'node:fs';
-import { lintServer, type ServerDefinition } from '@bulkhead/core';
+import { type ServerDefinition } from '@bulkhead/core';
+import { lintServer, modelPart } from '@bulkhead/core/operator';
 import { describe, expect, it } from 'vitest';
-import { adminServer } from '../servers/admin/src/server.ts';
-import { customerServer } from '../servers/customer/src/server.ts';
-import { devKnowledgeServer } from '../servers/dev-knowledge/src/server.ts';
 import { root } from './helpers.ts';
+import { discoverServerDefinitions } from './servers.ts';
+import { mainReadme, serverReadme } from '@bulkhead/cli/figures';
 
 const fmt = (n: number) => n.toLocaleString('en-US');
+const definitions: ServerDefinition[] = await discoverServerDefinitions();
 
 /** The README's tools tables show the tools/list figures; this keeps them true when a tool changes. */
-describe.each([adminServer, customerServer, devKnowledgeServer] as ServerDefinition[])(
-  'README figures of $name',
-  (def) => {
-    const readme = readFileSync(`${root}servers/${def.name}/README.md`, 'utf8');
+describe.each(definitions)('README figures of $name', (def) => {
+  const readme = readFileSync(`${root}servers/${def.name}/README.md`, 'utf8');
 
-    it('lists every tool with its measured size', () => {
-      for (const listing of def.catalog.listings.values()) {
-        const row = readme.split('\n').find((line) => line.startsWith(`| \`${listing.name}\``));
-        expect(row, `README row for ${listing.name}`).toBeDefined();
-        expect(
-          row!.trim().endsWith(`| ${fmt(JSON.stringify(listing).length)} |`),
-          `size of ${listing.name} in: ${row}`,
-        ).toBe(true);
-      }
-    });
-
-    it('appears in the main README with the same figures', () => {
-      const { size } = lintServer(def);
-      const main = readFileSync(`${root}README.md`, 'utf8');
-      expect(main).toContain(
-        `| ${fmt(size.chars)} chars (~${fmt(size.tokens)} tokens), budget ${fmt(def.toolsBudgetChars)} |`,
+  it('lists every tool with the part a model reads and its whole entry, in characters', () => {
+    for (const listing of def.catalog.listings.values()) {
+      const row = readme.split('\n').find((line) => line.startsWith(`| \`${listing.name}\``));
+      expect(row, `README row for ${listing.name}`).toBeDefined();
+      const model = modelPart([listing]).length - 2; // without the brackets of the one-element list
+      expect(row!.trim(), `sizes of ${listing.name}`).toMatch(
+        new RegExp(`\\| ${fmt(model)} \\| ${fmt(JSON.stringify(listing).length)} \\|$`),
       );
-    });
+    }
+  });
 
-    it('states the whole list and its budget', () => {
+  // The main README's servers table lists the shipped servers; one added by `bulkhead new server`
+  // has its figures in its own README until someone adds its row (then `pnpm figures` keeps it true).
+  const main = readFileSync(`${root}README.md`, 'utf8');
+  it.runIf(main.split('\n').some((line) => line.startsWith(`| \`${def.name}\` |`)))(
+    'appears in the main README with both figures and both budgets',
+    () => {
       const { size } = lintServer(def);
-      expect(readme.replace(/\s+/g, ' ')).toContain(`${fmt(size.chars)} characters`);
-      expect(readme.replace(/\s+/g, ' ')).toContain(fmt(def.toolsBudgetChars));
-    });
-  },
-);
+      expect(main).toContain(
+        `| ${fmt(size.modelChars)} of ${fmt(def.modelBudgetChars)} (~${fmt(size.modelTokens)} tokens) | ${fmt(size.chars)} of ${fmt(def.toolsBudgetChars)} (~${fmt(size.tokens)} tokens) |`,
+      );
+    },
+  );
+
+  it('states both figures and both budgets in its own README', () => {
+    const { size } = lintServer(def);
+    expect(readme.replace(/\s+/g, ' ')).toContain(
+      `the part a model reads measures ${fmt(size.modelChars)} characters (about ${fmt(size.modelTokens)} tokens) of a budget of ${fmt(def.modelBudgetChars)}, the whole tools/list ${fmt(size.chars)} (about ${fmt(size.tokens)} tokens) of ${fmt(def.toolsBudgetChars)}`,
+    );
+  });
+});
+
+it('the READMEs hold exactly what `pnpm figures` writes', () => {
+  for (const def of definitions) {
+    const readme = readFileSync(`${root}servers/${def.name}/README.md`, 'utf8');
+    expect(serverReadme(def, readme), `servers/${def.name}/README.md: run pnpm figures`).toBe(readme);
+  }
+  const main = readFileSync(`${root}README.md`, 'utf8');
+  expect(mainReadme(definitions, main), 'README.md: run pnpm figures').toBe(main);
+});

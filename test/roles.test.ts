@@ -1,82 +1,362 @@
+import { createHash } from 'node:crypto';
 import { createAuditWriter } from '@bulkhead/audit';
-import { createSql, createTestDatabase, migrate, type TestDatabase } from '@bulkhead/db';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { issueToken, parseToken } from '@bulkhead/core/operator';
+import { discoverDeployables, groupRole, type Sql } from '@bulkhead/db';
+import { seedDemo } from '@bulkhead/demo';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { root } from './helpers.ts';
 
 let db: TestDatabase;
-const role = `bh_server_${Math.random().toString(36).slice(2, 8)}`;
+const roles: Record<string, Sql> = {};
+/** The shipped deployables, whose rights EXPECTED spells out. */
+const DEPLOYABLES = ['admin', 'customer', 'dev-knowledge', 'console', 'sealer'] as const;
+const found = discoverDeployables(root);
+/** Every MCP server under servers/, and every role, shipped or added since (`bulkhead new server`). */
+const MCP = found.filter((d) => d.kind === 'mcp').map((d) => d.name);
+const ROLES = [...found.map((d) => d.name), 'sealer'];
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  await db.sql.unsafe(`create role ${role} login password 'pw-${role}'`);
-  await db.sql`select bulkhead_grant_server_role(${role})`;
-});
+  await seedDemo(db.sql);
+  for (const name of ROLES)
+    roles[name] = (await db.as(name, name === 'sealer' ? { kind: 'sealer' } : undefined)).sql;
+}, 120_000);
 afterAll(async () => {
-  await db.sql.unsafe(`drop owned by ${role}`);
-  await db.sql.unsafe(`drop role ${role}`);
   await db.drop();
 });
 
-it('a server role may append to the audit log but not change, delete or truncate it, nor issue tokens', async () => {
-  const url = new URL(db.url);
-  url.username = role;
-  url.password = `pw-${role}`;
-  const sql = createSql(url.toString(), { max: 2 });
+/** Runs `statement` as `name` in a transaction that is always rolled back; returns what the database said. */
+async function attempt(name: string, statement: string): Promise<'ok' | 'denied' | string> {
   try {
-    const audit = createAuditWriter(sql);
-    await audit.check();
-    const event = await audit.append({
+    await roles[name]!.begin(async (tx) => {
+      await tx.unsafe(statement);
+      throw new Error('rollback');
+    });
+    return 'ok';
+  } catch (err) {
+    const message = (err as Error).message;
+    if (message === 'rollback') return 'ok';
+    // A refused privilege; any other error (a NOT NULL, a row policy) means the privilege check passed.
+    return /permission denied/.test(message) ? 'denied' : 'ok';
+  }
+}
+
+interface Rights {
+  select?: 'all' | string[];
+  insert?: 'all' | string[];
+  update?: 'all' | string[];
+  delete?: true;
+}
+
+/**
+ * What each role may do with each table and view, exactly: anything not listed is refused by the
+ * database. Column lists name the only columns a role may insert or update (or read).
+ */
+const EXPECTED: Record<(typeof DEPLOYABLES)[number], Record<string, Rights>> = {
+  admin: {
+    audit_events: { insert: 'all' },
+    bulkhead_approvals: {
+      select: 'all',
+      insert: 'all',
+      update: ['status', 'executed_at', 'executed_by', 'duration_ms', 'result', 'error', 'failure'],
+    },
+    bulkhead_deployables: { select: 'all' },
+    bulkhead_outbox: {
+      select: 'all',
+      insert: 'all',
+      update: ['status', 'attempts', 'next_attempt_at', 'delivered_at', 'last_error'],
+    },
+    bulkhead_outbox_attempts: { select: 'all', insert: 'all' },
+    bulkhead_rate_limits: { select: 'all', insert: 'all', update: ['count'], delete: true },
+    credit_notes: { select: 'all', insert: 'all' },
+    customers: { select: 'all', update: ['email', 'phone', 'street', 'postal_code', 'city', 'updated_at'] },
+    invoice_balances: { select: 'all' },
+    invoice_lines: { select: 'all' },
+    invoices: { select: 'all', update: ['status', 'sent_at'] },
+    payments: { select: 'all' },
+    ticket_messages: { select: 'all', insert: ['ticket_key', 'author_kind', 'author_name', 'body'] },
+    tickets: {
+      select: 'all',
+      update: ['category', 'status', 'updated_at', 'escalated_at', 'escalation_reason'],
+    },
+  },
+  customer: {
+    audit_events: { insert: 'all' },
+    bulkhead_deployables: { select: 'all' },
+    bulkhead_rate_limits: { select: 'all', insert: 'all', update: ['count'], delete: true },
+    credit_notes: { select: 'all' },
+    customers: { select: ['id', 'name', 'language'] },
+    invoice_balances: { select: 'all' },
+    invoice_lines: { select: 'all' },
+    invoices: { select: 'all' },
+    payments: { select: 'all' },
+    // Every column but the generated id.
+    ticket_messages: { select: 'all', insert: 'all' },
+    tickets: {
+      select: 'all',
+      insert: ['key', 'customer_id', 'subject', 'category', 'status'],
+      update: ['status', 'updated_at'],
+    },
+  },
+  'dev-knowledge': {
+    audit_events: { insert: 'all' },
+    bulkhead_deployables: { select: 'all' },
+    bulkhead_rate_limits: { select: 'all', insert: 'all', update: ['count'], delete: true },
+    kb_documents: { select: 'all' },
+  },
+  console: {
+    audit_events: { select: 'all', insert: 'all' },
+    bulkhead_approvals: {
+      select: 'all',
+      update: ['status', 'decided_by', 'decided_by_token_id', 'decision_reason', 'decided_arguments_hash'],
+    },
+    bulkhead_console_sessions: { select: 'all', insert: 'all', update: 'all', delete: true },
+    bulkhead_console_sign_in_failures: { select: 'all', insert: 'all', update: 'all', delete: true },
+    bulkhead_console_sign_in_forms: { select: 'all', insert: 'all', delete: true },
+    bulkhead_deployables: { select: 'all' },
+    bulkhead_outbox: { select: 'all' },
+  },
+  sealer: {
+    audit_events: { select: 'all' },
+    audit_prune_checkpoint: { select: 'all' },
+    audit_seals: { select: 'all', insert: 'all' },
+    bulkhead_deployables: { select: 'all' },
+  },
+};
+
+/** Probes one role on one relation, column by column: the database's own answer, nothing computed. */
+async function probe(name: string, table: string): Promise<Rights> {
+  const columns = await db.sql<{ c: string; writable: boolean }[]>`
+    select column_name as c, (is_identity = 'NO' and is_generated = 'NEVER') as writable
+    from information_schema.columns where table_schema = 'public' and table_name = ${table}
+    order by ordinal_position`;
+  const only = async (op: (c: string) => string, list: { c: string }[]) => {
+    const ok: string[] = [];
+    for (const { c } of list) if ((await attempt(name, op(c))) === 'ok') ok.push(c);
+    return ok.length === 0 ? undefined : ok.length === list.length ? ('all' as const) : ok;
+  };
+  const writable = columns.filter((c) => c.writable);
+  const isView =
+    (await db.sql`select 1 from pg_views where schemaname = 'public' and viewname = ${table}`).length > 0;
+  const rights: Rights = {};
+  const select = await only((c) => `select "${c}" from "${table}" limit 1`, columns);
+  if (select) rights.select = select;
+  if (!isView) {
+    const insert = await only((c) => `insert into "${table}" ("${c}") values (default)`, writable);
+    if (insert) rights.insert = insert;
+    const update = await only((c) => `update "${table}" set "${c}" = "${c}" where false`, writable);
+    if (update) rights.update = update;
+    if ((await attempt(name, `delete from "${table}" where false`)) === 'ok') rights.delete = true;
+  }
+  return rights;
+}
+
+/** What `name` may do with each table and view, probed one privilege at a time. */
+async function rightsOf(name: string): Promise<Record<string, Rights>> {
+  const relations = (
+    await db.sql<{ t: string }[]>`
+      select tablename as t from pg_tables where schemaname = 'public'
+      union select viewname from pg_views where schemaname = 'public' order by 1`
+  ).map((r) => r.t);
+  const actual: Record<string, Rights> = {};
+  for (const table of relations) {
+    const rights = await probe(name, table);
+    if (Object.keys(rights).length) actual[table] = rights;
+  }
+  return actual;
+}
+
+describe('every role × every table × select, insert, update, delete, refused by the database itself', () => {
+  it.each(DEPLOYABLES)('%s may do exactly what its deployable needs', async (name) => {
+    expect(await rightsOf(name)).toEqual(EXPECTED[name]);
+  });
+
+  // A server added since, without gated tools: the kit's rights and what its grants.sql adds. Fresh from
+  // `bulkhead new server` it grants nothing more; once it does, spell its rights out in EXPECTED.
+  const added = found.filter(
+    (d) => d.kind === 'mcp' && !d.gated && !(DEPLOYABLES as readonly string[]).includes(d.name),
+  );
+  it.each(added.map((d) => d.name))(
+    '%s (added) may do what the kit gives every MCP server, and nothing else',
+    async (name) => {
+      const kit = Object.fromEntries(
+        Object.entries(EXPECTED['dev-knowledge']).filter(([t]) => t !== 'kb_documents'),
+      );
+      expect(await rightsOf(name)).toEqual(kit);
+    },
+  );
+});
+
+describe('forging, as each server role would if it were compromised', () => {
+  it('no server role approves a request, writes a decision, or opens a console session', async () => {
+    const [pending] = await db.sql<{ id: string }[]>`
+      insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
+        expires_at, request_id)
+      values ('ap_forgeforgefr', 'admin', 'issue_credit_note', '{}', '{}', ${'a'.repeat(64)}, 'Credit €42.42',
+        now() + interval '1 hour', 'r') returning id`;
+    const approve = `update bulkhead_approvals set status = 'approved', decided_by = 'x', decided_by_token_id = 'x',
+      decided_arguments_hash = arguments_hash where id = '${pending!.id}'`;
+    for (const name of [...MCP, 'sealer']) expect(await attempt(name, approve)).toBe('denied');
+    await expect(
+      roles.admin!`update bulkhead_approvals set status = 'approved' where id = ${pending!.id}`,
+    ).rejects.toThrow(/only the console role decides approvals, not admin/);
+    const session = `insert into bulkhead_console_sessions (id_hash, token_id, csrf, expires_at)
+      values ('\\x00', 'x', 'x', now() + interval '1 hour')`;
+    for (const name of [...MCP, 'sealer']) expect(await attempt(name, session)).toBe('denied');
+  });
+
+  it('the console decides but records no outcome, and files no request', async () => {
+    const [a] = await db.sql<{ id: string }[]>`
+      insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
+        expires_at, request_id, status, decided_at, decided_by, decided_by_token_id, decided_arguments_hash)
+      values ('ap_consoleexecc', 'admin', 'send_invoice', '{}', '{}', ${'b'.repeat(64)}, 'Send',
+        now() + interval '1 hour', 'r', 'approved', now(), 'console:x', 'x', ${'b'.repeat(64)}) returning id`;
+    await expect(
+      roles.console!`update bulkhead_approvals set status = 'executed' where id = ${a!.id}`,
+    ).rejects.toThrow(/only admin records the outcome of its approvals/);
+    expect(
+      await attempt(
+        'console',
+        `insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview, expires_at, request_id)
+         values ('ap_consolefiled', 'admin', 't', '{}', '{}', '${'c'.repeat(64)}', 'p', now(), 'r')`,
+      ),
+    ).toBe('denied');
+  });
+
+  it('an audit event is stored under the writing role’s own server, and only the console records decisions', async () => {
+    const id = crypto.randomUUID();
+    await createAuditWriter(roles.customer!).appendIn(roles.customer!, {
       server: 'admin',
       method: 'tools/call',
       outcome: 'ok',
-      requestId: 'r1',
-      durationMs: 3,
+      requestId: id,
+      durationMs: 0,
     });
-    expect(event.chainSeq).toBe(1);
-    await expect(sql`update audit_events set outcome = 'tool_error'`).rejects.toThrow(
-      /permission denied for table audit_events/,
-    );
-    await expect(sql`delete from audit_events`).rejects.toThrow(/permission denied for table audit_events/);
-    await expect(sql`truncate audit_events`).rejects.toThrow(/permission denied for table audit_events/);
+    const [row] = await db.sql`select server, db_role from audit_events where request_id = ${id}`;
+    expect(row).toEqual({ server: 'customer', db_role: 'bulkhead_customer_login' });
+    for (const name of MCP)
+      await expect(
+        roles[name]!`insert into audit_events (id, server, method, outcome, duration_ms, request_id)
+          values (gen_random_uuid(), 'console', 'approvals/decide', 'approved', 0, 'forged')`,
+      ).rejects.toThrow(/only the console records decisions/);
+    expect(
+      await attempt(
+        'sealer',
+        `insert into audit_events (server, method, outcome, duration_ms, request_id) values ('x', 'm', 'ok', 0, 'r')`,
+      ),
+    ).toBe('denied');
+  });
+
+  it('no server role reads the token table; the token check answers only for its own audience', async () => {
+    for (const name of ROLES) expect(await attempt(name, 'select id from bulkhead_tokens')).toBe('denied');
+    const { token, record } = await issueToken(db.sql, {
+      server: 'admin',
+      label: 'admin client',
+      scopes: ['invoices:read'],
+      expiresAt: null,
+      createdBy: 'test',
+    });
+    const hash = createHash('sha256').update(parseToken(token)!.secret).digest();
+    const [own] =
+      await roles.admin!`select status, scopes from bulkhead_verify_token(${record.id}, ${hash}, 'admin', 'mcp')`;
+    expect(own).toEqual({ status: 'ok', scopes: ['invoices:read'] });
+    // dev-knowledge asking about an admin token, as admin or as itself: refused, or told it is another server's.
     await expect(
-      sql`insert into bulkhead_tokens (id, server, label, secret_hash, created_by) values ('x', 'admin', 'x', '\\x00', 'x')`,
-    ).rejects.toThrow(/permission denied for table bulkhead_tokens/);
-    await sql`update bulkhead_tokens set last_used_at = now() where id = 'none'`;
-    // Starting with migrations on works for this role when nothing is pending: no DDL is attempted.
-    expect(await migrate(sql)).toMatchObject({ applied: [] });
-    await expect(sql`update bulkhead_tokens set revoked_at = null`).rejects.toThrow(
-      /permission denied for table bulkhead_tokens/,
-    );
-  } finally {
-    await sql.end();
-  }
+      roles['dev-knowledge']!`select * from bulkhead_verify_token(${record.id}, ${hash}, 'admin', 'mcp')`,
+    ).rejects.toThrow(/may check tokens only for its own server/);
+    const [other] = await roles['dev-knowledge']!`
+      select status, scopes from bulkhead_verify_token(${record.id}, ${hash}, 'dev-knowledge', 'mcp')`;
+    expect(other).toEqual({ status: 'wrong_server', scopes: null });
+    expect(
+      await attempt('sealer', `select * from bulkhead_verify_token('x', '\\x00', 'sealer', 'mcp')`),
+    ).toBe('denied');
+  });
 });
 
-it('even a role granted DELETE cannot prune by setting the prune flag: only the owner can', async () => {
-  await createAuditWriter(db.sql).append({
-    server: 'customer',
-    method: 'tools/call',
-    outcome: 'ok',
-    requestId: 'r2',
-    durationMs: 1,
+describe('customer rows under row-level security', () => {
+  const asCustomer = <T>(customer: string | null, work: (tx: Sql) => Promise<T>): Promise<T> =>
+    roles.customer!.begin(async (tx) => {
+      if (customer !== null) await tx`select set_config('bulkhead.customer_id', ${customer}, true)`;
+      return work(tx as unknown as Sql);
+    }) as Promise<T>;
+
+  it('without the setting the customer role sees no customer row at all', async () => {
+    const counts = await asCustomer(
+      null,
+      async (tx) =>
+        tx<{ n: number }[]>`
+        select (select count(*) from invoices)::int + (select count(*) from tickets)::int
+          + (select count(*) from customers)::int + (select count(*) from payments)::int
+          + (select count(*) from ticket_messages)::int + (select count(*) from invoice_balances)::int as n`,
+    );
+    expect(counts).toEqual([{ n: 0 }]);
   });
-  const deleter = `${role}_del`;
-  await db.sql.unsafe(`create role ${deleter} login password 'pw-${deleter}'`);
-  await db.sql.unsafe(
-    `grant usage on schema public to ${deleter}; grant select, delete on audit_events to ${deleter}`,
-  );
-  const url = new URL(db.url);
-  url.username = deleter;
-  url.password = `pw-${deleter}`;
-  const sql = createSql(url.toString(), { max: 1 });
-  try {
+
+  it('serving C-1001, a query that forgets its filter still reads only C-1001, and C-1002 does not exist', async () => {
+    const seen = await asCustomer('C-1001', async (tx) => ({
+      invoices: await tx<{ c: string }[]>`select distinct customer_id as c from invoices`,
+      tickets: await tx<{ c: string }[]>`select distinct customer_id as c from tickets`,
+      balances: await tx<{ c: string }[]>`select distinct customer_id as c from invoice_balances`,
+      customers: await tx<{ id: string }[]>`select id from customers`,
+      other: await tx<{ n: number }[]>`
+        select (select count(*) from invoices where customer_id = 'C-1002')::int
+          + (select count(*) from tickets where customer_id = 'C-1002')::int as n`,
+      drafts: await tx<{ n: number }[]>`select count(*)::int as n from invoices where status = 'draft'`,
+      lines: await tx<{ n: number }[]>`
+        select count(*)::int as n from invoice_lines l where not exists (
+          select 1 from invoices i where i.number = l.invoice_number and i.customer_id = 'C-1001')`,
+    }));
+    expect(seen.invoices).toEqual([{ c: 'C-1001' }]);
+    expect(seen.tickets).toEqual([{ c: 'C-1001' }]);
+    expect(seen.balances).toEqual([{ c: 'C-1001' }]);
+    expect(seen.customers).toEqual([{ id: 'C-1001' }]);
+    expect(seen.other).toEqual([{ n: 0 }]);
+    expect(seen.drafts).toEqual([{ n: 0 }]);
+    expect(seen.lines).toEqual([{ n: 0 }]);
+    const [truth] = await db.sql<
+      { n: number }[]
+    >`select count(*)::int as n from invoices where customer_id = 'C-1002'`;
+    expect(truth!.n).toBeGreaterThan(0);
+  });
+
+  it('serving C-1001, a ticket or message for C-1002 cannot be written', async () => {
+    const [theirs] = await db.sql<
+      { key: string }[]
+    >`select key from tickets where customer_id = 'C-1002' limit 1`;
     await expect(
-      sql.begin(async (tx) => {
-        await tx`set local bulkhead.audit_prune = 'on'`;
-        await tx`delete from audit_events`;
-      }),
-    ).rejects.toThrow(/append-only: DELETE refused/);
-  } finally {
-    await sql.end();
-    await db.sql.unsafe(`drop owned by ${deleter}; drop role ${deleter}`);
-  }
+      asCustomer(
+        'C-1001',
+        (tx) =>
+          tx`insert into tickets (key, customer_id, subject, category, status)
+          values ('T-99999', 'C-1002', 'x', 'question', 'open')`,
+      ),
+    ).rejects.toThrow(/row-level security/);
+    await expect(
+      asCustomer(
+        'C-1001',
+        (tx) =>
+          tx`insert into ticket_messages (ticket_key, author_kind, author_name, body)
+          values (${theirs!.key}, 'customer', 'x', 'x')`,
+      ),
+    ).rejects.toThrow(/row-level security/);
+    const updated = await asCustomer(
+      'C-1001',
+      (tx) => tx`update tickets set status = 'closed' where key = ${theirs!.key}`,
+    );
+    expect((updated as { count: number }).count).toBe(0);
+  });
+});
+
+it('the group roles are NOLOGIN, one per deployable, and recorded as deployables', async () => {
+  const rows = await db.sql<{ name: string; role: string; login: boolean }[]>`
+    select d.name, d.role, r.rolcanlogin as login from bulkhead_deployables d join pg_roles r on r.rolname = d.role
+    order by d.name`;
+  expect(rows).toEqual(
+    [...discoverDeployables(root).map((d) => d.name), 'sealer'].sort().map((name) => ({
+      name,
+      role: groupRole(name),
+      login: false,
+    })),
+  );
 });

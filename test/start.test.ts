@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, expect, it } from 'vitest';
 import { root } from './helpers.ts';
+import { discoverMcpServers } from './servers.ts';
 
 const OFFSET = 1000;
 let dataDir = '';
@@ -66,12 +67,8 @@ it('pnpm start brings up the embedded database, demo data and every server, and 
   dataDir = await mkdtemp(join(tmpdir(), 'bulkhead-start-'));
   const first = await start();
   const out = first.stdout();
-  for (const [name, port] of [
-    ['admin', 3101],
-    ['customer', 3102],
-    ['dev-knowledge', 3103],
-  ] as const) {
-    expect(out).toContain(`${name.padEnd(14)} http://127.0.0.1:${port + OFFSET}/mcp`);
+  for (const { name, port } of discoverMcpServers()) {
+    expect(out).toMatch(new RegExp(`^ {2}${name} +http://127\\.0\\.0\\.1:${port + OFFSET}/mcp `, 'm'));
   }
   const token = /^ {2}dev-knowledge +(bh_dev-knowledge_\S+)$/m.exec(out)?.[1];
   expect(token).toBeDefined();

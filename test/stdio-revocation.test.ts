@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { issueToken, revokeToken } from '@bulkhead/core';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db';
+import { issueToken, revokeToken } from '@bulkhead/core/operator';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { root } from './helpers.ts';
 
@@ -29,7 +29,7 @@ it('a stdio connection refuses the next request once its token is revoked, and a
       cwd: root,
       env: {
         PATH: process.env.PATH ?? '',
-        DATABASE_URL: db.url,
+        DATABASE_URL: (await db.as('dev-knowledge')).url,
         BULKHEAD_MIGRATE: 'false',
         BULKHEAD_TOKEN: token,
       },

@@ -1,0 +1,77 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, it } from 'vitest';
+import { root } from './helpers.ts';
+
+let dataDir = '';
+afterAll(async () => {
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+const free = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+
+/** An offset whose four ports (3100+n … 3103+n) are free now. */
+async function freeOffset(): Promise<number> {
+  for (;;) {
+    const offset = 20_000 + Math.floor(Math.random() * 20_000);
+    const ports = [0, 1, 2, 3].map((i) => 3100 + offset + i);
+    if ((await Promise.all(ports.map(free))).every(Boolean)) return offset;
+  }
+}
+
+// Ctrl-C in a terminal sends SIGINT to the whole foreground process group: pnpm, the script's
+// shell, the CLI and every server at once, and pnpm relays it once more. All of that has to end
+// in exit code 0, with no pnpm error line.
+it('pnpm start exits 0 on Ctrl-C (SIGINT to its process group), with everything stopped', async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'bulkhead-ctrl-c-'));
+  const offset = await freeOffset();
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    BULKHEAD_DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+  };
+  delete env.DATABASE_URL;
+  const child = spawn('pnpm', ['start', '--port-offset', String(offset), '--quiet'], {
+    cwd: root,
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+    child.once('exit', (code, signal) => resolve([code, signal])),
+  );
+  try {
+    const deadline = Date.now() + 150_000;
+    while (!output.includes('Ctrl-C stops everything')) {
+      if (child.exitCode !== null) throw new Error(`pnpm start exited early:\n${output}`);
+      if (Date.now() > deadline) throw new Error(`pnpm start did not come up:\n${output}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const admin = `http://127.0.0.1:${3101 + offset}/healthz`;
+    expect((await fetch(admin)).status).toBe(200);
+
+    process.kill(-child.pid!, 'SIGINT');
+    expect(await exited).toEqual([0, null]);
+    // Children that wrote to the same pipes are gone too: wait for the streams to end.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(output).not.toMatch(/ERR_PNPM|ELIFECYCLE|Command failed/);
+    expect(output).toContain('Stopping the servers...');
+    expect(output).toContain('Stopping the embedded PostgreSQL...');
+    expect({ url: existsSync(join(dataDir, 'database.url')), output }).toEqual({ url: false, output });
+    await expect(fetch(admin)).rejects.toThrow();
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
+  }
+}, 300_000);
