@@ -4,7 +4,7 @@ import { MAX_DEPTH, type AuditEventInput, type AuditWriter, type Outcome } from 
 import { isConnectionError, type Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
 import type { Access } from './access.ts';
-import { pendingApprovalOutput } from './approvals/pending-result.ts';
+import { pendingApprovalOutput } from './pending-result.ts';
 import { textArgumentError } from './argument-text.ts';
 import type { ToolCatalog } from './catalog.ts';
 import type { AnyTool, ToolContext } from './define-tool.ts';

@@ -1,36 +1,8 @@
-import type { AnyTool, ToolIcon } from './define-tool.ts';
-import { createCatalog, type ToolCatalog } from './catalog.ts';
+import { createCatalog } from './catalog.ts';
 import { getApprovalStatus } from './approvals/get-approval-status.ts';
-
-/** What a server is, independent of how it is served. */
-export interface ServerOptions {
-  /** The server's name, also the audience of its tokens (`admin`, `customer`, `dev-knowledge`). */
-  name: string;
-  version: string;
-  title?: string;
-  description: string;
-  icons?: ToolIcon[];
-  tools: readonly AnyTool[];
-  /** The budget of the whole tools/list in characters, checked by the linter (default 12,000). */
-  toolsBudgetChars?: number;
-  /** The budget of the part a model reads: name, title, description, input schema (default 6,000). */
-  modelBudgetChars?: number;
-}
-
-/** A server ready to be served over HTTP (`createHttpApp`) or stdio (`serveStdio`). */
-export interface ServerDefinition extends Readonly<Omit<ServerOptions, 'tools'>> {
-  title: string;
-  catalog: ToolCatalog;
-  toolsBudgetChars: number;
-  modelBudgetChars: number;
-}
+import type { ServerDefinition, ServerOptions } from './server-definition.ts';
 
 const SERVER_NAME = /^[a-z][a-z0-9-]{0,39}$/;
-
-/** True when some tool of the server stops at an approval gate. */
-export function hasGatedTools(def: Pick<ServerDefinition, 'catalog'>): boolean {
-  return def.catalog.tools.some((t) => t.approval);
-}
 
 /**
  * Builds a server definition from its tools: the tool listings and JSON

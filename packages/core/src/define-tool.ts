@@ -2,8 +2,19 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { Sql } from '@bulkhead/db';
 import type { Access } from './access.ts';
-import type { Outbox } from './approvals/outbox.ts';
 import type { ProgressReporter } from './progress.ts';
+
+/** What a handler running an approved action may use for effects outside the database. */
+export interface Outbox {
+  /**
+   * Records an effect (`email`, `webhook`, ...) in the action's transaction:
+   * it is delivered after the commit, and never if the action is rolled back.
+   * Returns the outbox id, which receivers get as the idempotency key. An
+   * `email` whose header fields carry a line break is refused (build it with
+   * `emailMessage`).
+   */
+  enqueue(kind: string, payload: Record<string, unknown>): Promise<number>;
+}
 
 /** What a handler gets besides its arguments. Handlers import no singletons: everything comes through here. */
 export interface ToolContext {

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Access } from './access.ts';
 import type { ApprovalRequester, CallKit } from './call-tool.ts';
 import { approvalsFor } from './approvals/requester.ts';
-import { hasGatedTools, type ServerDefinition } from './create-server.ts';
+import { hasGatedTools, type ServerDefinition } from './server-definition.ts';
 import { buildMcpServer } from './mcp-server.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limit.ts';
 import { createTokenVerifier, type TokenVerifier } from './tokens.ts';

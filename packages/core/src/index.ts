@@ -14,7 +14,8 @@ export {
   type ToolIcon,
   type ToolSpec,
 } from './define-tool.ts';
-export { createServer, hasGatedTools, type ServerDefinition, type ServerOptions } from './create-server.ts';
+export { createServer } from './create-server.ts';
+export { hasGatedTools, type ServerDefinition, type ServerOptions } from './server-definition.ts';
 export { createCatalog, type ToolCatalog, type ToolListing } from './catalog.ts';
 export {
   callTool,

@@ -2,7 +2,7 @@ import type { CallToolResult, Server, ServerContext } from '@modelcontextprotoco
 import type { Access } from './access.ts';
 import { getApproval } from './approvals/store.ts';
 import { callTool, type CallKit } from './call-tool.ts';
-import { hasGatedTools, type ServerDefinition } from './create-server.ts';
+import { hasGatedTools, type ServerDefinition } from './server-definition.ts';
 import { createProgressChannel, NO_PROGRESS } from './progress.ts';
 import { registerTaskHandlers } from './tasks/task-handlers.ts';
 import { KitServer, taskAnswer } from './tasks/task-server.ts';

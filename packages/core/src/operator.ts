@@ -54,7 +54,6 @@ export {
   effectiveStatus,
   getApproval,
   listApprovals,
-  PENDING_NOTE,
   startApprovalExecutor,
   type ApprovalDelivery,
   type ApprovalEvent,
@@ -62,3 +61,4 @@ export {
   type ApprovalRecord,
   type ApprovalStatus,
 } from './approvals/index.ts';
+export { PENDING_NOTE } from './pending-result.ts';

@@ -11,7 +11,7 @@ import {
 } from '@bulkhead/db';
 import { workspaceRoot, type ServerEnv } from './config.ts';
 import { startApprovalExecutor } from './approvals/executor.ts';
-import { hasGatedTools, type ServerDefinition } from './create-server.ts';
+import { hasGatedTools, type ServerDefinition } from './server-definition.ts';
 import { createHttpApp } from './http-app.ts';
 import { createLogger } from './logger.ts';
 import { serveStdio, StartupError } from './stdio.ts';

@@ -6,7 +6,7 @@ import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
 import type { ApprovalRequester } from './call-tool.ts';
 import { approvalsFor } from './approvals/requester.ts';
-import type { ServerDefinition } from './create-server.ts';
+import type { ServerDefinition } from './server-definition.ts';
 import { buildMcpServer } from './mcp-server.ts';
 import { createTokenVerifier } from './tokens.ts';
 

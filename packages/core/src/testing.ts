@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { Sql } from '@bulkhead/db';
 import type { TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
-import type { ServerDefinition } from './create-server.ts';
+import type { ServerDefinition } from './server-definition.ts';
 import { createHttpApp, type HttpAppOptions } from './http-app.ts';
 import { lintServer } from './lint/lint-tools.ts';
 import { issueToken } from './tokens.ts';

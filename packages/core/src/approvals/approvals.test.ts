@@ -14,13 +14,8 @@ import {
   type TestApprover,
   type TestServer,
 } from '../testing.ts';
-import {
-  ApprovalDecisionError,
-  getApproval,
-  PENDING_NOTE,
-  startApprovalExecutor,
-  type ApprovalExecutor,
-} from './index.ts';
+import { PENDING_NOTE } from '../pending-result.ts';
+import { ApprovalDecisionError, getApproval, startApprovalExecutor, type ApprovalExecutor } from './index.ts';
 
 const write = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
 const ro = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };

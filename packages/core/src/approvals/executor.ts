@@ -4,7 +4,7 @@ import { createAuditWriter, type AuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
 import { DEFAULT_TIMEOUT_MS } from '../call-tool.ts';
-import type { ServerDefinition } from '../create-server.ts';
+import type { ServerDefinition } from '../server-definition.ts';
 import type { AnyTool, ToolContext } from '../define-tool.ts';
 import { ToolError, formatIssues } from '../errors.ts';
 import { guardedSql, openCallTransaction, type TransactionSql } from '../guarded-sql.ts';

@@ -3,7 +3,7 @@ import type { Sql } from '@bulkhead/db';
 import { defineTool } from '../define-tool.ts';
 import { ToolError } from '../errors.ts';
 import { untrusted, untrustedTextSchema } from '../untrusted.ts';
-import { previewSource } from './pending-result.ts';
+import { previewSource } from '../pending-result.ts';
 import {
   APPROVAL_COLUMNS,
   APPROVAL_ID,

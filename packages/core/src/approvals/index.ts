@@ -29,7 +29,6 @@ export {
   dispatchOutbox,
   logEmail,
   type Deliverer,
-  type Outbox,
   type OutboxItem,
   type RetryPolicy,
 } from './outbox.ts';
@@ -49,4 +48,3 @@ export {
   type EmailInput,
 } from './email.ts';
 export { getApprovalStatus } from './get-approval-status.ts';
-export { PENDING_NOTE, pendingApprovalOutput, type PendingApprovalResult } from './pending-result.ts';

@@ -1,18 +1,7 @@
 import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
+import type { Outbox } from '../define-tool.ts';
 import { assertEmailHeaders } from './email.ts';
-
-/** What a handler running an approved action may use for effects outside the database. */
-export interface Outbox {
-  /**
-   * Records an effect (`email`, `webhook`, ...) in the action's transaction:
-   * it is delivered after the commit, and never if the action is rolled back.
-   * Returns the outbox id, which receivers get as the idempotency key. An
-   * `email` whose header fields carry a line break is refused (build it with
-   * `emailMessage`).
-   */
-  enqueue(kind: string, payload: Record<string, unknown>): Promise<number>;
-}
 
 /** One row to deliver. */
 export interface OutboxItem {

@@ -1,10 +1,10 @@
 import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
 import type { ApprovalRequester } from '../call-tool.ts';
-import { hasGatedTools, type ServerDefinition } from '../create-server.ts';
+import { hasGatedTools, type ServerDefinition } from '../server-definition.ts';
 import { redactArguments } from '../secret.ts';
 import { untrusted } from '../untrusted.ts';
-import { PENDING_NOTE, previewSource, type PendingApprovalResult } from './pending-result.ts';
+import { PENDING_NOTE, previewSource, type PendingApprovalResult } from '../pending-result.ts';
 import { APPROVAL_COLUMNS, argumentsHash, newApprovalId, storedForm, type ApprovalRecord } from './store.ts';
 import { APPROVAL_WEBHOOK, approvalWebhookPayload, consoleLink } from './webhook.ts';
 

@@ -1,4 +1,4 @@
-import type { ServerDefinition } from '../create-server.ts';
+import type { ServerDefinition } from '../server-definition.ts';
 import { RULES, type RuleId } from './rules.ts';
 import { checkText, hiddenMessage } from './text-checks.ts';
 

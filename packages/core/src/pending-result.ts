@@ -1,11 +1,12 @@
 import { z } from 'zod';
-import { untrustedTextSchema } from '../untrusted.ts';
+import { untrustedTextSchema } from './untrusted.ts';
 
 /**
  * What a gated tool returns when called: the call never acts, it files a
  * request. So this, not the tool's own `output`, is the output schema its
  * listing advertises; the tool's own result comes later from get_approval_status.
  * `preview` is untrusted: it quotes ticket subjects, names and old contact values.
+ * The call pipeline holds the requester's answer to it, so it lives here, below the approvals that fill it.
  */
 export const pendingApprovalOutput = z.object({
   status: z.literal('pending_approval').describe('Nothing has happened yet.'),
