@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -51,6 +52,89 @@ const noRelativePackages = {
           node,
           messageId: 'out',
           data: { source, target: relative(context.cwd, target) || '.' },
+        });
+    };
+    return {
+      ImportDeclaration: check,
+      ExportNamedDeclaration: check,
+      ExportAllDeclaration: check,
+      ImportExpression: check,
+    };
+  },
+};
+
+// Inside core, layers point one way too: the call pipeline (what a tool is and how one call runs)
+// at the bottom, approvals (and the MCP tasks that show them) built on it, and on top the assembly
+// that serves both (createServer, the MCP server, HTTP, stdio, run, the entry points). A file is in
+// the pipeline only when it is listed, so that a new file the pipeline imports is placed on purpose;
+// one in no list is part of the assembly.
+const CORE_SRC = resolve(dirname(fileURLToPath(import.meta.url)), 'packages/core/src');
+const CORE_LAYERS = [
+  {
+    name: 'the call pipeline',
+    paths: [
+      'access.ts',
+      'argument-text.ts',
+      'arguments.ts',
+      'call-tool.ts',
+      'catalog.ts',
+      'define-tool.ts',
+      'errors.ts',
+      'guarded-sql.ts',
+      'pending-result.ts',
+      'progress.ts',
+      'result.ts',
+      'secret.ts',
+      'server-definition.ts',
+      'time-limit.ts',
+      'untrusted.ts',
+      'visible.ts',
+    ],
+  },
+  { name: 'approvals', paths: ['approvals/', 'tasks/'] },
+  { name: 'the assembly', paths: [] },
+];
+
+/** The index in CORE_LAYERS of a file in core/src (a path ending in / holds a folder), or -1 outside it. */
+function coreLayer(path) {
+  const rel = relative(CORE_SRC, path);
+  if (rel.startsWith('..')) return -1;
+  const found = CORE_LAYERS.findIndex((l) =>
+    l.paths.some((p) => (p.endsWith('/') ? rel.startsWith(p) : rel === p)),
+  );
+  return found === -1 ? CORE_LAYERS.length - 1 : found;
+}
+
+/**
+ * A relative import inside core/src that reaches a layer above the importing file's. A rule of its
+ * own, not no-restricted-imports: that one sees an import as written (`./x.ts`, `../x.ts`), not the
+ * file it names, and setting it again for these files would replace the package layer rule above.
+ */
+const coreLayers = {
+  meta: {
+    type: 'problem',
+    schema: [],
+    messages: {
+      up: '{{from}} may not import {{source}}, which is {{to}}: inside core, layers import only those below them ({{order}}, lowest first; a new pipeline file is listed in CORE_LAYERS).',
+    },
+  },
+  create(context) {
+    const own = coreLayer(context.filename);
+    if (own === -1) return {};
+    const check = (node) => {
+      const source = node.source?.value;
+      if (typeof source !== 'string' || !source.startsWith('.')) return;
+      const target = coreLayer(resolve(dirname(context.filename), source));
+      if (target > own)
+        context.report({
+          node,
+          messageId: 'up',
+          data: {
+            from: CORE_LAYERS[own].name,
+            source,
+            to: CORE_LAYERS[target].name,
+            order: CORE_LAYERS.map((l) => l.name).join(' → '),
+          },
         });
     };
     return {
@@ -116,13 +200,19 @@ export default tseslint.config(
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },
   },
-  { plugins: { bulkhead: { rules: { 'no-relative-packages': noRelativePackages } } } },
+  {
+    plugins: {
+      bulkhead: { rules: { 'no-relative-packages': noRelativePackages, 'core-layers': coreLayers } },
+    },
+  },
   { files: ['**/*.{ts,tsx,js,mjs}'], rules: { 'bulkhead/no-relative-packages': 'error' } },
   // The cross-server tests are the one place that imports servers (by path: they are no packages).
   { files: ['test/**'], rules: { 'bulkhead/no-relative-packages': ['error', { servers: true }] } },
   ...layer('db', 'packages/db/**'),
   ...layer('audit', 'packages/audit/**'),
   ...layer('core', 'packages/core/**'),
+  // Tests may use any layer of core: they build servers to exercise approvals and the pipeline.
+  { files: ['packages/core/src/**'], ignores: TESTS, rules: { 'bulkhead/core-layers': 'error' } },
   ...layer('domain', 'packages/domain/**'),
   ...layer('demo', 'packages/demo/**'),
   ...layer('servers', 'servers/**'),
