@@ -40,6 +40,9 @@ it('a stdio connection refuses the next request once its token is revoked, and a
     const before = await client.callTool({ name: 'search_docs', arguments: { query: 'token rotation' } });
     expect(before.isError).toBeFalsy();
     await revokeToken(db.sql, record.id);
+    // The promise is "refused within 1 s" (the revocation notice, or at worst the 900 ms cache age):
+    // the next request after that bound must be refused, whatever the machine's load.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
     await expect(
       client.callTool({ name: 'search_docs', arguments: { query: 'token rotation' } }),
     ).rejects.toThrow('BULKHEAD_TOKEN has been revoked; nothing was done');
