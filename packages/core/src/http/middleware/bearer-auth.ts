@@ -6,7 +6,7 @@ import type { McpEnv } from '../state.ts';
 
 /** Query parameters that carry credentials, and values that look like a Bulkhead token: never accepted in a URL. */
 const QUERY_CREDENTIAL = /^(access[-_]?token|token|bearer|auth(orization)?|api[-_]?key|key)$/i;
-const TOKEN_LIKE = /bh_[a-z][a-z0-9-]*_/i;
+const TOKEN_LIKE = /bho?_[a-z][a-z0-9-]*_/i;
 
 /** What a 401 says, to the client and in its `WWW-Authenticate` challenge. */
 export interface Challenge {
