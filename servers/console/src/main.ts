@@ -37,7 +37,7 @@ try {
       .filter((d) => d.kind === 'mcp')
       .map((d) => ({
         name: d.name,
-        description: d.description,
+        description: d.description.replace(/^Bulkhead MCP server:\s*/, ''),
         resource: `${env.BULKHEAD_SERVER_URLS?.[d.name] ?? `http://127.0.0.1:${d.port}`}/mcp`,
         scopes: d.scopes,
         customerBound: d.customerBound,
