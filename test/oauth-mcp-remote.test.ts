@@ -133,7 +133,15 @@ it('mcp-remote given a revoked static token shows invalid_token and its descript
   await revokeToken(db.sql, id);
   const child = spawn(
     process.execPath,
-    [PROXY, admin.url.toString(), String(await freePort()), '--host', '127.0.0.1', '--header', `Authorization: Bearer ${token}`],
+    [
+      PROXY,
+      admin.url.toString(),
+      String(await freePort()),
+      '--host',
+      '127.0.0.1',
+      '--header',
+      `Authorization: Bearer ${token}`,
+    ],
     { env: remoteEnv(), stdio: ['pipe', 'pipe', 'pipe'] },
   );
   let stderr = '';
@@ -154,5 +162,8 @@ it('mcp-remote given a revoked static token shows invalid_token and its descript
   const [event] = await db.sql<{ outcome: string; summary: Record<string, unknown> }[]>`
     select outcome, result_summary as summary from audit_events
     where server = 'admin' and result_summary->>'presented_token_id' = ${id} order by seq desc limit 1`;
-  expect(event).toEqual({ outcome: 'unauthorized', summary: { status: 403, reason: 'revoked', presented_token_id: id } });
+  expect(event).toEqual({
+    outcome: 'unauthorized',
+    summary: { status: 403, reason: 'revoked', presented_token_id: id },
+  });
 }, 60_000);
