@@ -105,7 +105,7 @@ it('mcp-remote completes the OAuth flow (consent in Chromium), then lists and ca
   await page.getByLabel('Approver token').fill(granterToken);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Grant access to admin?' }).waitFor();
-  expect(await page.locator('#consent-client').textContent()).toMatch(/MCP CLI Proxy|mcp-remote/i);
+  expect(await page.locator('#consent-client').textContent()).toBe('MCP CLI Proxy');
   await page.getByRole('button', { name: 'Allow' }).click();
   await page.waitForURL(new RegExp(`^http://(localhost|127\\.0\\.0\\.1):${callbackPort}/`));
   await context.close();
