@@ -5,6 +5,7 @@ import {
   UnauthorizedError,
   type OAuthClientMetadata,
   type OAuthClientProvider,
+  type OAuthDiscoveryState,
   type StoredOAuthClientInformation,
   type StoredOAuthTokens,
 } from '@modelcontextprotocol/client';
@@ -119,6 +120,13 @@ class MemoryProvider implements OAuthClientProvider {
   }
   codeVerifier() {
     return this.verifier;
+  }
+  discovery: OAuthDiscoveryState | undefined;
+  saveDiscoveryState(state: OAuthDiscoveryState) {
+    this.discovery = state;
+  }
+  discoveryState() {
+    return this.discovery;
   }
 }
 

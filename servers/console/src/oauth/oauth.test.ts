@@ -206,6 +206,16 @@ describe('metadata and registration', () => {
     });
   });
 
+  it("answers a browser-based client's preflight for the token endpoint", async () => {
+    const res = await request('/oauth/token', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://inspector.example', 'access-control-request-method': 'POST' },
+    });
+    expect(res.status).toBe(204);
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    expect(res.headers.get('access-control-allow-methods')).toBe('POST');
+  });
+
   it('refuses to register a confidential client or a non-loopback http redirect, and audits it', async () => {
     for (const [body, error] of [
       [

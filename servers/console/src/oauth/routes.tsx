@@ -324,7 +324,7 @@ export function mountOAuth(app: Hono<Env>, deps: OAuthDeps): void {
         'forbidden',
         started,
         { reason: 'may_not_grant' },
-        { ...approver, tokenLabel: approver.label, clientId },
+        { tokenId: approver.tokenId, tokenLabel: approver.label, clientId },
       );
       return {
         ok: false,

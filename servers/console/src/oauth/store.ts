@@ -36,6 +36,8 @@ export async function createGrant(sql: Sql, g: NewGrant): Promise<{ grantId: str
   const grantId = `g_${randomBytes(12).toString('base64url')}`;
   const code = `bhc_${randomBytes(32).toString('base64url')}`;
   await sql.begin(async (tx) => {
+    // Codes live two minutes; a day later one presented again is merely unknown, not a replay to act on.
+    await tx`delete from bulkhead_oauth_codes where expires_at < now() - interval '1 day'`;
     await tx`
       insert into bulkhead_oauth_grants (id, client_id, server, scopes, customer_id, granted_by_token_id, granted_by, owner)
       values (${grantId}, ${g.clientId}, ${g.server}, ${g.scopes}, ${g.customerId}, ${g.grantedBy.tokenId},
