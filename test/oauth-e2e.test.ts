@@ -9,7 +9,7 @@ import {
   type StoredOAuthClientInformation,
   type StoredOAuthTokens,
 } from '@modelcontextprotocol/client';
-import { issueToken, parseToken } from '@bulkhead/core/operator';
+import { issueToken, parseToken, revokeToken } from '@bulkhead/core/operator';
 import { chromiumLaunchOptions } from '@bulkhead/core/testing';
 import { seedDemo } from '@bulkhead/demo';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
@@ -193,15 +193,7 @@ it("the SDK's OAuth client gets a customer-bound token through the consent page 
   expect(events).toEqual([{ method: 'tools/call', outcome: 'ok' }]);
 
   // Audience binding: the customer grant's token is refused by admin, and the refusal is audited.
-  const refused = await fetch(admin.url, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${provider.saved!.access_token}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
-  });
+  const refused = await post(admin.url, provider.saved!.access_token);
   expect(refused.status).toBe(401);
   expect(refused.headers.get('www-authenticate')).toContain(
     `resource_metadata="${admin.url.origin}/.well-known/oauth-protected-resource/mcp"`,
@@ -217,7 +209,51 @@ it("the SDK's OAuth client gets a customer-bound token through the consent page 
       { timeout: 5000 },
     )
     .toEqual([['unauthorized', 'wrong_server']]);
+
+  // `tokens revoke` ends the grant: the customer server answers 401 with the metadata (the client may
+  // authorize again), the refresh token is dead, and both refusals are audited.
+  expect(await revokeToken(db.sql, id)).toBe(true);
+  await expect
+    .poll(async () => (await post(customer.url, provider.saved!.access_token)).status, { timeout: 3000 })
+    .toBe(401);
+  await expect
+    .poll(
+      async () =>
+        (
+          await db.sql<{ summary: { reason: string; status: number } }[]>`
+            select result_summary as summary from audit_events
+            where server = 'customer' and token_id = ${id} and outcome = 'unauthorized'`
+        ).map((e) => [e.summary.status, e.summary.reason]),
+      { timeout: 5000 },
+    )
+    .toContainEqual([401, 'revoked']);
+  const refreshed = await fetch(`${consoleServer.url.origin}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: provider.saved!.refresh_token!,
+      client_id: provider.info!.client_id,
+    }),
+  });
+  expect(await refreshed.json()).toEqual({
+    error: 'invalid_grant',
+    error_description: 'The grant was revoked.',
+  });
 }, 120_000);
+
+/** A tools/list with `token` as the bearer token, answered as it comes. */
+function post(url: URL, token: string): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+  });
+}
 
 it('each MCP server publishes its protected-resource metadata naming the console', async () => {
   const res = await fetch(`${customer.url.origin}/.well-known/oauth-protected-resource/mcp`);
