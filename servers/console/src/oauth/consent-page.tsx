@@ -20,6 +20,8 @@ export interface AuthorizationRequest {
  */
 export function ConsentPage(props: {
   approver: Approver;
+  /** Requests waiting for a decision, for the navigation. */
+  pending: number;
   clientName: string | null;
   clientId: string;
   redirectHost: string;
@@ -32,7 +34,7 @@ export function ConsentPage(props: {
 }) {
   const { request } = props;
   return (
-    <Layout title="Grant access" approver={props.approver}>
+    <Layout title="Grant access" approver={props.approver} pending={props.pending}>
       <div class="narrow">
         <h1>Grant access to {props.server}?</h1>
         {props.error && (

@@ -8,7 +8,7 @@ import type { Context, Hono } from 'hono';
 import { html } from 'hono/html';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import { MessagePage, STYLE_HASH } from '../pages.tsx';
-import { sameSecret, type Approver } from '../sessions.ts';
+import { countPending, sameSecret, type Approver } from '../sessions.ts';
 import {
   ClientMetadataError,
   findClient,
@@ -340,7 +340,7 @@ export function mountOAuth(app: Hono<Env>, deps: OAuthDeps): void {
     return { ok: true, approver };
   };
 
-  const consent = (
+  const consent = async (
     c: Context,
     approver: Approver,
     checked: { client: OAuthClient; server: OAuthServer; scopes: string[]; request: AuthorizationRequest },
@@ -355,6 +355,7 @@ export function mountOAuth(app: Hono<Env>, deps: OAuthDeps): void {
       c,
       <ConsentPage
         approver={approver}
+        pending={await countPending(sql)}
         clientName={checked.client.clientName}
         clientId={checked.client.clientId}
         redirectHost={new URL(checked.request.redirect_uri).host || checked.request.redirect_uri}
