@@ -115,7 +115,13 @@ const EXPECTED: Record<(typeof DEPLOYABLES)[number], Record<string, Rights>> = {
     bulkhead_console_sign_in_failures: { select: 'all', insert: 'all', update: 'all', delete: true },
     bulkhead_console_sign_in_forms: { select: 'all', insert: 'all', delete: true },
     bulkhead_deployables: { select: 'all' },
+    // The OAuth authorization server's own tables; the token table only through functions.
+    bulkhead_oauth_clients: { select: 'all', insert: 'all', update: 'all' },
+    bulkhead_oauth_codes: { select: 'all', insert: 'all', update: ['used_at'], delete: true },
+    bulkhead_oauth_grants: { select: 'all', insert: 'all', update: ['revoked_at', 'revoked_reason'] },
+    bulkhead_oauth_refresh_tokens: { select: 'all', insert: 'all', update: ['used_at'] },
     bulkhead_outbox: { select: 'all' },
+    customers: { select: ['id', 'name'] },
   },
   sealer: {
     audit_events: { select: 'all' },
@@ -271,6 +277,72 @@ describe('forging, as each server role would if it were compromised', () => {
     expect(
       await attempt('sealer', `select * from bulkhead_verify_token('x', '\\x00', 'sealer', 'mcp')`),
     ).toBe('denied');
+  });
+});
+
+describe('OAuth grants', () => {
+  it('no server role touches the OAuth tables or issues a grant token; the console issues only from a live grant', async () => {
+    for (const name of [...MCP, 'sealer']) {
+      for (const table of [
+        'bulkhead_oauth_clients',
+        'bulkhead_oauth_grants',
+        'bulkhead_oauth_codes',
+        'bulkhead_oauth_refresh_tokens',
+      ])
+        expect([name, table, await attempt(name, `select 1 from ${table}`)]).toEqual([name, table, 'denied']);
+      expect(
+        await attempt(
+          name,
+          `select * from bulkhead_oauth_issue_token('g', 'id', '\\x00', 'l', now() + interval '1 hour')`,
+        ),
+      ).toBe('denied');
+    }
+    const console = roles.console!;
+    await console`insert into bulkhead_oauth_clients (client_id, source, redirect_uris)
+      values ('bhc_roles', 'registered', ${['http://127.0.0.1/cb']})`;
+    const grant = async (id: string, by: string, server = 'admin') =>
+      console`insert into bulkhead_oauth_grants (id, client_id, server, scopes, granted_by_token_id, granted_by)
+        values (${id}, 'bhc_roles', ${server}, ${['invoices:read']}, ${by}, 'x')`;
+    const issue = (grantId: string) =>
+      console`select * from bulkhead_oauth_issue_token(${grantId}, ${'rolestoken' + grantId.slice(-2)}, ${Buffer.from([0])}, 'l',
+        now() + interval '1 hour')`;
+    // A grant given by an approver token without grants:issue, or by a made-up token id, yields nothing.
+    const { record: decider } = await issueToken(db.sql, {
+      kind: 'approver',
+      server: 'console',
+      label: 'decider',
+      scopes: ['approvals:decide'],
+      expiresAt: null,
+      createdBy: 'test',
+    });
+    await grant('g_roles_01', decider.id);
+    await expect(issue('g_roles_01')).rejects.toThrow(/given by a token that may not grant/);
+    await grant('g_roles_02', 'madeupid1234');
+    await expect(issue('g_roles_02')).rejects.toThrow(/given by a token that may not grant/);
+    const { record: granter } = await issueToken(db.sql, {
+      kind: 'approver',
+      server: 'console',
+      label: 'granter',
+      scopes: ['approvals:decide', 'grants:issue'],
+      expiresAt: null,
+      createdBy: 'test',
+    });
+    // Only for an MCP server, and never a token that outlives a day.
+    await grant('g_roles_03', granter.id, 'console');
+    await expect(issue('g_roles_03')).rejects.toThrow(/not an MCP server/);
+    await grant('g_roles_04', granter.id);
+    await expect(
+      console`select * from bulkhead_oauth_issue_token('g_roles_04', 'rolestoken04', ${Buffer.from([0])}, 'l', now() + interval '2 days')`,
+    ).rejects.toThrow(/up to a day/);
+    const [issued] = await issue('g_roles_04');
+    expect(issued).toMatchObject({ server: 'admin', scopes: ['invoices:read'], customer_id: null });
+    // Revoking the grant revokes its token; the console cannot unrevoke it, having no write on tokens.
+    await console`select bulkhead_oauth_revoke_grant('g_roles_04', 'test')`;
+    const [row] =
+      await db.sql`select revoked_at is not null as revoked from bulkhead_tokens where id = 'rolestoken04'`;
+    expect(row).toEqual({ revoked: true });
+    expect(await attempt('console', `update bulkhead_tokens set revoked_at = null`)).toBe('denied');
+    await expect(issue('g_roles_04')).rejects.toThrow(/unknown or revoked/);
   });
 });
 

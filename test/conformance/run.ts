@@ -7,7 +7,11 @@
  * except those listed in not-applicable.yaml with the reason; a listed entry
  * that passes is an error too, so the list stays true.
  *
- * Usage: tsx test/conformance/run.ts [--server <name>] [--keep <dir>]
+ * It then runs the suite's authorization-server scenarios (0.2 alpha: metadata, and the authorization
+ * code grant) against the console as the OAuth authorization server of the MCP servers, with the
+ * consent page clicked in Chromium as a person would.
+ *
+ * Usage: tsx test/conformance/run.ts [--server <name>] [--authorization-only] [--keep <dir>]
  * The database is DATABASE_URL's server, else an embedded one in a temp dir.
  * Exit code 0 when every applicable check passed, 1 otherwise.
  */
@@ -19,11 +23,16 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { issueTestToken, startTestServer } from '@bulkhead/core/testing';
+import { serve } from '@hono/node-server';
+import { createLogger } from '@bulkhead/core';
+import { issueToken } from '@bulkhead/core/operator';
+import { chromiumLaunchOptions, issueTestToken, startTestServer } from '@bulkhead/core/testing';
 import { ensureEmbedded, type EmbeddedDatabase } from '@bulkhead/db';
-import { createTestDatabase } from '@bulkhead/db/testing';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
+import { chromium } from 'playwright-core';
 import { parse as parseYaml } from 'yaml';
-import { root } from '../helpers.ts';
+import { createConsoleApp } from '../../servers/console/src/app.tsx';
+import { freePort, root } from '../helpers.ts';
 import { discoverMcpServers, loadServerDefinition } from '../servers.ts';
 
 /** Node 22 from the npm registry (the suite needs it; the repository runs on Node 20). */
@@ -172,6 +181,129 @@ function judge(byScenario: Map<string, Check[]>, listed: Map<string, string>, se
   });
 }
 
+/**
+ * The suite's authorization-server scenarios against the console: a client registered by RFC 7591
+ * with the suite's callback, the suite's authorization URL opened in Chromium, signed in as an
+ * approver who may grant, and allowed. Returns the verdicts of every scenario the suite ran.
+ */
+async function authorizationServer(
+  db: TestDatabase,
+  out: string,
+  listed: Map<string, string>,
+): Promise<Verdict[]> {
+  const resource = 'http://127.0.0.1:3103/mcp';
+  const [port, callbackPort] = [await freePort(), await freePort()];
+  const issuer = `http://127.0.0.1:${port}`;
+  const consoleApp = createConsoleApp({
+    sql: (await db.as('console')).sql,
+    logger: createLogger({ level: 'silent' }),
+    publicUrl: issuer,
+    oauthServers: [
+      {
+        name: 'dev-knowledge',
+        description: 'documents',
+        resource,
+        scopes: ['docs:read'],
+        customerBound: false,
+      },
+    ],
+  });
+  const http = serve({ fetch: consoleApp.app.fetch, port, hostname: '127.0.0.1' });
+  const { token: approver } = await issueToken(db.sql, {
+    kind: 'approver',
+    server: 'console',
+    label: 'Conformance (grants)',
+    scopes: ['approvals:decide', 'grants:issue'],
+    expiresAt: null,
+    createdBy: 'conformance',
+  });
+  const registered = await fetch(`${issuer}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      client_name: 'MCP conformance suite',
+      redirect_uris: [`http://127.0.0.1:${callbackPort}/callback`],
+      token_endpoint_auth_method: 'none',
+    }),
+  });
+  const { client_id: clientId } = (await registered.json()) as { client_id: string };
+  const browser = await chromium.launch(chromiumLaunchOptions());
+  const dir = join(out, 'console', 'authorization');
+  try {
+    const cli = join(
+      root,
+      'test',
+      'node_modules',
+      '@modelcontextprotocol',
+      'conformance',
+      'dist',
+      'index.js',
+    );
+    const child = spawn(
+      'npx',
+      [
+        '-y',
+        NODE_22,
+        cli,
+        'authorization',
+        '--url',
+        issuer,
+        '--client-id',
+        clientId,
+        '--resource',
+        resource,
+        '--port',
+        String(callbackPort),
+        '--output-dir',
+        dir,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } },
+    );
+    let output = '';
+    let consented: Promise<void> | undefined;
+    const consent = async (url: string) => {
+      const page = await browser.newPage();
+      try {
+        page.setDefaultTimeout(20_000);
+        await page.goto(url);
+        await page.getByLabel('Approver token').fill(approver);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.getByRole('button', { name: 'Allow' }).click();
+        await page.waitForURL(new RegExp(`^http://127\\.0\\.0\\.1:${callbackPort}/callback`));
+      } finally {
+        await page.close();
+      }
+    };
+    const watch = (d: Buffer) => {
+      output += d.toString();
+      const url = new RegExp(`^${issuer.replaceAll('.', '\\.')}/oauth/authorize\\?\\S+`, 'm').exec(
+        output,
+      )?.[0];
+      if (url && !consented) consented = consent(url);
+    };
+    child.stdout.on('data', watch);
+    child.stderr.on('data', watch);
+    await new Promise((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', resolve);
+    });
+    await consented;
+    const byScenario = new Map<string, Check[]>();
+    for (const entry of existsSync(dir) ? readdirSync(dir) : []) {
+      const scenario = /^authorization-server-(.+)-\d{4}-\d\d-\d\dT[\d-]+Z$/.exec(entry)?.[1];
+      const file = join(dir, entry, 'checks.json');
+      if (scenario && existsSync(file))
+        byScenario.set(scenario, JSON.parse(readFileSync(file, 'utf8')) as Check[]);
+    }
+    if (!byScenario.size) console.log(`conformance console authorization: the suite ran nothing\n${output}`);
+    return judge(byScenario, listed, 'console');
+  } finally {
+    await browser.close();
+    await new Promise((resolve) => http.close(resolve));
+    await consoleApp.close();
+  }
+}
+
 async function database(): Promise<{ adminUrl: string; stop(): Promise<void> }> {
   // This script is a deployable of its own: its one environment read.
   const external = process.env.DATABASE_URL;
@@ -190,7 +322,13 @@ async function database(): Promise<{ adminUrl: string; stop(): Promise<void> }> 
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { server: { type: 'string' }, keep: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: {
+      server: { type: 'string' },
+      keep: { type: 'string' },
+      'authorization-only': { type: 'boolean', default: false },
+    },
+  });
   const na = notApplicable();
   const servers = discoverMcpServers().filter((s) => !values.server || s.name === values.server);
   if (!servers.length) throw new Error(`no MCP server${values.server ? ` named ${values.server}` : ''}`);
@@ -202,7 +340,7 @@ async function main(): Promise<number> {
   let passes = 0;
   try {
     await db.sql`insert into customers (id, name, email) values ('C-1001', 'Nordlicht GmbH', 'billing@nordlicht.example')`;
-    for (const manifest of servers) {
+    for (const manifest of values['authorization-only'] ? [] : servers) {
       const def = await loadServerDefinition(manifest);
       const server = await startTestServer(def, { db });
       const token = await issueTestToken(db.sql, def, {
@@ -233,6 +371,17 @@ async function main(): Promise<number> {
       } finally {
         await proxy.close();
         await server.close();
+      }
+    }
+    if (!values.server) {
+      const verdicts = await authorizationServer(db, out, na);
+      if (!verdicts.length) failures++;
+      for (const v of verdicts) {
+        if (v.outcome === 'pass') passes++;
+        if (v.outcome === 'fail' || v.outcome === 'stale') failures++;
+        console.log(
+          `conformance console 0.2.0-alpha.12 authorization ${v.scenario}: ${v.outcome} — ${v.detail}`,
+        );
       }
     }
   } finally {

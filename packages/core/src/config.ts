@@ -64,6 +64,8 @@ export function serverEnvSchema(defaultPort: number) {
       BULKHEAD_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
       BULKHEAD_APPROVAL_WEBHOOK_URL: z.url().optional(),
       BULKHEAD_CONSOLE_URL: z.url().optional(),
+      /** The OAuth issuer (the console's URL) that grants tokens for this server; unset: no OAuth advertised. */
+      BULKHEAD_AUTHORIZATION_SERVER: z.url().optional(),
       /** Run under the schema owner or a superuser (refused by default: each server runs under its own role). */
       BULKHEAD_ALLOW_OWNER_ROLE: bool.default(false),
       /** Lets a scraper that is not on loopback read /metrics (Authorization: Bearer <token>). */

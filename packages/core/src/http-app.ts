@@ -54,6 +54,12 @@ export interface HttpAppOptions {
   metricsToken?: string | undefined;
   /** The size of `sql`'s pool, reported on `/metrics` (default 10). */
   poolMax?: number;
+  /**
+   * `BULKHEAD_AUTHORIZATION_SERVER`: the issuer of the OAuth authorization server (the console) that
+   * grants tokens for this server. When set, the server publishes its protected-resource metadata
+   * (RFC 9728) and names it in every 401, so that a client can get a token by OAuth.
+   */
+  authorizationServer?: string | undefined;
 }
 
 /** A served server: the Hono app and how to release what it holds. */
@@ -181,6 +187,19 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
   );
 
   app.get('/metrics', metricsRoute(metrics, options.metricsToken, sourceOf));
+  const resource = `${publicUrl.origin}${publicUrl.pathname.replace(/\/$/, '')}/mcp`;
+  const metadataUrl = `${publicUrl.origin}/.well-known/oauth-protected-resource${new URL(resource).pathname}`;
+  if (options.authorizationServer) {
+    const document = protectedResourceMetadata(def, resource, options.authorizationServer);
+    // Public documents: any page may read them (a browser-based client discovers the server with them).
+    const serveMetadata = (c: Context) => {
+      c.header('Access-Control-Allow-Origin', '*');
+      c.header('Cache-Control', 'public, max-age=300');
+      return c.json(document);
+    };
+    app.get('/.well-known/oauth-protected-resource', serveMetadata);
+    app.get(new URL(metadataUrl).pathname, serveMetadata);
+  }
   app.use('/mcp', requestContext(logger));
   app.use('/mcp', hostAndOrigin(hosts, origins));
   app.use('/mcp', cors());
@@ -194,7 +213,13 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
       );
     await next();
   });
-  app.use('/mcp', bearerAuth(verifier, { realm: def.name }));
+  app.use(
+    '/mcp',
+    bearerAuth(verifier, {
+      realm: def.name,
+      resourceMetadata: options.authorizationServer ? metadataUrl : undefined,
+    }),
+  );
   app.use('/mcp', rateLimit(limiter));
   app.use('/mcp', jsonBody(maxBody));
   app.all('/mcp', async (c) => {
@@ -278,6 +303,20 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
       await refusals.close();
       await audit.flush();
     },
+  };
+}
+
+/**
+ * The protected-resource metadata (RFC 9728) of a server: its MCP URL as the resource, the console as
+ * its authorization server, and the scopes its tools need.
+ */
+export function protectedResourceMetadata(def: ServerDefinition, resource: string, issuer: string) {
+  return {
+    resource,
+    authorization_servers: [issuer.replace(/\/$/, '')],
+    scopes_supported: [...def.catalog.scopes].sort(),
+    bearer_methods_supported: ['header'],
+    resource_name: `Bulkhead ${def.name}`,
   };
 }
 

@@ -26,6 +26,8 @@ export { RULES, type LintRule, type RuleId } from './lint/rules.ts';
 export {
   createTokenVerifier,
   getToken,
+  grantOfToken,
+  issueGrantToken,
   issueToken,
   listTokens,
   parseToken,

@@ -159,6 +159,7 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
     ...(env.BULKHEAD_ALLOWED_HOSTS ? { allowedHosts: env.BULKHEAD_ALLOWED_HOSTS } : {}),
     metricsToken: env.BULKHEAD_METRICS_TOKEN,
     poolMax: POOL_MAX,
+    authorizationServer: env.BULKHEAD_AUTHORIZATION_SERVER,
   });
   const server = serve({ fetch: http.app.fetch, port: env.PORT, hostname: env.HOST }) as NodeServer;
   // A response counts until its last byte is sent: a call answered as an event stream outlives the handler.

@@ -30,9 +30,9 @@ export interface TestServer {
  */
 export async function startTestServer(
   def: ServerDefinition,
-  options: Partial<Omit<HttpAppOptions, 'sql'>> & { db: TestDatabase; sql?: Sql },
+  options: Partial<Omit<HttpAppOptions, 'sql'>> & { db: TestDatabase; sql?: Sql; port?: number },
 ): Promise<TestServer> {
-  const { db, ...rest } = options;
+  const { db, port: fixedPort = 0, ...rest } = options;
   const sql = options.sql ?? (await db.as(def.name)).sql;
   const http = createHttpApp(def, {
     logger: pino({ level: 'silent' }),
@@ -40,7 +40,7 @@ export async function startTestServer(
     ...rest,
     sql,
   });
-  const server = serve({ fetch: http.app.fetch, port: 0, hostname: '127.0.0.1' });
+  const server = serve({ fetch: http.app.fetch, port: fixedPort, hostname: '127.0.0.1' });
   await new Promise<void>((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
   return {

@@ -21,6 +21,8 @@ export interface TokenRecord {
   rotatedFrom: string | null;
   /** The person the token was issued to (`--owner`); a person may not approve what their own token asked for. */
   owner: string | null;
+  /** The OAuth grant the token was issued under (`bho_…` tokens); null for a token issued by the CLI. */
+  grantId: string | null;
 }
 
 /** Whether a token can be used now. */
@@ -33,7 +35,7 @@ export function tokenState(t: Pick<TokenRecord, 'expiresAt' | 'revokedAt'>, now 
 }
 
 const ID_ALPHABET = 'abcdefghijkmnpqrstuvwxyz23456789';
-const TOKEN = /^bh_([a-z][a-z0-9-]{0,39})_([a-z2-9]{12})_([A-Za-z0-9_-]{43})$/;
+const TOKEN = /^bh(o?)_([a-z][a-z0-9-]{0,39})_([a-z2-9]{12})_([A-Za-z0-9_-]{43})$/;
 
 function newId(): string {
   const bytes = randomBytes(12);
@@ -44,10 +46,15 @@ function hashSecret(secret: string): Buffer {
   return createHash('sha256').update(secret).digest();
 }
 
-/** Splits `bh_<server>_<id>_<secret>`; undefined when the text is not shaped like a token. */
-export function parseToken(token: string): { server: string; id: string; secret: string } | undefined {
+/**
+ * Splits `bh_<server>_<id>_<secret>` (issued by the CLI) or `bho_<server>_<id>_<secret>` (issued
+ * under an OAuth grant: `oauth` is true); undefined when the text is not shaped like a token.
+ */
+export function parseToken(
+  token: string,
+): { server: string; id: string; secret: string; oauth: boolean } | undefined {
   const m = TOKEN.exec(token);
-  return m ? { server: m[1]!, id: m[2]!, secret: m[3]! } : undefined;
+  return m ? { oauth: m[1] === 'o', server: m[2]!, id: m[3]!, secret: m[4]! } : undefined;
 }
 
 /** What {@link issueToken} needs. */
@@ -65,7 +72,7 @@ export interface IssueTokenOptions {
 
 const COLUMNS = `id, kind, server, label, scopes, customer_id as "customerId", created_at as "createdAt",
   created_by as "createdBy", expires_at as "expiresAt", revoked_at as "revokedAt", last_used_at as "lastUsedAt",
-  rotated_from as "rotatedFrom", owner`;
+  rotated_from as "rotatedFrom", owner, grant_id as "grantId"`;
 
 /** Creates a token and returns it with its secret: the only time the secret exists outside the client. */
 export async function issueToken(
@@ -81,6 +88,31 @@ export async function issueToken(
       ${o.createdBy}, ${o.expiresAt}, ${o.rotatedFrom ?? null}, ${o.owner ?? null})
     returning ${sql.unsafe(COLUMNS)}`;
   return { token: `bh_${o.server}_${id}_${secret}`, record: record! };
+}
+
+/**
+ * Issues the access token of a live OAuth grant through `bulkhead_oauth_issue_token`, which takes the
+ * server, scopes, customer and owner from the grant (the console's role cannot write the token table).
+ */
+export async function issueGrantToken(
+  sql: Sql,
+  o: { grantId: string; label: string; expiresAt: Date },
+): Promise<{ token: string; tokenId: string; server: string; scopes: string[]; customerId: string | null }> {
+  const id = newId();
+  const secret = randomBytes(32).toString('base64url');
+  const [row] = await sql<{ server: string; scopes: string[]; customerId: string | null }[]>`
+    select server, scopes, customer_id as "customerId"
+    from bulkhead_oauth_issue_token(${o.grantId}, ${id}, ${hashSecret(secret)}, ${o.label}, ${o.expiresAt})`;
+  return { token: `bho_${row!.server}_${id}_${secret}`, tokenId: id, ...row! };
+}
+
+/** The OAuth grant a presented access token belongs to, when its secret matches; else undefined. */
+export async function grantOfToken(sql: Sql, token: string): Promise<string | undefined> {
+  const parsed = parseToken(token);
+  if (!parsed) return undefined;
+  const [row] = await sql<{ grantId: string | null }[]>`
+    select bulkhead_oauth_token_grant(${parsed.id}, ${hashSecret(parsed.secret)}) as "grantId"`;
+  return row?.grantId ?? undefined;
 }
 
 /** Tokens, newest first; revoked and expired ones only with `all`. */
@@ -141,7 +173,8 @@ export type TokenRefusal = 'malformed' | 'unknown' | 'wrong_server' | 'expired' 
 
 /** The outcome of checking a presented token. */
 export type TokenVerdict =
-  { ok: true; access: Access } | { ok: false; reason: TokenRefusal; tokenId?: string; label?: string };
+  | { ok: true; access: Access }
+  | { ok: false; reason: TokenRefusal; tokenId?: string; label?: string; oauth?: boolean };
 
 /** Resolves a presented token for one server. */
 export interface TokenVerifier {
@@ -237,12 +270,13 @@ export function createTokenVerifier(
     async verify(token) {
       const parsed = parseToken(token);
       if (!parsed) return { ok: false, reason: 'malformed' };
-      if (parsed.server !== server) return { ok: false, reason: 'wrong_server', tokenId: parsed.id };
+      if (parsed.server !== server)
+        return { ok: false, reason: 'wrong_server', tokenId: parsed.id, oauth: parsed.oauth };
       const presented = hashSecret(parsed.secret);
       const hit = cache.get(parsed.id);
       if (hit && Date.now() - hit.at < maxAge && timingSafeEqual(hit.secretHash, presented)) {
         stats.hits++;
-        return hit.verdict;
+        return hit.verdict.ok ? hit.verdict : { ...hit.verdict, oauth: parsed.oauth };
       }
       stats.misses++;
       const key = `${parsed.id}:${presented.toString('hex')}`;
@@ -253,7 +287,7 @@ export function createTokenVerifier(
       }
       const fresh = await pending;
       cache.set(parsed.id, fresh);
-      return fresh.verdict;
+      return fresh.verdict.ok ? fresh.verdict : { ...fresh.verdict, oauth: parsed.oauth };
     },
     async close() {
       const l = await listening?.catch(() => undefined);

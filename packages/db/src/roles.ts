@@ -147,6 +147,18 @@ export async function applyPrivileges(sql: Sql, specs: readonly RoleSpec[]): Pro
         await tx`grant select, insert, update, delete on bulkhead_console_sign_in_failures to ${r}`;
         await tx`grant execute on function bulkhead_token_owner(text) to ${r}`;
         await tx`grant execute on function bulkhead_approver(text) to ${r}`;
+        // The OAuth authorization server: its own tables, and the token table only through functions.
+        await tx`grant select, insert, update on bulkhead_oauth_clients to ${r}`;
+        await tx`grant select, insert on bulkhead_oauth_grants to ${r}`;
+        await tx`grant update (revoked_at, revoked_reason) on bulkhead_oauth_grants to ${r}`;
+        await tx`grant select, insert, delete on bulkhead_oauth_codes to ${r}`;
+        await tx`grant update (used_at) on bulkhead_oauth_codes to ${r}`;
+        await tx`grant select, insert on bulkhead_oauth_refresh_tokens to ${r}`;
+        await tx`grant update (used_at) on bulkhead_oauth_refresh_tokens to ${r}`;
+        await tx`grant execute on function bulkhead_approver_can_grant(text) to ${r}`;
+        await tx`grant execute on function bulkhead_oauth_issue_token(text, text, bytea, text, timestamptz) to ${r}`;
+        await tx`grant execute on function bulkhead_oauth_revoke_grant(text, text) to ${r}`;
+        await tx`grant execute on function bulkhead_oauth_token_grant(text, bytea) to ${r}`;
       }
       if (spec.grantsSql) await tx.unsafe(spec.grantsSql);
     }

@@ -39,6 +39,7 @@ import {
 import { mintSignInForm, redeemSignInForm, SIGN_IN_FORM_SECONDS } from './sign-in-forms.ts';
 import { createSignInThrottle, type SignInPolicy } from './sign-in-throttle.ts';
 import { sourceAddress } from './source.ts';
+import { mountOAuth, type OAuthServer } from './oauth/routes.tsx';
 
 /** What the console needs. */
 export interface ConsoleOptions {
@@ -59,6 +60,8 @@ export interface ConsoleOptions {
   allowSelfApproval?: boolean;
   /** `BULKHEAD_METRICS_TOKEN`: lets a scraper that is not on loopback read `/metrics`. */
   metricsToken?: string | undefined;
+  /** The MCP servers the console grants OAuth access to (empty: the authorization server grants nothing). */
+  oauthServers?: OAuthServer[];
 }
 
 /** The console app and how to release what it holds. */
@@ -70,6 +73,12 @@ export interface ConsoleApp {
 type Ctx = Context<{ Variables: { approver: Approver } }>;
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
+const OAUTH_API = /^\/oauth\/(token|register|revoke)$/;
+
+/** Where to go after signing in: only back to an OAuth authorization request of this console. */
+function nextPath(value: string | undefined): string | undefined {
+  return value && value.startsWith('/oauth/authorize?') ? value : undefined;
+}
 const FORM_LIMIT = 64 * 1024;
 
 function hostname(host: string): string {
@@ -189,10 +198,12 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
 
   app.use(async (c, next) => {
     await next();
-    c.header(
-      'Content-Security-Policy',
-      `default-src 'none'; style-src ${STYLE_HASH}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
-    );
+    // The consent page sets its own, which lets its form answer go back to the client.
+    if (!c.res.headers.has('Content-Security-Policy'))
+      c.header(
+        'Content-Security-Policy',
+        `default-src 'none'; style-src ${STYLE_HASH}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+      );
     c.header('X-Frame-Options', 'DENY');
     c.header('X-Content-Type-Options', 'nosniff');
     // Not no-referrer: with it browsers send `Origin: null` on form posts, and the origin check below needs it.
@@ -204,7 +215,8 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
     if (!host || !hosts.has(hostname(host))) return c.text('Host not allowed.', 403);
     // Forms are only accepted from the console's own pages (SameSite=Strict and CSRF tokens stand behind
     // this). The sign-in form checks the same itself, so that a refused sign-in is counted and audited.
-    if (c.req.method === 'POST' && c.req.path !== '/login' && foreignPost(c))
+    // The OAuth token, registration and revocation endpoints are APIs for clients, browser-based ones too.
+    if (c.req.method === 'POST' && c.req.path !== '/login' && !OAUTH_API.test(c.req.path) && foreignPost(c))
       return c.text('Cross-origin form refused.', 403);
     return next();
   });
@@ -219,16 +231,17 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
   );
 
   /** The sign-in form with a freshly minted single-use nonce, its binding in the sign-in cookie. */
-  const loginForm = async (c: Ctx, error?: string, status = 200) => {
+  const loginForm = async (c: Ctx, error?: string, status = 200, next?: string) => {
     const form = await mintSignInForm(sql, sourceAddress(c, proxyHops));
     setCookie(c, LOGIN, form.binding, { ...cookie, maxAge: SIGN_IN_FORM_SECONDS });
-    return page(c, <LoginPage csrf={form.nonce} error={error} />, status);
+    return page(c, <LoginPage csrf={form.nonce} error={error} next={next} />, status);
   };
 
   app.get('/login', async (c) => {
+    const next = nextPath(c.req.query('next'));
     const sid = getCookie(c, SESSION);
-    if (sid && (await findSession(sql, sid))) return c.redirect('/', 303);
-    return loginForm(c);
+    if (sid && (await findSession(sql, sid))) return c.redirect(next ?? '/', 303);
+    return loginForm(c, undefined, 200, next);
   });
 
   // A sign-in is counted against its source before anything is checked, and given back if it succeeds.
@@ -262,11 +275,12 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
       return c.text('Cross-origin form refused.', 403);
     }
     const form = await c.req.parseBody();
+    const next = nextPath(field(form, 'next'));
     if (
       !(await redeemSignInForm(sql, field(form, '_csrf') ?? '', cookieValues(c.req.header('cookie'), LOGIN)))
     ) {
       await refused('form_not_valid', 'bad_request');
-      return loginForm(c, 'The sign-in form had expired. Please enter your token again.', 400);
+      return loginForm(c, 'The sign-in form had expired. Please enter your token again.', 400, next);
     }
     const verdict = await verifier.verify(field(form, 'token')?.trim() ?? '');
     if (!verdict.ok) {
@@ -275,6 +289,7 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
         c,
         'This token does not open the console: it is unknown, expired, revoked, or not an approver token.',
         401,
+        next,
       );
     }
     await throttle.release(source, slot.slot);
@@ -283,7 +298,19 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
     deleteCookie(c, LOGIN, { path: '/', secure });
     setCookie(c, SESSION, sid, { ...cookie, maxAge: Math.round(hours * 3600) });
     logger.info({ tokenId: verdict.access.tokenId, label: verdict.access.label }, 'approver signed in');
-    return c.redirect('/', 303);
+    return c.redirect(next ?? '/', 303);
+  });
+
+  mountOAuth(app, {
+    sql,
+    logger,
+    audit,
+    issuer: publicUrl.origin + publicUrl.pathname.replace(/\/$/, ''),
+    servers: options.oauthServers ?? [],
+    session: async (c) => {
+      const sid = getCookie(c, SESSION);
+      return sid ? findSession(sql, sid) : undefined;
+    },
   });
 
   // Everything below needs an approver.

@@ -35,6 +35,29 @@ const schema = z
     BULKHEAD_ALLOW_OWNER_ROLE: boolEnv.default(false),
     /** A one-person shop: a person may approve what a token issued to them asked for. */
     BULKHEAD_ALLOW_SELF_APPROVAL: boolEnv.default(false),
+    /**
+     * Where clients reach the MCP servers the console grants OAuth access to, as each server's
+     * BULKHEAD_PUBLIC_URL: `admin=https://admin.example.com,customer=…`. A server not named is taken
+     * at http://127.0.0.1:<its manifest port>.
+     */
+    BULKHEAD_SERVER_URLS: z
+      .string()
+      .transform((v, ctx) => {
+        const urls: Record<string, string> = {};
+        for (const pair of v
+          .split(',')
+          .map((p) => p.trim())
+          .filter(Boolean)) {
+          const [name, url] = [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)];
+          if (!pair.includes('=') || !name || !URL.canParse(url)) {
+            ctx.addIssue({ code: 'custom', message: `"${pair}" is not <server>=<url>` });
+            return z.NEVER;
+          }
+          urls[name] = url.replace(/\/$/, '');
+        }
+        return urls;
+      })
+      .optional(),
     /** Lets a scraper that is not on loopback read /metrics (Authorization: Bearer <token>). */
     BULKHEAD_METRICS_TOKEN: z.string().min(16).optional(),
   })

@@ -7,12 +7,13 @@ import { loadEnv } from './env.ts';
 try {
   const env = loadEnv();
   const logger = createLogger({ level: env.LOG_LEVEL, name: 'console' });
+  const deployables = discoverDeployables(workspaceRoot());
   const db = await openDatabase({
     ...(env.DATABASE_URL ? { databaseUrl: env.DATABASE_URL } : {}),
     dataDir: env.BULKHEAD_DATA_DIR,
     applicationName: 'bulkhead-console',
     log: (line) => logger.info(line),
-    deployable: { name: 'console', roles: roleSpecs(discoverDeployables(workspaceRoot())) },
+    deployable: { name: 'console', roles: roleSpecs(deployables) },
   });
   if (env.BULKHEAD_MIGRATE) {
     const { applied } = await migrate(db.sql);
@@ -32,6 +33,15 @@ try {
     allowSelfApproval: env.BULKHEAD_ALLOW_SELF_APPROVAL,
     metricsToken: env.BULKHEAD_METRICS_TOKEN,
     proxyHops: env.BULKHEAD_PROXY_HOPS,
+    oauthServers: deployables
+      .filter((d) => d.kind === 'mcp')
+      .map((d) => ({
+        name: d.name,
+        description: d.description.replace(/^Bulkhead MCP server:\s*/, ''),
+        resource: `${env.BULKHEAD_SERVER_URLS?.[d.name] ?? `http://127.0.0.1:${d.port}`}/mcp`,
+        scopes: d.scopes,
+        customerBound: d.customerBound,
+      })),
     ...(env.BULKHEAD_ALLOWED_HOSTS ? { allowedHosts: env.BULKHEAD_ALLOWED_HOSTS } : {}),
   });
   const server = serve({ fetch: consoleApp.app.fetch, port: env.PORT, hostname: env.HOST });

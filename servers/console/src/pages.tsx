@@ -217,7 +217,16 @@ export function Layout(props: {
 }
 
 /** The sign-in form; `csrf` is the double-submit value also set as a cookie. */
-export function LoginPage({ csrf, error }: { csrf: string; error?: string | undefined }) {
+export function LoginPage({
+  csrf,
+  error,
+  next,
+}: {
+  csrf: string;
+  error?: string | undefined;
+  /** An OAuth authorization request to return to once signed in. */
+  next?: string | undefined;
+}) {
   return (
     <Layout title="Sign in">
       <div class="narrow">
@@ -229,6 +238,7 @@ export function LoginPage({ csrf, error }: { csrf: string; error?: string | unde
         )}
         <form method="post" action="/login" class="card">
           <input type="hidden" name="_csrf" value={csrf} />
+          {next && <input type="hidden" name="next" value={next} />}
           <label for="token">Approver token</label>
           <p class="hint" id="token-hint">
             Issued once with <code>pnpm bulkhead approvers add --label "your name"</code>. MCP tokens do not

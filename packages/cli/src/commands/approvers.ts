@@ -30,6 +30,7 @@ function json(record: TokenRecord, token?: string) {
     ...(token ? { token } : {}),
     label: record.label,
     person: record.owner,
+    can_grant: record.scopes.includes('grants:issue'),
     expires_at: record.expiresAt?.toISOString() ?? null,
     created_at: record.createdAt.toISOString(),
     created_by: record.createdBy,
@@ -42,7 +43,7 @@ function json(record: TokenRecord, token?: string) {
 const add: Command = {
   name: 'add',
   summary: 'issue an approver token for the console (shown once)',
-  help: `Usage: bulkhead approvers add --person <person> [--label <text>] [--expires <when>] [--json]
+  help: `Usage: bulkhead approvers add --person <person> [--label <text>] [--expires <when>] [--can-grant] [--json]
 
 Issues a token with which one person signs in to the approvers' console and
 decides with the CLI. It is printed once (only its hash is kept). It is refused
@@ -55,12 +56,15 @@ Options:
                      same name as \`tokens issue --owner\` for that person
   --label <text>     how it is shown ("Ana Berg, finance"; default: the person)
   --expires <when>   30d, 12h, 2w, a date (2027-01-31) or never (default 90d)
+  --can-grant        may also grant MCP clients access by OAuth on the console's
+                     consent page (scope grants:issue)
   --json             print { id, token, label, expires_at, ... }`,
   async run(argv, { env, io }) {
     const { values } = parse(argv, {
       person: { type: 'string' },
       label: { type: 'string' },
       expires: { type: 'string', default: '90d' },
+      'can-grant': { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
     });
     const person = values.person?.trim();
@@ -77,7 +81,7 @@ Options:
         kind: 'approver',
         server: AUDIENCE,
         label,
-        scopes: ['approvals:decide'],
+        scopes: values['can-grant'] ? ['approvals:decide', 'grants:issue'] : ['approvals:decide'],
         expiresAt,
         createdBy: env.operator,
         owner: person,

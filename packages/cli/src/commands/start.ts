@@ -152,6 +152,19 @@ Options:
     // MCP servers link approval notifications to the console that this start runs.
     const approvalConsole = servers.find((s) => s.kind === 'console');
     const consoleUrl = env.BULKHEAD_CONSOLE_URL ?? (approvalConsole && defaultUrl(approvalConsole));
+    // The console is the OAuth authorization server of the MCP servers this start runs, and grants
+    // tokens for them at the URLs they are served at.
+    const oauth = (server: (typeof servers)[number]) =>
+      server.kind === 'mcp'
+        ? consoleUrl
+          ? { BULKHEAD_AUTHORIZATION_SERVER: consoleUrl }
+          : {}
+        : {
+            BULKHEAD_SERVER_URLS: servers
+              .filter((s) => s.kind === 'mcp')
+              .map((s) => `${s.name}=${defaultUrl(s).replace(/\/mcp$/, '')}`)
+              .join(','),
+          };
     for (const server of servers) {
       const child = spawn(process.execPath, ['--import', 'tsx', join(server.dir, 'src', 'main.ts')], {
         cwd: server.dir,
@@ -163,6 +176,7 @@ Options:
           BULKHEAD_MIGRATE: 'false',
           LOG_LEVEL: env.serverLogLevel,
           ...(consoleUrl ? { BULKHEAD_CONSOLE_URL: consoleUrl } : {}),
+          ...oauth(server),
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       });

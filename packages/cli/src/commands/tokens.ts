@@ -136,6 +136,7 @@ function json(record: TokenRecord, token?: string) {
     customer_id: record.customerId,
     expires_at: record.expiresAt?.toISOString() ?? null,
     owner: record.owner,
+    ...(record.grantId ? { grant_id: record.grantId } : {}),
     ...(token
       ? {}
       : {
@@ -380,6 +381,10 @@ server's URL as \`tokens issue\` does (--url, BULKHEAD_PUBLIC_URL, HOST, PORT,
       const existing = await existingToken(sql, id);
       if (existing.revokedAt)
         throw new CliError(`token ${id} is revoked; issue a new one with \`bulkhead tokens issue\``);
+      if (existing.grantId)
+        throw new CliError(
+          `token ${id} belongs to OAuth grant ${existing.grantId}: its client renews it with its refresh token; revoke it to end the grant`,
+        );
       const rotated = await rotateToken(sql, id, env.operator);
       if (!rotated) throw new CliError(`token ${id} was revoked meanwhile`);
       const server = discoverServers().find((s) => s.name === rotated.record.server);

@@ -52,6 +52,7 @@ export function composeWithServer(compose: string, s: NewServer): string {
     `      PGPASSWORD_FILE: /run/secrets/${secret}`,
     `      PORT: '${s.port}'`,
     `      BULKHEAD_PUBLIC_URL: http://127.0.0.1:${s.port}`,
+    '      BULKHEAD_AUTHORIZATION_SERVER: http://127.0.0.1:3100',
     `    secrets: [${secret}]`,
     `    ports: ['127.0.0.1:${s.port}:${s.port}']`,
     '',
@@ -73,7 +74,8 @@ export function k8sOverlay(s: NewServer): Record<string, string> {
 # Needs, in namespace bulkhead: the Secret bulkhead-${s.name}-db (type kubernetes.io/basic-auth:
 # username = this deployable's login role, password), the Secret bulkhead-owner-db (the
 # database owner, for the login Job), and the migration Job of infra/k8s/jobs run once.
-# Written by \`bulkhead new server\`; set BULKHEAD_PUBLIC_URL to the address clients use.
+# Written by \`bulkhead new server\`; set BULKHEAD_PUBLIC_URL to the address clients use, and add
+# ${s.name}=<that address> to the console's BULKHEAD_SERVER_URLS so that it grants OAuth access to it.
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 namespace: bulkhead
@@ -98,6 +100,7 @@ configMapGenerator:
       - PORT=${s.port}
       - BULKHEAD_MIGRATE=false
       - BULKHEAD_PUBLIC_URL=https://${s.name}.mcp.example.com
+      - BULKHEAD_AUTHORIZATION_SERVER=https://approvals.example.com
       - LOG_LEVEL=info
 patches:
   - path: secrets-and-port.yaml

@@ -610,7 +610,7 @@ describe('who sees what', () => {
     expect((await status(id)).isError).toBe(true);
   });
 
-  it('an approver token is refused at /mcp with 401', async () => {
+  it('an approver token is refused at /mcp with 403 invalid_token', async () => {
     const { token: approver } = await issueToken(db.sql, {
       kind: 'approver',
       server: 'console',
@@ -628,11 +628,11 @@ describe('who sees what', () => {
       },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
-    expect(res.status).toBe(401);
+    expect(res.status).toBe(403);
     expect(await res.json()).toEqual({
       error: 'invalid_token',
       error_description:
-        'The access token is missing, malformed, unknown, expired, revoked or issued for another server. Present a valid token for this server.',
+        'The access token is unknown, expired, revoked or issued for another server; a new one is issued with bulkhead tokens issue.',
     });
   });
 });

@@ -1,12 +1,12 @@
 import { isConnectionError } from '@bulkhead/db';
 import type { MiddlewareHandler } from 'hono';
-import type { TokenVerifier } from '../../tokens.ts';
+import { parseToken, type TokenVerifier } from '../../tokens.ts';
 import { Refusal } from '../refusal.ts';
 import type { McpEnv } from '../state.ts';
 
 /** Query parameters that carry credentials, and values that look like a Bulkhead token: never accepted in a URL. */
 const QUERY_CREDENTIAL = /^(access[-_]?token|token|bearer|auth(orization)?|api[-_]?key|key)$/i;
-const TOKEN_LIKE = /bh_[a-z][a-z0-9-]*_/i;
+const TOKEN_LIKE = /bho?_[a-z][a-z0-9-]*_/i;
 
 /** What a 401 says, to the client and in its `WWW-Authenticate` challenge. */
 export interface Challenge {
@@ -28,12 +28,20 @@ export function bearerChallenge(challenge: Challenge, description: string): stri
 
 const DESCRIPTION =
   'The access token is missing, malformed, unknown, expired, revoked or issued for another server';
+const STATIC_DESCRIPTION =
+  'The access token is unknown, expired, revoked or issued for another server; a new one is issued with bulkhead tokens issue';
 
 /**
  * The bearer token: from the `Authorization` header only (a token in the URL
  * is refused, it would end up in logs), verified for this server's audience.
  * A refusal never says which of the reasons it was (that would tell whether a
  * token exists); the audit event does.
+ *
+ * A missing token, or a refused one from an OAuth grant (`bho_…`), is 401 with
+ * the protected-resource metadata: the client can get a new token by OAuth. A
+ * refused static token (`bh_…`, pasted into a client's configuration) is 403
+ * `invalid_token`: no OAuth flow can mend a configuration, and clients that
+ * start one on every 401 (mcp-remote) show a 403's error and description instead.
  */
 export function bearerAuth(verifier: TokenVerifier, challenge: Challenge): MiddlewareHandler<McpEnv> {
   const unauthorized = (reason: string, tokenId?: string) =>
@@ -72,6 +80,22 @@ export function bearerAuth(verifier: TokenVerifier, challenge: Challenge): Middl
     if (!verdict.ok) {
       if (verdict.tokenId && verdict.label !== undefined)
         c.set('presented', { tokenId: verdict.tokenId, label: verdict.label });
+      const parsed = parseToken(bearer);
+      if (parsed && !parsed.oauth)
+        throw new Refusal(
+          403,
+          'unauthorized',
+          { error: 'invalid_token', error_description: `${STATIC_DESCRIPTION}.` },
+          {
+            headers: {
+              'WWW-Authenticate': bearerChallenge({ realm: challenge.realm }, STATIC_DESCRIPTION),
+            },
+            summary: {
+              reason: verdict.reason,
+              ...(verdict.tokenId ? { presented_token_id: verdict.tokenId } : {}),
+            },
+          },
+        );
       throw unauthorized(verdict.reason, verdict.tokenId);
     }
     c.set('access', verdict.access);

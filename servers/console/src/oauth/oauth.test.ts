@@ -1,0 +1,519 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createLogger } from '@bulkhead/core';
+import { createTokenVerifier, getToken, issueToken, parseToken, revokeToken } from '@bulkhead/core/operator';
+import type { Sql } from '@bulkhead/db';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createConsoleApp, type ConsoleApp } from '../app.tsx';
+import { createSession } from '../sessions.ts';
+
+const logger = createLogger({ level: 'silent' });
+const ORIGIN = 'http://127.0.0.1:3100';
+const ADMIN = 'http://127.0.0.1:3101/mcp';
+const CUSTOMER = 'http://127.0.0.1:3102/mcp';
+const REDIRECT = 'http://127.0.0.1:9999/callback';
+
+let db: TestDatabase;
+let consoleSql: Sql;
+let consoleApp: ConsoleApp;
+let granter: { cookie: string; csrf: string };
+let decider: { cookie: string; csrf: string };
+let metadataServer: Server;
+let metadataUrl: string;
+
+async function signedIn(scopes: string[], person: string) {
+  const { record } = await issueToken(db.sql, {
+    kind: 'approver',
+    server: 'console',
+    label: person,
+    scopes,
+    expiresAt: null,
+    createdBy: 'test',
+    owner: person,
+  });
+  const sid = await createSession(consoleSql, record.id, 1);
+  const [row] = await db.sql<
+    { csrf: string }[]
+  >`select csrf from bulkhead_console_sessions where token_id = ${record.id}`;
+  return { cookie: `bh_session=${sid}`, csrf: row!.csrf };
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.sql`insert into customers (id, name, email, language) values ('C-1001', 'Acme GmbH', 'ap@acme.test', 'de')`;
+  consoleSql = (await db.as('console')).sql;
+  consoleApp = createConsoleApp({
+    sql: consoleSql,
+    logger,
+    publicUrl: ORIGIN,
+    oauthServers: [
+      {
+        name: 'admin',
+        description: 'billing',
+        resource: ADMIN,
+        scopes: ['billing:read', 'tickets:read'],
+        customerBound: false,
+      },
+      {
+        name: 'customer',
+        description: 'one customer',
+        resource: CUSTOMER,
+        scopes: ['account:read'],
+        customerBound: true,
+      },
+    ],
+  });
+  granter = await signedIn(['approvals:decide', 'grants:issue'], 'ana@example.test');
+  decider = await signedIn(['approvals:decide'], 'bo@example.test');
+  metadataServer = createHttpServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(
+      JSON.stringify({
+        client_id: metadataUrl,
+        client_name: 'Metadata Client',
+        redirect_uris: [REDIRECT],
+        token_endpoint_auth_method: 'none',
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => metadataServer.listen(0, '127.0.0.1', resolve));
+  metadataUrl = `http://127.0.0.1:${(metadataServer.address() as AddressInfo).port}/client.json`;
+});
+
+afterAll(async () => {
+  await new Promise((resolve) => metadataServer.close(resolve));
+  await consoleApp.close();
+  await db.drop();
+});
+
+const request = (path: string, init: RequestInit = {}) =>
+  consoleApp.app.request(`${ORIGIN}${path}`, {
+    ...init,
+    headers: { host: '127.0.0.1:3100', ...init.headers },
+  });
+
+const form = (fields: Record<string, string | undefined>) =>
+  new URLSearchParams(Object.entries(fields).filter((e): e is [string, string] => e[1] !== undefined));
+
+const token = (fields: Record<string, string | undefined>) =>
+  request('/oauth/token', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: form(fields),
+  });
+
+async function register(redirectUris = [REDIRECT]): Promise<string> {
+  const res = await request('/oauth/register', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      client_name: 'Test Client',
+      redirect_uris: redirectUris,
+      token_endpoint_auth_method: 'none',
+    }),
+  });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { client_id: string }).client_id;
+}
+
+function pkce() {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+}
+
+function authorizeQuery(clientId: string, challenge: string, extra: Record<string, string> = {}) {
+  return form({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: REDIRECT,
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    state: 'st-1',
+    resource: ADMIN,
+    ...extra,
+  }).toString();
+}
+
+/** Consent given by the granter; returns the code from the redirect. */
+async function consent(
+  clientId: string,
+  challenge: string,
+  extra: Record<string, string> = {},
+): Promise<string> {
+  const q = Object.fromEntries(new URLSearchParams(authorizeQuery(clientId, challenge, extra)));
+  const res = await request('/oauth/authorize', {
+    method: 'POST',
+    headers: { cookie: granter.cookie, 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN },
+    body: form({ ...q, scope: extra.scope ?? '', _csrf: granter.csrf, decision: 'allow' }),
+  });
+  expect(res.status).toBe(303);
+  const location = new URL(res.headers.get('location')!);
+  expect(`${location.origin}${location.pathname}`).toBe(REDIRECT);
+  expect(location.searchParams.get('state')).toBe('st-1');
+  expect(location.searchParams.get('iss')).toBe(ORIGIN);
+  return location.searchParams.get('code')!;
+}
+
+async function lastEvent(method: string) {
+  const [e] = await db.sql<{ outcome: string; summary: Record<string, unknown> }[]>`
+    select outcome, result_summary as summary from audit_events where method = ${method} order by seq desc limit 1`;
+  return e!;
+}
+
+async function exchange(clientId: string, code: string, verifier: string | undefined) {
+  return token({
+    grant_type: 'authorization_code',
+    client_id: clientId,
+    code,
+    redirect_uri: REDIRECT,
+    code_verifier: verifier,
+    resource: ADMIN,
+  });
+}
+
+async function verdict(server: string, presented: string) {
+  const verifier = createTokenVerifier((await db.as(server)).sql, server, 'mcp', {
+    listen: false,
+    maxAgeMs: 0,
+  });
+  try {
+    return await verifier.verify(presented);
+  } finally {
+    await verifier.close();
+  }
+}
+
+describe('metadata and registration', () => {
+  it('publishes RFC 8414 metadata with S256 only and Client ID Metadata Documents', async () => {
+    const res = await request('/.well-known/oauth-authorization-server');
+    expect(await res.json()).toEqual({
+      issuer: ORIGIN,
+      authorization_endpoint: `${ORIGIN}/oauth/authorize`,
+      token_endpoint: `${ORIGIN}/oauth/token`,
+      registration_endpoint: `${ORIGIN}/oauth/register`,
+      revocation_endpoint: `${ORIGIN}/oauth/revoke`,
+      response_types_supported: ['code'],
+      response_modes_supported: ['query'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      code_challenge_methods_supported: ['S256'],
+      token_endpoint_auth_methods_supported: ['none'],
+      revocation_endpoint_auth_methods_supported: ['none'],
+      scopes_supported: ['account:read', 'billing:read', 'tickets:read'],
+      client_id_metadata_document_supported: true,
+      authorization_response_iss_parameter_supported: true,
+    });
+  });
+
+  it("answers a browser-based client's preflight for the token endpoint", async () => {
+    const res = await request('/oauth/token', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://inspector.example', 'access-control-request-method': 'POST' },
+    });
+    expect(res.status).toBe(204);
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    expect(res.headers.get('access-control-allow-methods')).toBe('POST');
+  });
+
+  it('refuses to register a confidential client or a non-loopback http redirect, and audits it', async () => {
+    for (const [body, error] of [
+      [
+        { redirect_uris: [REDIRECT], token_endpoint_auth_method: 'client_secret_basic' },
+        'invalid_client_metadata',
+      ],
+      [{ redirect_uris: ['http://evil.example/cb'] }, 'invalid_redirect_uri'],
+      [{ redirect_uris: [] }, 'invalid_redirect_uri'],
+    ] as const) {
+      const res = await request('/oauth/register', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toBe(error);
+      expect(await lastEvent('oauth/register')).toMatchObject({
+        outcome: 'bad_request',
+        summary: { reason: error },
+      });
+    }
+  });
+});
+
+describe('the consent page', () => {
+  it('sends a person who is not signed in to sign in, and back', async () => {
+    const clientId = await register();
+    const path = `/oauth/authorize?${authorizeQuery(clientId, pkce().challenge)}`;
+    const res = await request(path);
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe(`/login?next=${encodeURIComponent(path)}`);
+    const login = await request(res.headers.get('location')!);
+    expect(await login.text()).toContain(`name="next" value="${path.replaceAll('&', '&amp;')}"`);
+  });
+
+  it('names the client, the server and the scopes, and lets the form answer go back to the client', async () => {
+    const clientId = await register();
+    const res = await request(
+      `/oauth/authorize?${authorizeQuery(clientId, pkce().challenge, { scope: 'billing:read' })}`,
+      {
+        headers: { cookie: granter.cookie },
+      },
+    );
+    expect(res.status).toBe(200);
+    const body = await res.text();
+    expect(body).toContain('Grant access to admin?');
+    expect(body).toContain('Test Client');
+    expect(body).toContain('<code>billing:read</code>');
+    expect(body).not.toContain('tickets:read');
+    expect(res.headers.get('content-security-policy')).toContain("form-action 'self' http://127.0.0.1:9999;");
+  });
+
+  it('fetches a Client ID Metadata Document and names the client it describes', async () => {
+    const res = await request(`/oauth/authorize?${authorizeQuery(metadataUrl, pkce().challenge)}`, {
+      headers: { cookie: granter.cookie },
+    });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('Metadata Client');
+  });
+
+  it('refuses a redirect URI the client did not register, without redirecting, and audits it', async () => {
+    const clientId = await register();
+    const res = await request(
+      `/oauth/authorize?${authorizeQuery(clientId, pkce().challenge, { redirect_uri: 'http://attacker.example/cb' })}`,
+      { headers: { cookie: granter.cookie } },
+    );
+    expect(res.status).toBe(400);
+    expect(res.headers.get('location')).toBeNull();
+    expect(await res.text()).toContain('Redirect address not registered');
+    expect(await lastEvent('oauth/authorize')).toEqual({
+      outcome: 'forbidden',
+      summary: { reason: 'redirect_uri_not_registered', redirect_uri: 'http://attacker.example/cb' },
+    });
+  });
+
+  it('refuses an approver who may not grant, and audits it', async () => {
+    const clientId = await register();
+    const res = await request(`/oauth/authorize?${authorizeQuery(clientId, pkce().challenge)}`, {
+      headers: { cookie: decider.cookie },
+    });
+    expect(res.status).toBe(403);
+    expect(await res.text()).toContain('You may not grant access');
+    expect(await lastEvent('oauth/authorize')).toEqual({
+      outcome: 'forbidden',
+      summary: { reason: 'may_not_grant' },
+    });
+  });
+
+  it('refuses a request without PKCE S256 back to the client', async () => {
+    const clientId = await register();
+    const res = await request(
+      `/oauth/authorize?${authorizeQuery(clientId, 'x'.repeat(43), { code_challenge_method: 'plain' })}`,
+      { headers: { cookie: granter.cookie } },
+    );
+    expect(res.status).toBe(303);
+    const location = new URL(res.headers.get('location')!);
+    expect(location.searchParams.get('error')).toBe('invalid_request');
+    expect(await lastEvent('oauth/authorize')).toEqual({
+      outcome: 'bad_request',
+      summary: { reason: 'pkce' },
+    });
+  });
+
+  it('binds a customer-server grant to the customer chosen on the page', async () => {
+    const clientId = await register();
+    const { verifier, challenge } = pkce();
+    const page = await request(
+      `/oauth/authorize?${authorizeQuery(clientId, challenge, { resource: CUSTOMER })}`,
+      {
+        headers: { cookie: granter.cookie },
+      },
+    );
+    expect(await page.text()).toContain('<option value="C-1001">C-1001 — Acme GmbH</option>');
+    const code = await consent(clientId, challenge, { resource: CUSTOMER, customer_id: 'C-1001' });
+    const res = await token({
+      grant_type: 'authorization_code',
+      client_id: clientId,
+      code,
+      redirect_uri: REDIRECT,
+      code_verifier: verifier,
+      resource: CUSTOMER,
+    });
+    const body = (await res.json()) as { access_token: string; scope: string };
+    expect(body.scope).toBe('account:read');
+    const v = await verdict('customer', body.access_token);
+    expect(v).toMatchObject({
+      ok: true,
+      access: { server: 'customer', customerId: 'C-1001', owner: 'ana@example.test' },
+    });
+  });
+});
+
+describe('the token endpoint', () => {
+  it('exchanges a code once for a per-access token bound to the server', async () => {
+    const clientId = await register();
+    const { verifier, challenge } = pkce();
+    const code = await consent(clientId, challenge);
+    const res = await exchange(clientId, code, verifier);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({
+      token_type: 'Bearer',
+      expires_in: 3600,
+      scope: 'billing:read tickets:read',
+    });
+    expect(body.access_token).toMatch(/^bho_admin_[a-z2-9]{12}_/);
+    expect(body.refresh_token).toMatch(/^bhr_/);
+    const record = (await getToken(db.sql, parseToken(body.access_token as string)!.id))!;
+    expect(record).toMatchObject({
+      kind: 'mcp',
+      server: 'admin',
+      label: 'Test Client (OAuth grant ' + record.grantId + ')',
+      owner: 'ana@example.test',
+      createdBy: 'oauth:ana@example.test',
+    });
+    expect((await verdict('admin', body.access_token as string)).ok).toBe(true);
+    // Audience binding: the admin grant's token is not the customer server's.
+    expect(await verdict('customer', body.access_token as string)).toMatchObject({
+      ok: false,
+      reason: 'wrong_server',
+    });
+  });
+
+  it('refuses a replayed code, revokes what it opened, and audits it', async () => {
+    const clientId = await register();
+    const { verifier, challenge } = pkce();
+    const code = await consent(clientId, challenge);
+    const first = (await (await exchange(clientId, code, verifier)).json()) as { access_token: string };
+    const again = await exchange(clientId, code, verifier);
+    expect(again.status).toBe(400);
+    expect(await again.json()).toEqual({
+      error: 'invalid_grant',
+      error_description: 'The code was already used; its grant is revoked.',
+    });
+    expect(await lastEvent('oauth/token')).toMatchObject({
+      outcome: 'bad_request',
+      summary: { reason: 'code_replayed' },
+    });
+    expect(await verdict('admin', first.access_token)).toMatchObject({ ok: false, reason: 'revoked' });
+  });
+
+  it('refuses a missing or wrong PKCE verifier, and audits each', async () => {
+    const clientId = await register();
+    for (const [presented, reason] of [
+      [undefined, 'pkce_verifier_missing'],
+      [pkce().verifier, 'pkce_verifier_mismatch'],
+    ] as const) {
+      const { challenge } = pkce();
+      const code = await consent(clientId, challenge);
+      const res = await exchange(clientId, code, presented);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toBe('invalid_grant');
+      expect(await lastEvent('oauth/token')).toEqual({
+        outcome: 'bad_request',
+        summary: { reason, grant_type: 'authorization_code' },
+      });
+    }
+  });
+
+  it('refuses a code for another resource or redirect URI', async () => {
+    const clientId = await register();
+    const { verifier, challenge } = pkce();
+    const code = await consent(clientId, challenge);
+    const res = await token({
+      grant_type: 'authorization_code',
+      client_id: clientId,
+      code,
+      redirect_uri: REDIRECT,
+      code_verifier: verifier,
+      resource: CUSTOMER,
+    });
+    expect(((await res.json()) as { error: string }).error).toBe('invalid_target');
+    const other = pkce();
+    const code2 = await consent(clientId, other.challenge);
+    const res2 = await token({
+      grant_type: 'authorization_code',
+      client_id: clientId,
+      code: code2,
+      redirect_uri: 'http://127.0.0.1:9999/other',
+      code_verifier: other.verifier,
+    });
+    expect(await lastEvent('oauth/token')).toMatchObject({ summary: { reason: 'redirect_uri_mismatch' } });
+    expect(res2.status).toBe(400);
+  });
+
+  it('rotates refresh tokens, and a reused one revokes the whole grant (audited)', async () => {
+    const clientId = await register();
+    const { verifier, challenge } = pkce();
+    const first = (await (await exchange(clientId, await consent(clientId, challenge), verifier)).json()) as {
+      refresh_token: string;
+    };
+    const refresh = (rt: string) =>
+      token({ grant_type: 'refresh_token', client_id: clientId, refresh_token: rt, resource: ADMIN });
+    const second = (await (await refresh(first.refresh_token)).json()) as {
+      access_token: string;
+      refresh_token: string;
+    };
+    expect(second.refresh_token).not.toBe(first.refresh_token);
+    expect((await verdict('admin', second.access_token)).ok).toBe(true);
+    const reused = await refresh(first.refresh_token);
+    expect(reused.status).toBe(400);
+    expect(await reused.json()).toEqual({
+      error: 'invalid_grant',
+      error_description: 'The refresh token was already used; its grant is revoked.',
+    });
+    expect(await lastEvent('oauth/token')).toMatchObject({
+      outcome: 'unauthorized',
+      summary: { reason: 'refresh_reuse' },
+    });
+    expect(await verdict('admin', second.access_token)).toMatchObject({ ok: false, reason: 'revoked' });
+    // The rotated-to token is dead too: the family is gone.
+    expect(((await (await refresh(second.refresh_token)).json()) as { error: string }).error).toBe(
+      'invalid_grant',
+    );
+    expect(await lastEvent('oauth/token')).toMatchObject({ summary: { reason: 'grant_revoked' } });
+  });
+
+  it('a grant revoked with `tokens revoke` refuses its refresh token (audited); /oauth/revoke revokes too', async () => {
+    const clientId = await register();
+    const a = pkce();
+    const issued = (await (
+      await exchange(clientId, await consent(clientId, a.challenge), a.verifier)
+    ).json()) as {
+      access_token: string;
+      refresh_token: string;
+    };
+    expect(await revokeToken(db.sql, parseToken(issued.access_token)!.id)).toBe(true);
+    const res = await token({
+      grant_type: 'refresh_token',
+      client_id: clientId,
+      refresh_token: issued.refresh_token,
+    });
+    expect(res.status).toBe(400);
+    expect(await lastEvent('oauth/token')).toMatchObject({
+      outcome: 'unauthorized',
+      summary: { reason: 'grant_revoked' },
+    });
+
+    const b = pkce();
+    const other = (await (
+      await exchange(clientId, await consent(clientId, b.challenge), b.verifier)
+    ).json()) as {
+      access_token: string;
+      refresh_token: string;
+    };
+    const revoked = await request('/oauth/revoke', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form({ token: other.refresh_token, client_id: clientId }),
+    });
+    expect(revoked.status).toBe(200);
+    expect(await lastEvent('oauth/revoke')).toMatchObject({ outcome: 'ok', summary: { revoked: true } });
+    expect(await verdict('admin', other.access_token)).toMatchObject({ ok: false, reason: 'revoked' });
+  });
+
+  it('the console role cannot write the token table itself', async () => {
+    await expect(consoleSql`update bulkhead_tokens set revoked_at = null where true`).rejects.toThrow(
+      /permission denied/,
+    );
+  });
+});
