@@ -451,7 +451,7 @@ describe('secrets', () => {
     const log = lines.join('');
     expect(log).toContain('stored');
     for (const value of [iban, 'SHORTSEC', 'TYPOSECRET', 'PAN4111']) expect(log).not.toContain(value);
-    expect(log).not.toContain(token.split('_').at(-1)!);
+    expect(log).not.toContain(token.slice(-43)); // the secret: base64url, so it may contain `_`
   });
 });
 
