@@ -475,6 +475,28 @@ export function mountOAuth(app: Hono<Env>, deps: OAuthDeps): void {
     const clientId = f('client_id');
     try {
       const grantType = f('grant_type');
+      /** Issues the grant's next access and refresh token, audits it, and answers them. */
+      const issue = async (
+        stored: { grantId: string; clientName: string | null; server: string },
+        more: Record<string, unknown> = {},
+      ) => {
+        const issued = await issueTokens(sql, stored.grantId, stored.clientName);
+        await record(
+          c,
+          'token',
+          'ok',
+          started,
+          {
+            grant_type: grantType,
+            grant_id: stored.grantId,
+            server: stored.server,
+            refresh_id: issued.refreshId,
+            ...more,
+          },
+          { tokenId: issued.tokenId, clientId },
+        );
+        return c.json(issued.response);
+      };
       if (grantType === 'authorization_code') {
         const code = f('code');
         if (!code) throw new OAuthRefusal('invalid_request', 'The code is missing.', 'code_missing');
@@ -524,21 +546,7 @@ export function mountOAuth(app: Hono<Env>, deps: OAuthDeps): void {
             'The code was granted for another resource.',
             'resource_mismatch',
           );
-        const issued = await issueTokens(sql, stored.grantId, stored.clientName);
-        await record(
-          c,
-          'token',
-          'ok',
-          started,
-          {
-            grant_type: grantType,
-            grant_id: stored.grantId,
-            server: stored.server,
-            refresh_id: issued.refreshId,
-          },
-          { tokenId: issued.tokenId, clientId },
-        );
-        return c.json(issued.response);
+        return await issue(stored);
       }
       if (grantType === 'refresh_token') {
         const token = f('refresh_token');
@@ -571,22 +579,7 @@ export function mountOAuth(app: Hono<Env>, deps: OAuthDeps): void {
         const resource = f('resource');
         if (resource !== undefined && (!server || !sameResource(resource, server.resource)))
           throw new OAuthRefusal('invalid_target', 'The grant is for another resource.', 'resource_mismatch');
-        const issued = await issueTokens(sql, stored.grantId, stored.clientName);
-        await record(
-          c,
-          'token',
-          'ok',
-          started,
-          {
-            grant_type: grantType,
-            grant_id: stored.grantId,
-            server: stored.server,
-            refresh_id: issued.refreshId,
-            rotated_from: stored.id,
-          },
-          { tokenId: issued.tokenId, clientId },
-        );
-        return c.json(issued.response);
+        return await issue(stored, { rotated_from: stored.id });
       }
       throw new OAuthRefusal(
         'unsupported_grant_type',
