@@ -39,7 +39,7 @@ import {
 import { mintSignInForm, redeemSignInForm, SIGN_IN_FORM_SECONDS } from './sign-in-forms.ts';
 import { createSignInThrottle, type SignInPolicy } from './sign-in-throttle.ts';
 import { sourceAddress } from './source.ts';
-import { mountOAuth, type OAuthServer } from './oauth/routes.tsx';
+import { mountOAuth, type OAuthServer, type RegistrationPolicy } from './oauth/routes.tsx';
 
 /** What the console needs. */
 export interface ConsoleOptions {
@@ -62,6 +62,8 @@ export interface ConsoleOptions {
   metricsToken?: string | undefined;
   /** The MCP servers the console grants OAuth access to (empty: the authorization server grants nothing). */
   oauthServers?: OAuthServer[];
+  /** OAuth dynamic registrations allowed per source address and window (default 30 in 10 minutes). */
+  registrationPolicy?: RegistrationPolicy;
 }
 
 /** The console app and how to release what it holds. */
@@ -307,6 +309,8 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
     audit,
     issuer: publicUrl.origin + publicUrl.pathname.replace(/\/$/, ''),
     servers: options.oauthServers ?? [],
+    proxyHops,
+    ...(options.registrationPolicy ? { registrationPolicy: options.registrationPolicy } : {}),
     session: async (c) => {
       const sid = getCookie(c, SESSION);
       return sid ? findSession(sql, sid) : undefined;

@@ -238,6 +238,45 @@ describe('metadata and registration', () => {
       });
     }
   });
+
+  it('limits registrations per source address, says when to retry, and audits the first refusal of the window', async () => {
+    // Behind one proxy: the address it appends to X-Forwarded-For is the source.
+    const limited = createConsoleApp({
+      sql: consoleSql,
+      logger,
+      publicUrl: ORIGIN,
+      proxyHops: 1,
+      registrationPolicy: { registrations: 2, windowSeconds: 60 },
+    });
+    try {
+      const registerFrom = (address: string) =>
+        limited.app.request(`${ORIGIN}/oauth/register`, {
+          method: 'POST',
+          headers: { host: '127.0.0.1:3100', 'content-type': 'application/json', 'x-forwarded-for': address },
+          body: JSON.stringify({ client_name: 'Flood', redirect_uris: [REDIRECT] }),
+        });
+      const statuses = [];
+      for (let i = 0; i < 4; i++) statuses.push((await registerFrom('203.0.113.7')).status);
+      expect(statuses).toEqual([201, 201, 429, 429]);
+      const refused = await registerFrom('203.0.113.7');
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+      expect(await refused.json()).toMatchObject({
+        error: 'invalid_request',
+        error_description: expect.stringContaining('Too many client registrations from this address'),
+      });
+      // Another address is counted on its own.
+      expect((await registerFrom('198.51.100.20')).status).toBe(201);
+      const events = await db.sql<{ summary: Record<string, unknown> }[]>`
+        select result_summary as summary from audit_events
+        where method = 'oauth/register' and outcome = 'rate_limited'`;
+      expect(events.map((e) => e.summary)).toEqual([
+        { reason: 'registration_limit', source: '203.0.113.7', limit: '2 per 60 s' },
+      ]);
+    } finally {
+      await limited.close();
+    }
+  });
 });
 
 describe('the consent page', () => {

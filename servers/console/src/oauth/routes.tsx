@@ -29,6 +29,7 @@ import {
   pkceMatches,
   revokeGrant,
 } from './store.ts';
+import { sourceAddress } from '../source.ts';
 
 /** An MCP server the console grants tokens for: its resource URL is what clients name in `resource`. */
 export interface OAuthServer {
@@ -50,6 +51,50 @@ export interface OAuthDeps {
   servers: OAuthServer[];
   /** The approver signed in through the browser's session cookie, if any. */
   session(c: Context): Promise<Approver | undefined>;
+  /** Reverse proxies in front of the console that append to `X-Forwarded-For` (default 0). */
+  proxyHops?: number;
+  /** Dynamic registrations allowed per source address and window (default 30 in 10 minutes). */
+  registrationPolicy?: RegistrationPolicy;
+}
+
+/** How many clients one source address may register in a sliding window. */
+export interface RegistrationPolicy {
+  registrations: number;
+  windowSeconds: number;
+}
+
+/**
+ * 30 registrations per source in any 10 minutes: a client registers once per server it connects to,
+ * and anyone may call the endpoint, so without a limit it would write rows for whoever asks.
+ */
+export const REGISTRATION_POLICY: RegistrationPolicy = { registrations: 30, windowSeconds: 600 };
+
+/** Sources the registration limit remembers at most; the longest-quiet ones are forgotten first. */
+const MAX_SOURCES = 10_000;
+
+/**
+ * A sliding-window count of registrations per source, in this process (each console replica counts
+ * its own, so n replicas let through at most n times the limit). Answers how many seconds to wait,
+ * or 0 when the registration may go ahead (and is counted), and whether this is the first refusal of
+ * the window (the one worth an audit event).
+ */
+function registrationLimiter(policy: RegistrationPolicy) {
+  const seen = new Map<string, { at: number[]; refusedAt: number }>();
+  return (source: string, now = Date.now()): { wait: number; firstRefusal: boolean } => {
+    const windowMs = policy.windowSeconds * 1000;
+    const entry = seen.get(source) ?? { at: [], refusedAt: 0 };
+    entry.at = entry.at.filter((t) => t > now - windowMs);
+    seen.delete(source); // re-inserted last: the map stays ordered by last activity
+    seen.set(source, entry);
+    if (seen.size > MAX_SOURCES) seen.delete(seen.keys().next().value!);
+    if (entry.at.length < policy.registrations) {
+      entry.at.push(now);
+      return { wait: 0, firstRefusal: false };
+    }
+    const firstRefusal = entry.refusedAt <= now - windowMs || entry.refusedAt < entry.at[0]!;
+    if (firstRefusal) entry.refusedAt = now;
+    return { wait: Math.max(1, Math.ceil((entry.at[0]! + windowMs - now) / 1000)), firstRefusal };
+  };
 }
 
 type Env = { Variables: { approver: Approver } };
@@ -96,6 +141,9 @@ function formTarget(redirectUri: string): string {
  */
 export function mountOAuth(app: Hono<Env>, deps: OAuthDeps): void {
   const { sql, logger, audit, issuer, servers } = deps;
+  const proxyHops = deps.proxyHops ?? 0;
+  const registrationPolicy = deps.registrationPolicy ?? REGISTRATION_POLICY;
+  const mayRegister = registrationLimiter(registrationPolicy);
   const byResource = (resource: string) => servers.find((s) => sameResource(s.resource, resource));
 
   const record = (
@@ -158,6 +206,25 @@ export function mountOAuth(app: Hono<Env>, deps: OAuthDeps): void {
   app.post('/oauth/register', async (c) => {
     const started = performance.now();
     c.header('Access-Control-Allow-Origin', '*');
+    const source = sourceAddress(c, proxyHops);
+    const limit = mayRegister(source);
+    if (limit.wait) {
+      // Audited once per source and window: the refusals themselves must not flood the log.
+      if (limit.firstRefusal)
+        await record(c, 'register', 'rate_limited', started, {
+          reason: 'registration_limit',
+          source,
+          limit: `${registrationPolicy.registrations} per ${registrationPolicy.windowSeconds} s`,
+        });
+      c.header('Retry-After', String(limit.wait));
+      return c.json(
+        {
+          error: 'invalid_request',
+          error_description: `Too many client registrations from this address (${registrationPolicy.registrations} in ${registrationPolicy.windowSeconds} s); retry in ${limit.wait} s.`,
+        },
+        429,
+      );
+    }
     let body: unknown;
     try {
       body = await c.req.json();
