@@ -1,15 +1,17 @@
-import type { CallToolResult, Server, ServerContext } from '@modelcontextprotocol/server';
+import {
+  CLIENT_INFO_META_KEY,
+  type CallToolResult,
+  type Server,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import type { Access } from './access.ts';
 import { getApproval } from './approvals/store.ts';
 import { callTool, type CallKit } from './call-tool.ts';
 import { hasGatedTools, type ServerDefinition } from './server-definition.ts';
 import { createProgressChannel, NO_PROGRESS } from './progress.ts';
-import { registerTaskHandlers } from './tasks/task-handlers.ts';
+import { declaresTasks, registerTaskHandlers } from './tasks/task-handlers.ts';
 import { KitServer, taskAnswer } from './tasks/task-server.ts';
-import { createTaskResult, TASKS_EXTENSION, type TaskWire } from './tasks/task-state.ts';
-
-const CLIENT_INFO = 'io.modelcontextprotocol/clientInfo';
-const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+import { createTaskResult, type TaskWire } from './tasks/task-state.ts';
 
 /** Who a protocol instance serves, and how its calls report back to the request that carries them. */
 export interface Caller {
@@ -33,9 +35,7 @@ export interface Caller {
 function asksForTask(wire: TaskWire, params: Record<string, unknown>, ctx: ServerContext): boolean {
   if (wire === '2025-11-25')
     return typeof params.task === 'object' && params.task !== null && !Array.isArray(params.task);
-  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-  const caps = envelope?.[CLIENT_CAPABILITIES] as { extensions?: Record<string, unknown> } | undefined;
-  return caps?.extensions?.[TASKS_EXTENSION] !== undefined;
+  return declaresTasks(ctx);
 }
 
 /**
@@ -61,7 +61,7 @@ export function buildMcpServer(def: ServerDefinition, kit: CallKit, caller: Call
   );
   const client = (ctx: ServerContext) => {
     const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-    const info = (envelope?.[CLIENT_INFO] ?? server.getClientVersion()) as
+    const info = (envelope?.[CLIENT_INFO_META_KEY] ?? server.getClientVersion()) as
       { name?: unknown; version?: unknown } | undefined;
     return {
       name: typeof info?.name === 'string' ? info.name : null,

@@ -90,6 +90,14 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
   };
   process.once('SIGINT', () => void stop(0));
   process.once('SIGTERM', () => void stop(0));
+  /** A start-up step that failed: a `StartupError` is one sentence on stderr and exit 1; anything else is thrown on. */
+  const startupFailed = async (err: unknown): Promise<never> => {
+    if (err instanceof StartupError) {
+      process.stderr.write(`${def.name}: ${err.message}\n`);
+      await stop(1);
+    }
+    throw err;
+  };
 
   try {
     if (env.BULKHEAD_MIGRATE) {
@@ -101,11 +109,7 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
     if (stdio) logger.debug(role);
     else logger.info(role);
   } catch (err) {
-    if (err instanceof StartupError) {
-      process.stderr.write(`${def.name}: ${err.message}\n`);
-      await stop(1);
-    }
-    throw err;
+    await startupFailed(err);
   }
 
   const approvalUrls = {
@@ -138,11 +142,7 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
       process.stdin.once('end', () => void stop(0));
       logger.info('serving over stdio');
     } catch (err) {
-      if (err instanceof StartupError) {
-        process.stderr.write(`${def.name}: ${err.message}\n`);
-        await stop(1);
-      }
-      throw err;
+      await startupFailed(err);
     }
     return;
   }

@@ -105,12 +105,15 @@ function taskIdOf(method: string, params: Record<string, unknown>): string {
 }
 
 /** Whether a 2026-07-28 request declares the tasks extension in its own capabilities. */
-function declaresTasks(ctx: ServerContext): boolean {
+export function declaresTasks(ctx: ServerContext): boolean {
   const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
   const caps = envelope?.[CLIENT_CAPABILITIES_META_KEY] as
     { extensions?: Record<string, unknown> } | undefined;
   return caps?.extensions?.[TASKS_EXTENSION] !== undefined;
 }
+
+/** Task methods take any params object; each handler checks the fields it reads. Built once, not per request. */
+const ANY_PARAMS = z.looseObject({});
 
 /**
  * Answers the task methods of a server: `tasks/get`, `tasks/cancel`, and per wire `tasks/result`
@@ -128,7 +131,7 @@ export function registerTaskHandlers(server: KitServer, options: TaskHandlerOpti
   const { kit } = options;
 
   const handle = (method: TaskMethod, run: (input: RunInput) => Promise<Answer>) => {
-    server.setRequestHandler(method, { params: z.looseObject({}) }, async (params, ctx) => {
+    server.setRequestHandler(method, { params: ANY_PARAMS }, async (params, ctx) => {
       const started = performance.now();
       const access = await options.who();
       options.onAudited?.();

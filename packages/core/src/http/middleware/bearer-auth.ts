@@ -1,6 +1,6 @@
 import { isConnectionError } from '@bulkhead/db';
 import type { MiddlewareHandler } from 'hono';
-import { parseToken, type TokenVerifier } from '../../tokens.ts';
+import type { TokenVerifier } from '../../tokens.ts';
 import { Refusal } from '../refusal.ts';
 import type { McpEnv } from '../state.ts';
 
@@ -80,8 +80,7 @@ export function bearerAuth(verifier: TokenVerifier, challenge: Challenge): Middl
     if (!verdict.ok) {
       if (verdict.tokenId && verdict.label !== undefined)
         c.set('presented', { tokenId: verdict.tokenId, label: verdict.label });
-      const parsed = parseToken(bearer);
-      if (parsed && !parsed.oauth)
+      if (verdict.oauth === false)
         throw new Refusal(
           403,
           'unauthorized',
