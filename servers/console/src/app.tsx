@@ -8,7 +8,6 @@ import {
   ApprovalDecisionError,
   createMetrics,
   metricsRoute,
-  sourceOf,
   approvalDeliveries,
   approvalEvents,
   approvalFacets,
@@ -225,7 +224,11 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
   app.use(bodyLimit({ maxSize: FORM_LIMIT, onError: (c) => c.text('Form too large.', 413) }));
 
   app.get('/healthz', (c) => c.json({ status: 'ok', server: 'console' }));
-  app.get('/metrics', metricsRoute(metrics, options.metricsToken, sourceOf));
+  // The client's address, not a proxy's: behind a proxy on the same host every request is loopback.
+  app.get(
+    '/metrics',
+    metricsRoute(metrics, options.metricsToken, (c) => sourceAddress(c, proxyHops)),
+  );
   app.get('/readyz', async (c) =>
     (await isReachable(sql, 2000))
       ? c.json({ status: 'ready', server: 'console' })

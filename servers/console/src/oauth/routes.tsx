@@ -439,10 +439,12 @@ export function mountOAuth(app: Hono<Env>, deps: OAuthDeps): void {
 
   app.get('/oauth/authorize', async (c) => {
     const started = performance.now();
+    // Signed in first: until a person who may grant is here, the request is not looked at — no client
+    // metadata document is fetched and no error is sent to a redirect URI on anyone's behalf.
+    const who = await granter(c, started, c.req.query('client_id') ?? '');
+    if (!who.ok) return who.response;
     const checked = await checkRequest(c, c.req.query());
     if (!checked.ok) return checked.response;
-    const who = await granter(c, started, checked.client.clientId);
-    if (!who.ok) return who.response;
     return consent(
       c,
       who.approver,
