@@ -1,4 +1,3 @@
-import { workspaceRoot } from '@bulkhead/core';
 import {
   applyPrivileges,
   discoverDeployables,
@@ -7,10 +6,11 @@ import {
   roleSpecs,
   type Sql,
 } from '@bulkhead/db';
+import { repoRoot } from './root.ts';
 
 /** The role specs of every deployable under `servers/`, plus the audit sealer. */
 export function deployableRoles() {
-  return roleSpecs(discoverDeployables(workspaceRoot()));
+  return roleSpecs(discoverDeployables(repoRoot));
 }
 
 /** After new migrations: give the group roles their rights on the new tables too (when the roles exist). */

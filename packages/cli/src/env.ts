@@ -17,6 +17,8 @@ const schema = z
     BULKHEAD_APPROVER_TOKEN: z.string().min(1).optional(),
     /** A one-person shop: a person may approve what a token issued to them asked for. */
     BULKHEAD_ALLOW_SELF_APPROVAL: boolEnv.default(false),
+    /** `start` on an external database: run every server under DATABASE_URL's role (development only). */
+    BULKHEAD_ALLOW_OWNER_ROLE: boolEnv.default(false),
     /**
      * false: commands use the schema as it is instead of migrating first, for a role that may not
      * migrate (the audit sealer's CronJob; in a deployment the migration Job migrates).

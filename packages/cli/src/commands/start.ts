@@ -128,7 +128,7 @@ Options:
     for (const hook of startHooks) await hook({ sql: db.sql, env, io, embedded: db.embedded, servers });
 
     // Every server runs under its own login role, on the embedded default exactly as in production.
-    const allowOwner = /^(true|1|yes)$/.test(env.passthrough.BULKHEAD_ALLOW_OWNER_ROLE ?? '');
+    const allowOwner = env.BULKHEAD_ALLOW_OWNER_ROLE;
     let urls: Record<string, string> = {};
     try {
       urls = await prepareEmbeddedRoles(db.url, env.BULKHEAD_DATA_DIR, deployableRoles(), [

@@ -1,6 +1,7 @@
 // The deployment entries of a new server: its service in infra/docker/compose.yaml (with its login
 // role in `setup` and its password secret) and its Kubernetes overlay under infra/k8s/overlays/.
 // Lines are added next to the audit sealer's, which every stack has; nothing else is changed.
+import { loginRole } from '@bulkhead/db';
 import { parseDocument } from 'yaml';
 import { snake, type NewServer } from './templates.ts';
 
@@ -18,7 +19,7 @@ function insertBefore(text: string[], anchor: RegExp, lines: string[], what: str
 
 /** compose.yaml with the new server's service, its login role in `setup` and its password secret. */
 export function composeWithServer(compose: string, s: NewServer): string {
-  const login = `bulkhead_${snake(s.name)}_login`;
+  const login = loginRole(s.name);
   const secret = `${snake(s.name)}_db_password`;
   const before = parseDocument(compose).toJS() as { services?: Record<string, unknown> };
   if (before.services?.[s.name]) throw new ComposeShapeError(`it has a service named ${s.name} already`);

@@ -1,6 +1,8 @@
 // The files of a new bounded server, as `bulkhead new server` writes them: a server that passes
 // typecheck, lint and its tests at once, with one example read tool to replace.
 
+import { groupRole } from '@bulkhead/db';
+
 /** What the templates need to know of the new server. */
 export interface NewServer {
   /** Folder, package, token audience: `billing-reports`. */
@@ -290,7 +292,7 @@ describe('what the model sees of ${s.name}', () => {
 }
 
 function grantsSql(s: NewServer): string {
-  const role = `bulkhead_${snake(s.name)}`;
+  const role = groupRole(s.name);
   const policy = s.customerBound
     ? `
 -- Tokens of this server are bound to one customer, which the kit sets for each call's transaction
