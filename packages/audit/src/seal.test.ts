@@ -49,6 +49,30 @@ async function asOwnerWithoutTriggers(work: (sql: Sql) => Promise<unknown>): Pro
 const kinds = (r: Awaited<ReturnType<typeof verifyLog>>) =>
   r.breaks.map((b) => `${b.kind}:${b.seq ?? b.sealNo}`);
 
+it('refuses UPDATE, DELETE and TRUNCATE of events and seals, even to the owner; a server role cannot prune', async () => {
+  await appendAs('dev-knowledge', 2);
+  await sealLog(db.sql, KEY);
+  for (const [table, column] of [
+    ['audit_events', 'outcome'],
+    ['audit_seals', 'mac'],
+  ] as const) {
+    await expect(db.sql`update ${db.sql(table)} set ${db.sql(column)} = ${db.sql(column)}`).rejects.toThrow(
+      /append-only: UPDATE refused/,
+    );
+    await expect(db.sql`delete from ${db.sql(table)}`).rejects.toThrow(/append-only: DELETE refused/);
+    await expect(db.sql`truncate ${db.sql(table)}`).rejects.toThrow(/append-only: TRUNCATE refused/);
+  }
+  // The prune flag opens DELETE to the owner only: a server role that sets it is still refused.
+  const server = (await db.as('dev-knowledge')).sql;
+  await expect(
+    server.begin(async (tx) => {
+      await tx`select set_config('bulkhead.audit_prune', 'on', true)`;
+      await tx`delete from audit_events`;
+    }),
+  ).rejects.toThrow(/permission denied|append-only/);
+  expect((await db.sql`select count(*)::int as n from audit_events`)[0]!.n).toBe(2);
+});
+
 it('seals what two server roles appended, and verify accounts for every event of every server', async () => {
   await appendAs('dev-knowledge', 30);
   await appendAs('customer', 12);
