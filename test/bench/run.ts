@@ -10,7 +10,7 @@
 // then two replicas of the customer server share the load while pg_stat_activity is sampled for
 // backends waiting on a lock; then two processes append audit events as fast as they can.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -162,6 +162,34 @@ interface Run {
   p99: number;
   errors: number;
   non2xx: number;
+  /** CPU time per answered call, in microseconds: the server process, every PostgreSQL process, the load generator (this process). */
+  cpuUsPerCall: { server: number; postgres: number; load: number };
+}
+
+const TICK_US = 1e6 / 100; // /proc/<pid>/stat counts in clock ticks of 1/100 s (USER_HZ on Linux)
+
+/** User plus system CPU time of a process, in microseconds (0 once it is gone). */
+function cpuUs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * TICK_US;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU time of every PostgreSQL process on the machine (the bench's database is the only busy one). */
+function postgresCpuUs(): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') total += cpuUs(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
 }
 
 async function drive(
@@ -170,7 +198,9 @@ async function drive(
   url: string,
   request: { headers: Record<string, string>; body: string },
   conns = connections,
+  pid?: number,
 ): Promise<Run> {
+  const before = { server: pid ? cpuUs(pid) : 0, postgres: postgresCpuUs(), load: process.cpuUsage() };
   const result = await autocannon({
     url,
     method: 'POST',
@@ -179,8 +209,16 @@ async function drive(
     connections: conns,
     duration,
   });
+  const calls = Math.max(1, result.requests.total);
+  const load = process.cpuUsage(before.load);
+  const cpuUsPerCall = {
+    server: Math.round(((pid ? cpuUs(pid) : 0) - before.server) / calls),
+    postgres: Math.round((postgresCpuUs() - before.postgres) / calls),
+    load: Math.round((load.user + load.system) / calls),
+  };
   return {
     variant,
+    cpuUsPerCall,
     round,
     callsPerSecond: Math.round(result.requests.average),
     p50: result.latency.p50,
@@ -309,7 +347,7 @@ async function main() {
         ['no-audit', noAudit, request],
       ] as const) {
         process.stderr.write(`bench: round ${round}, ${variant}...\n`);
-        runs.push(await drive(variant, round, proc.url, req));
+        runs.push(await drive(variant, round, proc.url, req, connections, proc.child.pid));
       }
     }
     const [events] = await db.sql<{ n: number }[]>`
@@ -333,8 +371,8 @@ async function main() {
     })();
     const half = Math.max(1, Math.floor(connections / 2));
     const [r1, r2] = await Promise.all([
-      drive('replica-1', 1, customer.url, request, half),
-      drive('replica-2', 1, replica.url, request, half),
+      drive('replica-1', 1, customer.url, request, half, customer.child.pid),
+      drive('replica-2', 1, replica.url, request, half, replica.child.pid),
     ]);
     sampling = false;
     await sampling$;
@@ -378,6 +416,11 @@ async function main() {
       callsPerSecond: median(of(v).map((r) => r.callsPerSecond)),
       p50: median(of(v).map((r) => r.p50)),
       p99: median(of(v).map((r) => r.p99)),
+      cpuUsPerCall: {
+        server: median(of(v).map((r) => r.cpuUsPerCall.server)),
+        postgres: median(of(v).map((r) => r.cpuUsPerCall.postgres)),
+        load: median(of(v).map((r) => r.cpuUsPerCall.load)),
+      },
     });
     const bareS = summary('bare');
     const customerS = summary('customer');
@@ -410,14 +453,15 @@ async function main() {
     };
     const file = values.json ?? join(root, 'bench-results.json');
     writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
-    const row = (name: string, s: { callsPerSecond: number; p50: number; p99: number }, mb: number) =>
-      `| ${name} | ${s.callsPerSecond.toLocaleString('en-US')} | ${s.p50} | ${s.p99} | ${mb} |`;
+    type Summary = ReturnType<typeof summary>;
+    const row = (name: string, s: Summary, mb: number) =>
+      `| ${name} | ${s.callsPerSecond.toLocaleString('en-US')} | ${s.p50} | ${s.p99} | ${mb} | ${s.cpuUsPerCall.server} | ${s.cpuUsPerCall.postgres} | ${s.cpuUsPerCall.load} |`;
     process.stdout.write(
       [
         `pnpm bench: ${connections} connections, ${rounds} × ${duration} s rounds each, ${report.database} PostgreSQL`,
         '',
-        '| variant | calls/s | p50 ms | p99 ms | peak RSS MB |',
-        '| --- | --- | --- | --- | --- |',
+        '| variant | calls/s | p50 ms | p99 ms | peak RSS MB | CPU µs/call server | CPU µs/call PostgreSQL | CPU µs/call load |',
+        '| --- | --- | --- | --- | --- | --- | --- | --- |',
         row('bare SDK (one query)', bareS, rss.bare),
         row('customer server', customerS, rss.customer),
         row('customer server, audit off', noAuditS, rss.noAudit),

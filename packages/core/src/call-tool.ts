@@ -9,7 +9,7 @@ import { textArgumentError } from './argument-text.ts';
 import type { ToolCatalog } from './catalog.ts';
 import type { AnyTool, ToolContext } from './define-tool.ts';
 import { ToolError, formatIssues } from './errors.ts';
-import { guardedSql, openCallTransaction, type TransactionSql } from './guarded-sql.ts';
+import { guardedSql, openCallTransaction, withReadConnection, type TransactionSql } from './guarded-sql.ts';
 import { NO_PROGRESS, type ProgressReporter } from './progress.ts';
 import { shapeResult, type ShapedResult } from './result.ts';
 import { maskSecrets, redactArguments } from './secret.ts';
@@ -91,8 +91,10 @@ const WITHHELD =
  * Runs one tool call through every step after authentication: lookup and
  * scope (a tool outside the token's scopes does not exist for it), shape and
  * schema validation, then the handler (or, for a gated tool, the approval
- * request) in a transaction of its own whose settings carry the customer the
- * row policies fence on and the tool's time limit as the statement timeout.
+ * request) on a connection of its own whose settings carry the customer the
+ * row policies fence on and the tool's time limit as the statement timeout:
+ * in a transaction when the tool may change something, else in read-only mode
+ * outside any (`withReadConnection`).
  *
  * No effect without its event: a write tool's audit event is inserted in the
  * same transaction as its effects, and a gated call's request with its
@@ -201,19 +203,14 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
   };
   req.signal?.addEventListener('abort', stop, { once: true });
   try {
-    const outcome = await kit.sql.begin(async (tx: TransactionSql) => {
-      // Sent without waiting for its answer: the handler's first query follows it on the same connection
-      // (postgres.js pipelines), so the settings cost no round trip of their own.
-      const opened = openCallTransaction(tx, { customerId: req.access.customerId, timeoutMs }).then((p) => {
-        pid = p;
-      });
-      opened.catch(() => {});
+    /** The call itself, on the connection `q` whose settings `opened` sends (pipelined with the handler's first query). */
+    const run = async (q: TransactionSql | Sql, opened: Promise<unknown>) => {
       const shaped: ShapedResult & { approvalId?: string; outcome: Outcome } = await withTimeLimit(
         timeoutMs,
         async (signal) => {
           const ctx: ToolContext = {
             access: req.access,
-            sql: guardedSql(tx, signal),
+            sql: guardedSql(q, signal),
             logger,
             signal,
             server: kit.server,
@@ -245,10 +242,23 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
         ...(shaped.approvalId ? { approvalId: shaped.approvalId } : {}),
       });
       // What changes the world commits with its event, or not at all.
-      if (writes) await kit.audit.appendIn(tx, done);
+      if (writes) await kit.audit.appendIn(q as TransactionSql, done);
       committing = true;
       return { shaped, done };
-    });
+    };
+    const settings = { customerId: req.access.customerId, timeoutMs };
+    const outcome = writes
+      ? await kit.sql.begin((tx: TransactionSql) => {
+          // Sent without waiting for its answer: the handler's first query follows it on the same connection.
+          const opened = openCallTransaction(tx, settings).then((p) => {
+            pid = p;
+          });
+          opened.catch(() => {});
+          return run(tx, opened);
+        })
+      : await withReadConnection(kit.sql, { ...settings, onPid: (p) => (pid = p) }, (conn) =>
+          run(conn, Promise.resolve()),
+        );
     return writes ? outcome.shaped.result : release(outcome.done, outcome.shaped.result);
   } catch (err) {
     if (err instanceof TimeLimitExceeded || (err as { code?: string }).code === '57014') {

@@ -1,4 +1,4 @@
-import type { Sql } from '@bulkhead/db';
+import { isConnectionError, type Sql } from '@bulkhead/db';
 
 /** postgres.js's transaction type, reached through `begin` so that core needs no direct dependency on postgres. */
 export type TransactionSql = Parameters<Parameters<Sql['begin']>[1]>[0];
@@ -8,7 +8,7 @@ export type TransactionSql = Parameters<Parameters<Sql['begin']>[1]>[0];
  * further query is accepted, so a late query cannot slip into the commit; and `begin` opens a
  * savepoint, so handlers written with `ctx.sql.begin` work unchanged inside the kit's transaction.
  */
-export function guardedSql(tx: TransactionSql, signal: AbortSignal): Sql {
+export function guardedSql(tx: TransactionSql | Sql, signal: AbortSignal): Sql {
   const refuse = () => {
     if (signal.aborted) throw new Error('the call was stopped; no further queries');
   };
@@ -21,6 +21,11 @@ export function guardedSql(tx: TransactionSql, signal: AbortSignal): Sql {
       if (prop === 'begin')
         return (a: unknown, b: unknown) => {
           refuse();
+          if (!('savepoint' in target))
+            throw new Error(
+              'ctx.sql.begin: a read-only tool runs outside a transaction (each query sees the latest committed data); ' +
+                'a tool that needs one is not read-only',
+            );
           return target.savepoint((typeof a === 'function' ? a : b) as never);
         };
       if (prop === 'unsafe')
@@ -32,6 +37,9 @@ export function guardedSql(tx: TransactionSql, signal: AbortSignal): Sql {
     },
   }) as unknown as Sql;
 }
+
+/** A time limit as `statement_timeout` takes it: whole milliseconds, at least one (0 would mean none). */
+const timeoutSetting = (ms: number) => String(Math.max(1, Math.ceil(ms)));
 
 /**
  * Opens the call's transaction settings in one statement: the customer the row policies fence on
@@ -46,6 +54,59 @@ export async function openCallTransaction(
   const [row] = await tx<{ pid: number }[]>`
     select pg_backend_pid() as pid,
       set_config('bulkhead.customer_id', ${o.customerId ?? ''}, true),
-      set_config('statement_timeout', ${String(Math.max(1, Math.ceil(o.timeoutMs)))}, true)`;
+      set_config('statement_timeout', ${timeoutSetting(o.timeoutMs)}, true)`;
   return row!.pid;
+}
+
+/** The settings of one call: the customer the row policies fence on, and its time limit. */
+export interface CallSettings {
+  customerId: string | null;
+  timeoutMs: number;
+  /** The backend's pid, once known: a cancelled call stops its running query with it. */
+  onPid: (pid: number) => void;
+}
+
+/**
+ * Runs one read-only call on a connection of its own, outside any transaction: one statement sets the
+ * customer, the time limit and read-only mode for the session, sent in the same write as the
+ * handler's first query (postgres.js pipelines the queries of one connection), and `RESET ALL` puts
+ * the connection back as it was before it returns to the pool (without the caller waiting for it). A read takes the round trips of its own
+ * queries and nothing more; a write slipping into a read-only tool fails in the database.
+ *
+ * Read Committed gives each statement its own snapshot whether or not a transaction surrounds it, so
+ * a read loses nothing by having none.
+ */
+export async function withReadConnection<T>(
+  sql: Sql,
+  settings: CallSettings,
+  fn: (conn: Sql) => Promise<T>,
+): Promise<T> {
+  const conn = await sql.reserve();
+  let pid: number | undefined;
+  try {
+    const opened = conn<{ pid: number }[]>`
+      select pg_backend_pid() as pid,
+        set_config('bulkhead.customer_id', ${settings.customerId ?? ''}, false),
+        set_config('statement_timeout', ${timeoutSetting(settings.timeoutMs)}, false),
+        set_config('default_transaction_read_only', 'on', false)`.then(([row]) => {
+      pid = row!.pid;
+      settings.onPid(pid);
+    });
+    opened.catch(() => {});
+    const value = await fn(conn);
+    await opened;
+    return value;
+  } finally {
+    // Queued behind whatever still runs on the connection; the connection goes back to the pool only once
+    // it is reset (postgres.js drops what a reserved connection still queues when it is released).
+    void conn`reset all`.then(
+      () => conn.release(),
+      async (err: unknown) => {
+        // A connection whose settings could not be put back is given to no one else: its backend ends.
+        if (!isConnectionError(err) && pid !== undefined)
+          await sql`select pg_terminate_backend(${pid})`.catch(() => {});
+        conn.release();
+      },
+    );
+  }
 }

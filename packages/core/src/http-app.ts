@@ -150,7 +150,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
         access: request.access,
         requestId: () => request.requestId,
         onToolCall: request.onToolCall,
-        cancellable: (rpcId) => cancellations.track(request.access.tokenId, rpcId),
+        cancellable: (rpcId, parent) => cancellations.track(request.access.tokenId, rpcId, parent),
       });
     },
     { onerror: (err) => logger.debug({ err }, 'mcp handler reported an error'), maxRequestBodySize: maxBody },

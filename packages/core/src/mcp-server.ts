@@ -22,9 +22,10 @@ export interface Caller {
   onToolCall?: () => void;
   /**
    * Registers a call under its JSON-RPC id, so that a `notifications/cancelled` arriving in another
-   * HTTP request (a 2025-11-25 client) can stop it; `done` when the call is over.
+   * HTTP request (a 2025-11-25 client) can stop it; its signal also aborts with `parent` (the call's
+   * own request going away); `done` when the call is over.
    */
-  cancellable?: (rpcId: string | number) => { signal: AbortSignal; done: () => void };
+  cancellable?: (rpcId: string | number, parent: AbortSignal) => { signal: AbortSignal; done: () => void };
 }
 
 /**
@@ -85,7 +86,7 @@ export function buildMcpServer(def: ServerDefinition, kit: CallKit, caller: Call
               params: { progressToken: token, ...update },
             }),
           );
-    const tracked = caller.cancellable?.(ctx.mcpReq.id);
+    const tracked = caller.cancellable?.(ctx.mcpReq.id, ctx.mcpReq.signal);
     let result: CallToolResult | undefined;
     try {
       result = await callTool(kit, {
@@ -95,7 +96,7 @@ export function buildMcpServer(def: ServerDefinition, kit: CallKit, caller: Call
         requestId: caller.requestId(),
         clientName,
         clientVersion,
-        signal: tracked ? AbortSignal.any([ctx.mcpReq.signal, tracked.signal]) : ctx.mcpReq.signal,
+        signal: tracked?.signal ?? ctx.mcpReq.signal,
         task,
         progress: progress.report,
       });

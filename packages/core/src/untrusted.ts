@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import { z } from 'zod';
 import { codePointLabel, isBlankLetter } from './visible.ts';
 
@@ -493,6 +493,18 @@ function attribute(text: string): string {
   return escapeBlock(showHidden(text).replace(/[\r\n]+/g, ' '), ATTRIBUTE_SPECIALS);
 }
 
+/** Random bytes drawn from one buffer refilled about 580 results' worth at a time (one system call per refill). */
+const pool = Buffer.alloc(8192);
+let poolAt = pool.length;
+function randomHex(bytes: number): string {
+  if (poolAt + bytes > pool.length) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  poolAt += bytes;
+  return pool.toString('hex', poolAt - bytes, poolAt);
+}
+
 /** What {@link renderText} needs besides the value. */
 export interface RenderTextOptions {
   /** The block nonce, 12 hex digits; random for each result unless given (tests pass one to play an attacker who guessed it). */
@@ -510,13 +522,13 @@ export interface RenderTextOptions {
  * their text is data, not instructions, and how it is escaped.
  */
 export function renderText(value: unknown, options: RenderTextOptions = {}): string {
-  const nonce = options.nonce ?? randomBytes(6).toString('hex');
+  const nonce = options.nonce ?? randomHex(6);
   if (!/^[0-9a-f]{12}$/.test(nonce))
     throw new Error(`nonce must be 12 hex digits, not ${JSON.stringify(nonce)}`);
   const tag = `untrusted-${nonce}`;
   const blocks: string[] = [];
   // Its own random mark, so that a given nonce does not make a placeholder guessable.
-  const mark = randomBytes(8).toString('hex');
+  const mark = randomHex(8);
   const placeholder = (i: number) => `@@${mark}:${i}@@`;
   const walk = (v: unknown): unknown => {
     if (v && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function')

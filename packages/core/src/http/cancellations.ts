@@ -1,7 +1,11 @@
 /** Calls in flight on this process, by token and JSON-RPC id, that a later `notifications/cancelled` may stop. */
 export interface Cancellations {
-  /** Registers a call; its signal aborts when the same token cancels that id. */
-  track(tokenId: string, rpcId: string | number): { signal: AbortSignal; done: () => void };
+  /** Registers a call; its signal aborts when the same token cancels that id, or when `parent` aborts. */
+  track(
+    tokenId: string,
+    rpcId: string | number,
+    parent?: AbortSignal,
+  ): { signal: AbortSignal; done: () => void };
   /** Stops the calls that the `notifications/cancelled` messages in `body` name, for this token only. */
   cancel(tokenId: string, body: unknown): void;
   /** Resolves when no call is in flight (their events handed to the audit writer), or after `maxMs`. */
@@ -21,15 +25,20 @@ export function createCancellations(): Cancellations {
   const calls = new Map<string, Set<AbortController>>();
   const waiting: (() => void)[] = [];
   return {
-    track(tokenId, rpcId) {
+    track(tokenId, rpcId, parent) {
       const k = key(tokenId, rpcId);
       const controller = new AbortController();
+      // One signal for both ways a call is withdrawn (cheaper than AbortSignal.any on every call).
+      const forward = () => controller.abort(parent!.reason);
+      if (parent?.aborted) forward();
+      else parent?.addEventListener('abort', forward, { once: true });
       const set = calls.get(k) ?? new Set();
       set.add(controller);
       calls.set(k, set);
       return {
         signal: controller.signal,
         done: () => {
+          parent?.removeEventListener('abort', forward);
           set.delete(controller);
           if (set.size === 0 && calls.get(k) === set) calls.delete(k);
           if (calls.size === 0) for (const wake of waiting.splice(0)) wake();

@@ -12,7 +12,17 @@ export const SERVED = new Set<string>(['tools/call', ...TASK_METHODS]);
 /** The most messages a 2025-03-26 batch may carry. */
 export const MAX_BATCH = 20;
 
+/**
+ * The body, at most `max` bytes. A declared length is checked before anything is read, and the body
+ * is then read whole (on Node, straight from the socket: HTTP framing holds it to that length); a body
+ * without one is counted while it streams in.
+ */
 async function readLimited(req: Request, max: number): Promise<Uint8Array | 'too_large'> {
+  const declared = req.headers.get('content-length');
+  if (declared !== null && /^\d+$/.test(declared)) {
+    if (Number(declared) > max) return 'too_large';
+    return new Uint8Array(await req.arrayBuffer());
+  }
   if (!req.body) return new Uint8Array();
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];

@@ -32,6 +32,8 @@ export function requestContext(logger: Logger): MiddlewareHandler<McpEnv> {
     c.set('messages', []);
     c.set('audited', false);
     await next();
-    c.header('x-request-id', requestId);
+    // On the response's own headers: `c.header` after the answer is made would copy the response and
+    // turn its body into a stream (the server's fast path for a plain body would be lost).
+    c.res.headers.set('x-request-id', requestId);
   };
 }
