@@ -3,6 +3,7 @@ import { ProtocolError, ProtocolErrorCode, type CallToolResult } from '@modelcon
 import { MAX_DEPTH, type AuditEventInput, type AuditWriter, type Outcome } from '@bulkhead/audit';
 import { isConnectionError, type Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
+import { lazyChild } from './logger.ts';
 import type { Access } from './access.ts';
 import { pendingApprovalOutput } from './pending-result.ts';
 import { textArgumentError } from './argument-text.ts';
@@ -106,7 +107,7 @@ const WITHHELD =
 export async function callTool(kit: CallKit, req: CallRequest): Promise<CallToolResult> {
   const started = performance.now();
   const name = typeof req.name === 'string' ? req.name : String(req.name as never);
-  const logger = kit.logger.child({ requestId: req.requestId, tool: name });
+  const logger = lazyChild(kit.logger, { requestId: req.requestId, tool: name });
   const tool = kit.catalog.byName.get(name);
   const base: Omit<AuditEventInput, 'outcome' | 'durationMs'> = {
     server: kit.server,

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { expect, it } from 'vitest';
-import { REDACT } from './logger.ts';
+import { lazyChild, REDACT } from './logger.ts';
 
 it('redacts authorization headers and tokens at the depths requests and errors carry them', () => {
   let out = '';
@@ -25,4 +25,34 @@ it('redacts authorization headers and tokens at the depths requests and errors c
   );
   for (const value of ['T0', 'T1', 'S1', 'A1', 'A2', 'A3', 'P1']) expect(out).not.toContain(`"${value}"`);
   expect(out).toContain('[redacted]');
+});
+
+it('a lazy child logs with its bindings (redacted like any child), and is made only when used', () => {
+  let out = '';
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      out += String(chunk);
+      done();
+    },
+  });
+  const logger = pino({ redact: { paths: REDACT, censor: '[redacted]' } }, sink);
+  let made = 0;
+  const original = logger.child;
+  logger.child = function (this: typeof logger, ...args: Parameters<typeof original>) {
+    made++;
+    return original.apply(this, args);
+  } as typeof logger.child;
+  const lazy = lazyChild(logger, { requestId: 'R-1', token: 'T9' });
+  expect(made).toBe(0);
+  lazy.info({ tool: 'x' }, 'hello');
+  lazy.debug('below the level');
+  expect(made).toBe(1);
+  lazy.child({ step: 2 }).warn('nested');
+  expect(made).toBe(2);
+  const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  expect(lines).toMatchObject([
+    { requestId: 'R-1', token: '[redacted]', tool: 'x', msg: 'hello' },
+    { requestId: 'R-1', step: 2, msg: 'nested' },
+  ]);
+  expect(lazy.isLevelEnabled('debug')).toBe(false);
 });

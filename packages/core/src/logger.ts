@@ -50,3 +50,24 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   }
   return pino(base, pino.destination({ fd, sync: false }));
 }
+
+/**
+ * `parent.child(bindings)`, made only when first used: most requests log nothing, and a child of a
+ * redacting logger costs a pass of the redactor over its bindings.
+ */
+export function lazyChild(parent: Logger, bindings: Record<string, unknown>): Logger {
+  let child: Logger | undefined;
+  const real = () => (child ??= parent.child(bindings));
+  return new Proxy({} as Logger, {
+    get(_target, prop) {
+      const value = Reflect.get(real(), prop) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(real()) : value;
+    },
+    set(_target, prop, value) {
+      return Reflect.set(real(), prop, value);
+    },
+    has(_target, prop) {
+      return Reflect.has(real(), prop);
+    },
+  });
+}

@@ -59,6 +59,7 @@ export interface HiddenCharacter {
 }
 
 const FORMAT = /[\p{Cf}\p{Cc}]/u;
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 const WORDLIKE = /[\p{L}\p{M}\p{Extended_Pictographic}]/u;
 
 const EMOJI = /\p{Emoji}/u;
@@ -104,6 +105,8 @@ function toleratedInText(cps: readonly number[], i: number): boolean {
 
 /** Hidden characters in `text`: zero-width, bidirectional controls, Unicode tags, other invisible code points. */
 export function findHiddenCharacters(text: string, mode: HiddenMode): HiddenCharacter[] {
+  // Printable ASCII hides nothing: most database text is answered without a look at each character.
+  if (PRINTABLE_ASCII.test(text)) return [];
   const cps: number[] = [];
   const offsets: number[] = [];
   let offset = 0;
@@ -439,6 +442,7 @@ const BLOCK_SPECIALS = new RegExp(`[&<>${LEFT_ANGLES}${RIGHT_ANGLES}]`, 'gu');
 const ATTRIBUTE_SPECIALS = new RegExp(`[&<>"${LEFT_ANGLES}${RIGHT_ANGLES}]`, 'gu');
 const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
 const WORD = 'untrusted';
+const ASCII_WITHOUT_OPENER = /^[\x00-\x3b\x3d-\x7f]*$/;
 // Between the bracket and the word: what renders as nothing or sits on the previous character.
 const IGNORABLE = /^[\p{Cf}\p{M}]$/u;
 
@@ -459,6 +463,8 @@ function escapeBlock(text: string, specials: RegExp = BLOCK_SPECIALS): string {
  * renderer's own delimiters open or close a block.
  */
 function neutraliseDelimiters(text: string): string {
+  // Every opener but `<` is outside ASCII.
+  if (ASCII_WITHOUT_OPENER.test(text)) return text;
   const chars = [...text];
   let changed = false;
   for (let i = 0; i < chars.length; i++) {

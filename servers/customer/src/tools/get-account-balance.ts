@@ -1,7 +1,7 @@
 import { defineTool } from '@bulkhead/core';
 import { z } from 'zod';
 import { accountBalances } from '../queries.ts';
-import { customerOf, icons, ro } from './shared.ts';
+import { boundCustomer, customerStillExists, icons, ro } from './shared.ts';
 
 export const getAccountBalance = defineTool({
   name: 'get_account_balance',
@@ -29,8 +29,10 @@ export const getAccountBalance = defineTool({
   icons: icons.balance,
   timeoutMs: 5_000,
   handler: async (_args, ctx) => {
-    const customerId = await customerOf(ctx);
+    const customerId = boundCustomer(ctx);
     const rows = await accountBalances(ctx.sql, customerId);
+    // Balances exist only for an account that does; with none, the account may be gone.
+    if (rows.length === 0) await customerStillExists(ctx, customerId);
     return {
       customer_id: customerId,
       balances: rows.map((b) => ({

@@ -31,14 +31,25 @@ export const icons = {
  * server reads or writes. A token without one sees nothing.
  */
 export async function customerOf(ctx: ToolContext): Promise<string> {
+  const id = boundCustomer(ctx);
+  await customerStillExists(ctx, id);
+  return id;
+}
+
+/** The customer the token is bound to, without asking the database whether it still exists. */
+export function boundCustomer(ctx: ToolContext): string {
   const id = ctx.access.customerId;
   if (!id)
     throw new ToolError(
       'this access is not bound to a customer, so there is no account to show — a customer token is issued with --customer',
     );
+  return id;
+}
+
+/** Refuses when the bound customer's account is gone (a tool that found rows of it need not ask). */
+export async function customerStillExists(ctx: ToolContext, id: string): Promise<void> {
   if (!(await customerExists(ctx.sql, id)))
     throw new ToolError(`the customer account ${id} of this access no longer exists — nothing to show`);
-  return id;
 }
 
 /**

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
+import { lazyChild } from '../../logger.ts';
 import type { McpEnv } from '../state.ts';
 
 /** The client's address as the socket reports it; `unknown` where there is no socket (in-process requests). */
@@ -24,7 +25,7 @@ export function requestContext(logger: Logger): MiddlewareHandler<McpEnv> {
     const requestId = given && /^[\x21-\x7e]{1,100}$/.test(given) ? given : randomUUID();
     c.set('requestId', requestId);
     c.set('started', performance.now());
-    c.set('log', logger.child({ requestId }));
+    c.set('log', lazyChild(logger, { requestId }));
     c.set('source', sourceOf(c));
     c.set('access', undefined);
     c.set('presented', undefined);
