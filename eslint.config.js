@@ -81,6 +81,7 @@ const CORE_LAYERS = [
       'define-tool.ts',
       'errors.ts',
       'guarded-sql.ts',
+      'logger.ts',
       'pending-result.ts',
       'progress.ts',
       'result.ts',

@@ -3,7 +3,7 @@
 // so that the run measures what the audit path costs. Started as its own process by run.ts.
 import { serve } from '@hono/node-server';
 import type { AuditWriter } from '@bulkhead/audit';
-import { createHttpApp, createLogger } from '@bulkhead/core';
+import { createHttpApp, createLogger, POOL_MAX, READ_POOL_MAX } from '@bulkhead/core';
 import { createSql } from '@bulkhead/db';
 import { customerServer } from '../../servers/customer/src/server.ts';
 
@@ -19,8 +19,10 @@ const nothing: AuditWriter = {
   flush: async () => {},
   held: { waiting: 0, dropped: 0 },
 };
+// Pools as runServer sizes them.
 const http = createHttpApp(customerServer, {
-  sql: createSql(url, { max: 10, applicationName: 'bench-customer-no-audit' }),
+  sql: createSql(url, { max: POOL_MAX, applicationName: 'bench-customer-no-audit' }),
+  reads: createSql(url, { max: READ_POOL_MAX, applicationName: 'bench-customer-no-audit', readOnly: true }),
   logger: createLogger({ level: 'warn', name: 'customer' }),
   publicUrl: `http://127.0.0.1:${port}`,
   rateLimitPerMinute: 100_000_000,

@@ -33,6 +33,8 @@ export interface CallKit {
   server: string;
   catalog: ToolCatalog;
   sql: Sql;
+  /** A pool opened read-only that serves read-only calls and nothing else (see `withReadConnection`); else they use `sql`. */
+  reads?: Sql;
   logger: Logger;
   audit: AuditWriter;
   approvals?: ApprovalRequester;
@@ -257,7 +259,7 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
           opened.catch(() => {});
           return run(tx, opened);
         })
-      : await withReadConnection(kit.sql, { ...settings, onPid: (p) => (pid = p) }, (conn) =>
+      : await withReadConnection(kit.sql, kit.reads, { ...settings, onPid: (p) => (pid = p) }, (conn) =>
           run(conn, Promise.resolve()),
         );
     return writes ? outcome.shaped.result : release(outcome.done, outcome.shaped.result);

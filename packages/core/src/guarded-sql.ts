@@ -68,20 +68,24 @@ export interface CallSettings {
 
 /**
  * Runs one read-only call on a connection of its own, outside any transaction: one statement sets the
- * customer, the time limit and read-only mode for the session, sent in the same write as the
- * handler's first query (postgres.js pipelines the queries of one connection), and `RESET ALL` puts
- * the connection back as it was before it returns to the pool (without the caller waiting for it). A read takes the round trips of its own
- * queries and nothing more; a write slipping into a read-only tool fails in the database.
+ * customer and the time limit for the session, sent in the same write as the handler's first query
+ * (postgres.js pipelines the queries of one connection), so a read takes the round trips of its own
+ * queries and nothing more. Read Committed gives each statement its own snapshot whether or not a
+ * transaction surrounds it, so a read loses nothing by having none.
  *
- * Read Committed gives each statement its own snapshot whether or not a transaction surrounds it, so
- * a read loses nothing by having none.
+ * `reads` is a pool opened read-only that serves nothing but such calls: every call sets its own
+ * settings before its first query, so what the previous one left is never seen. Without it the
+ * connection comes from `sql`, is also put in read-only mode by that statement, and `RESET ALL` puts
+ * it back as it was before it returns to the pool (without the caller waiting for it). Either way a
+ * write slipping into a read-only tool fails in the database.
  */
 export async function withReadConnection<T>(
   sql: Sql,
+  reads: Sql | undefined,
   settings: CallSettings,
   fn: (conn: Sql) => Promise<T>,
 ): Promise<T> {
-  const conn = await sql.reserve();
+  const conn = await (reads ?? sql).reserve();
   let pid: number | undefined;
   try {
     const opened = conn<{ pid: number }[]>`
@@ -97,16 +101,18 @@ export async function withReadConnection<T>(
     await opened;
     return value;
   } finally {
+    if (reads) conn.release();
     // Queued behind whatever still runs on the connection; the connection goes back to the pool only once
     // it is reset (postgres.js drops what a reserved connection still queues when it is released).
-    void conn`reset all`.then(
-      () => conn.release(),
-      async (err: unknown) => {
-        // A connection whose settings could not be put back is given to no one else: its backend ends.
-        if (!isConnectionError(err) && pid !== undefined)
-          await sql`select pg_terminate_backend(${pid})`.catch(() => {});
-        conn.release();
-      },
-    );
+    else
+      void conn`reset all`.then(
+        () => conn.release(),
+        async (err: unknown) => {
+          // A connection whose settings could not be put back is given to no one else: its backend ends.
+          if (!isConnectionError(err) && pid !== undefined)
+            await sql`select pg_terminate_backend(${pid})`.catch(() => {});
+          conn.release();
+        },
+      );
   }
 }

@@ -26,6 +26,11 @@ import type { McpEnv } from './http/state.ts';
 /** What serving a definition over HTTP needs. */
 export interface HttpAppOptions {
   sql: Sql;
+  /**
+   * A pool opened read-only (`createSql(url, { readOnly: true })`) for read-only tool calls alone: they
+   * then skip resetting their connection. Closed by its owner, not by the app.
+   */
+  reads?: Sql;
   logger: Logger;
   /** The server's canonical URL (`BULKHEAD_PUBLIC_URL`); its host and origin are always allowed. */
   publicUrl: string;
@@ -138,6 +143,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     server: def.name,
     catalog: def.catalog,
     sql,
+    ...(options.reads ? { reads: options.reads } : {}),
     logger,
     audit,
     auditFullResults: options.auditFullResults ?? false,

@@ -49,7 +49,10 @@ it('a lazy child logs with its bindings (redacted like any child), and is made o
   expect(made).toBe(1);
   lazy.child({ step: 2 }).warn('nested');
   expect(made).toBe(2);
-  const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const lines = out
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   expect(lines).toMatchObject([
     { requestId: 'R-1', token: '[redacted]', tool: 'x', msg: 'hello' },
     { requestId: 'R-1', step: 2, msg: 'nested' },

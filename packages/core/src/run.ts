@@ -3,6 +3,7 @@ import type { AuditWriter } from '@bulkhead/audit';
 import type { Server as NodeServer } from 'node:http';
 import {
   connectedAsOwner,
+  createSql,
   discoverDeployables,
   migrate,
   openDatabase,
@@ -24,12 +25,19 @@ export interface RunOptions {
 }
 
 /**
- * Connections of a server's pool. A call holds one connection for its transaction and never waits on
- * another while it does (its audit event goes into that transaction, or is written after it commits);
- * token checks (on a cache miss), the rate-limit exchange, group-committed events and the approval
- * executor take one each for one statement. Ten serve a 2-core database well; more only queue there.
+ * Connections of a server's main pool. A call that may change something holds one for its transaction
+ * and never waits on another while it does (its audit event goes into that transaction); token checks
+ * (on a cache miss), the rate-limit exchange, group-committed events and the approval executor take
+ * one each for one statement.
  */
-export const POOL_MAX = 10;
+export const POOL_MAX = 6;
+
+/**
+ * Connections of a server's read pool, opened read-only: a read-only call holds one for its queries
+ * alone, then writes its event through the main pool. With the main pool, twelve per process: they
+ * serve a 2-core database well; more only queue there.
+ */
+export const READ_POOL_MAX = 6;
 
 /** How long in-flight requests may take to finish once the server is asked to stop. */
 export const SHUTDOWN_GRACE_MS = 10_000;
@@ -77,6 +85,12 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
     deployable: { name: def.name, roles: roleSpecs(discoverDeployables(workspaceRoot())) },
   });
   const closers: (() => Promise<unknown>)[] = [];
+  const reads = createSql(db.url, {
+    max: READ_POOL_MAX,
+    applicationName: `bulkhead-${def.name}`,
+    readOnly: true,
+  });
+  closers.push(() => reads.end({ timeout: 5 }));
   let stopping = false;
   const stop = async (code: number) => {
     if (stopping) return;
@@ -149,6 +163,7 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
 
   const http = createHttpApp(def, {
     sql: db.sql,
+    reads,
     logger,
     publicUrl: env.BULKHEAD_PUBLIC_URL,
     maxBodyBytes: env.BULKHEAD_MAX_BODY_BYTES,
@@ -158,7 +173,7 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
     ...(env.BULKHEAD_ALLOWED_ORIGINS ? { allowedOrigins: env.BULKHEAD_ALLOWED_ORIGINS } : {}),
     ...(env.BULKHEAD_ALLOWED_HOSTS ? { allowedHosts: env.BULKHEAD_ALLOWED_HOSTS } : {}),
     metricsToken: env.BULKHEAD_METRICS_TOKEN,
-    poolMax: POOL_MAX,
+    poolMax: POOL_MAX + READ_POOL_MAX,
     authorizationServer: env.BULKHEAD_AUTHORIZATION_SERVER,
   });
   const server = serve({ fetch: http.app.fetch, port: env.PORT, hostname: env.HOST }) as NodeServer;

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { serve } from '@hono/node-server';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { AddressInfo } from 'node:net';
-import type { Sql } from '@bulkhead/db';
+import { createSql, type Sql } from '@bulkhead/db';
 import type { TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
 import type { ServerDefinition } from './server-definition.ts';
@@ -33,10 +33,14 @@ export async function startTestServer(
   options: Partial<Omit<HttpAppOptions, 'sql'>> & { db: TestDatabase; sql?: Sql; port?: number },
 ): Promise<TestServer> {
   const { db, port: fixedPort = 0, ...rest } = options;
-  const sql = options.sql ?? (await db.as(def.name)).sql;
+  const own = options.sql ? undefined : await db.as(def.name);
+  const sql = options.sql ?? own!.sql;
+  // As deployed: read-only calls on a read-only pool of their own (unless the test brings its pool).
+  const reads = own ? createSql(own.url, { max: 4, readOnly: true }) : undefined;
   const http = createHttpApp(def, {
     logger: pino({ level: 'silent' }),
     publicUrl: 'http://127.0.0.1',
+    ...(reads ? { reads } : {}),
     ...rest,
     sql,
   });
@@ -49,6 +53,7 @@ export async function startTestServer(
     close: async () => {
       await new Promise((resolve) => server.close(resolve));
       await http.close();
+      await reads?.end({ timeout: 1 });
     },
   };
 }

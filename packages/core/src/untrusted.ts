@@ -442,7 +442,7 @@ const BLOCK_SPECIALS = new RegExp(`[&<>${LEFT_ANGLES}${RIGHT_ANGLES}]`, 'gu');
 const ATTRIBUTE_SPECIALS = new RegExp(`[&<>"${LEFT_ANGLES}${RIGHT_ANGLES}]`, 'gu');
 const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
 const WORD = 'untrusted';
-const ASCII_WITHOUT_OPENER = /^[\x00-\x3b\x3d-\x7f]*$/;
+const ASCII_WITHOUT_OPENER = /^[^<\u0080-\uffff]*$/;
 // Between the bracket and the word: what renders as nothing or sits on the previous character.
 const IGNORABLE = /^[\p{Cf}\p{M}]$/u;
 

@@ -11,6 +11,8 @@ export interface SqlOptions {
   applicationName?: string;
   /** Seconds to wait for a connection before failing the query (default 3: a call fails fast in an outage). */
   connectTimeout?: number;
+  /** Every connection opens read-only (`default_transaction_read_only`): a write sent on it fails in the database. */
+  readOnly?: boolean;
 }
 
 /** Errors that mean the database could not be reached or the connection was lost, not that a query was wrong. */
@@ -30,7 +32,10 @@ export function createSql(url: string, options: SqlOptions = {}): Sql {
   return postgres(url, {
     max: options.max ?? 10,
     onnotice: () => {},
-    connection: { application_name: options.applicationName ?? 'bulkhead' },
+    connection: {
+      application_name: options.applicationName ?? 'bulkhead',
+      ...(options.readOnly ? { default_transaction_read_only: true } : {}),
+    },
     idle_timeout: 30,
     connect_timeout: options.connectTimeout ?? 3,
     // After a failed connection postgres.js waits before the next attempt, by default up to 20 s, while the

@@ -1,0 +1,117 @@
+import { createSql } from '@bulkhead/db';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createServer, defineTool } from './index.ts';
+import { connectTestClient, issueTestToken, startTestServer, type TestServer } from './testing.ts';
+
+// A read-only call runs outside any transaction, on a connection set for it alone: these tools show
+// what the database sees during a call, and try to write where nothing may be written.
+const ro = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+const def = createServer({
+  name: 'read-test',
+  version: '1.0.0',
+  description: 'A server whose read-only tools look at their own connection.',
+  tools: [
+    defineTool({
+      name: 'peek_settings',
+      title: 'Peek at the settings',
+      description: 'The settings the database applies to this call.',
+      scope: 'peek:read',
+      input: z.object({}),
+      output: z.object({ customer: z.string(), timeout: z.string(), readOnly: z.string() }),
+      annotations: ro,
+      timeoutMs: 1_500,
+      handler: async (_args, ctx) => {
+        const [row] = await ctx.sql<{ customer: string; timeout: string; readOnly: string }[]>`
+          select coalesce(current_setting('bulkhead.customer_id', true), '') as customer,
+            current_setting('statement_timeout') as timeout,
+            current_setting('transaction_read_only') as "readOnly"`;
+        return row!;
+      },
+    }),
+    defineTool({
+      name: 'sneak_write',
+      title: 'Sneak a write',
+      description: 'Claims to read, but creates a table.',
+      scope: 'peek:read',
+      input: z.object({}),
+      output: z.object({ done: z.boolean() }),
+      annotations: ro,
+      handler: async (_args, ctx) => {
+        await ctx.sql`create table sneaked (a int)`;
+        return { done: true };
+      },
+    }),
+  ],
+});
+
+let db: TestDatabase;
+let server: TestServer;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.sql`insert into customers (id, name, email) values ('C-1001', 'One', 'one@example.com'), ('C-1002', 'Two', 'two@example.com')`;
+  server = await startTestServer(def, { db });
+});
+afterAll(async () => {
+  await server.close();
+  await db.drop();
+});
+
+async function peek(url: URL, customerId: string | null) {
+  const client = await connectTestClient(url, await issueTestToken(db.sql, def, { customerId }));
+  const result = await client.callTool({ name: 'peek_settings', arguments: {} });
+  await client.close();
+  return result.structuredContent;
+}
+
+describe('a read-only call', () => {
+  it('sees its own customer and time limit, read-only, whoever used the connection before', async () => {
+    // More calls than the read pool has connections, alternating customers: none sees another's setting.
+    for (const customerId of ['C-1001', 'C-1002', null, 'C-1002', 'C-1001', null, 'C-1001', 'C-1002'])
+      expect(await peek(server.url, customerId)).toEqual({
+        customer: customerId ?? '',
+        timeout: '1500ms',
+        readOnly: 'on',
+      });
+  });
+
+  it('cannot write: the database refuses, and the call is an internal error with nothing made', async () => {
+    const client = await connectTestClient(server.url, await issueTestToken(db.sql, def));
+    const result = await client.callTool({ name: 'sneak_write', arguments: {} });
+    await client.close();
+    expect(result.isError).toBe(true);
+    expect(JSON.stringify(result.content)).toContain('Internal error');
+    const [table] = await db.sql`select to_regclass('sneaked') as t`;
+    expect(table!.t).toBeNull();
+    const [event] = await db.sql<{ outcome: string }[]>`
+      select outcome from audit_events where tool = 'sneak_write' order by seq desc limit 1`;
+    expect(event!.outcome).toBe('internal_error');
+  });
+
+  it('without a read pool, borrows a connection of the main pool and gives it back as it was', async () => {
+    const one = createSql((await db.as(def.name)).url, { max: 1 });
+    const single = await startTestServer(def, { db, sql: one });
+    try {
+      expect(await peek(single.url, 'C-1002')).toEqual({
+        customer: 'C-1002',
+        timeout: '1500ms',
+        readOnly: 'on',
+      });
+      // The same (only) connection, as the next user of the pool finds it.
+      const [after] = await one<{ customer: string | null; readOnly: string; timeout: string }[]>`
+        select current_setting('bulkhead.customer_id', true) as customer,
+          current_setting('default_transaction_read_only') as "readOnly",
+          current_setting('statement_timeout') as timeout`;
+      expect(after).toEqual({ customer: '', readOnly: 'off', timeout: '0' });
+      // And the call's own event went through it.
+      const [event] = await db.sql<{ n: number }[]>`
+        select count(*)::int as n from audit_events where tool = 'peek_settings' and outcome = 'ok'`;
+      expect(event!.n).toBeGreaterThan(0);
+    } finally {
+      await single.close();
+      await one.end();
+    }
+  });
+});
