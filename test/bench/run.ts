@@ -73,6 +73,17 @@ const stopAll = () => {
 };
 process.on('exit', stopAll);
 
+/**
+ * The heap flag of the server image (infra/docker/Dockerfile): the customer server runs with it here
+ * as it does when deployed. The bare reference runs with Node's defaults, as a user of the SDK would.
+ */
+function serverHeapFlags(): string[] {
+  const dockerfile = readFileSync(join(root, 'infra/docker/Dockerfile'), 'utf8');
+  const stage = dockerfile.slice(dockerfile.indexOf('FROM runtime AS server'));
+  const flag = /--max-old-space-size=\d+/.exec(stage.slice(0, stage.indexOf('\nFROM ', 1)));
+  return flag ? [flag[0]] : [];
+}
+
 /** A server started as its own process, with its peak resident memory read from /proc at the end. */
 interface Proc {
   url: string;
@@ -81,10 +92,15 @@ interface Proc {
   stop(): Promise<void>;
 }
 
-async function startProcess(args: string[], env: Record<string, string>, port: number): Promise<Proc> {
+async function startProcess(
+  args: string[],
+  env: Record<string, string>,
+  port: number,
+  flags: string[] = [],
+): Promise<Proc> {
   let output = '';
   const profile = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [];
-  const child = spawn(process.execPath, [...profile, ...args], {
+  const child = spawn(process.execPath, [...flags, ...profile, ...args], {
     cwd: root,
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -311,7 +327,8 @@ async function main() {
       },
       ports.bare,
     );
-    const customer = await startProcess([bundles.customer], serverEnv(ports.customer), ports.customer);
+    const heap = serverHeapFlags();
+    const customer = await startProcess([bundles.customer], serverEnv(ports.customer), ports.customer, heap);
     const noAudit = await startProcess(
       [bundles.noAudit],
       {
@@ -319,6 +336,7 @@ async function main() {
         BENCH_PORT: String(ports.noAudit),
       },
       ports.noAudit,
+      heap,
     );
 
     const request = await recordCall(customer.url, token);
@@ -354,7 +372,7 @@ async function main() {
       select count(*)::int as n from audit_events where token_label = 'bench' and outcome = 'ok'`;
 
     process.stderr.write('bench: two replicas...\n');
-    const replica = await startProcess([bundles.customer], serverEnv(ports.replica), ports.replica);
+    const replica = await startProcess([bundles.customer], serverEnv(ports.replica), ports.replica, heap);
     const samples: { backends: number; waiting: number }[] = [];
     const sampler = createSql(db.url, { max: 1 });
     let sampling = true;
@@ -428,6 +446,7 @@ async function main() {
     const report = {
       at: new Date().toISOString(),
       database: external ? 'external' : 'embedded',
+      serverNodeFlags: heap,
       duration,
       connections,
       rounds,
@@ -458,7 +477,7 @@ async function main() {
       `| ${name} | ${s.callsPerSecond.toLocaleString('en-US')} | ${s.p50} | ${s.p99} | ${mb} | ${s.cpuUsPerCall.server} | ${s.cpuUsPerCall.postgres} | ${s.cpuUsPerCall.load} |`;
     process.stdout.write(
       [
-        `pnpm bench: ${connections} connections, ${rounds} × ${duration} s rounds each, ${report.database} PostgreSQL`,
+        `pnpm bench: ${connections} connections, ${rounds} × ${duration} s rounds each, ${report.database} PostgreSQL; customer server started with ${heap.join(' ') || 'no flags'} (the server image's), the bare SDK with Node's defaults`,
         '',
         '| variant | calls/s | p50 ms | p99 ms | peak RSS MB | CPU µs/call server | CPU µs/call PostgreSQL | CPU µs/call load |',
         '| --- | --- | --- | --- | --- | --- | --- | --- |',

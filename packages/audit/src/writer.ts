@@ -33,7 +33,10 @@ export interface AuditWriter {
 export interface AuditWriterOptions {
   /** Most events in one statement (default 500). */
   maxBatch?: number;
-  /** Batches in flight at once (default 2); further events wait for the next batch. */
+  /**
+   * Batches in flight at once (default 1): what arrives while one commits waits and goes in the next,
+   * so a busy server writes several events per statement and commit, not one each.
+   */
   maxInFlight?: number;
   /** Most events held while the database is unreachable (default 10,000); beyond it they are counted as dropped. */
   maxHeld?: number;
@@ -89,7 +92,7 @@ interface Pending {
  */
 export function createAuditWriter(sql: Sql, options: AuditWriterOptions = {}): AuditWriter {
   const maxBatch = options.maxBatch ?? 500;
-  const maxInFlight = options.maxInFlight ?? 2;
+  const maxInFlight = options.maxInFlight ?? 1;
   const maxHeld = options.maxHeld ?? 10_000;
   const retryMs = options.retryMs ?? 1_000;
   const held = { waiting: 0, dropped: 0 };
