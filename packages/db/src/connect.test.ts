@@ -50,3 +50,34 @@ it('transactions whose backend is terminated mid-way fail with catchable errors,
     await sql.end({ timeout: 1 });
   }
 });
+
+// postgres.js 3.4.9 puts a reserved connection back among its open ones on release even when the
+// connection closed while reserved: from then on every query given to it fails with CONNECTION_CLOSED,
+// for good (seen as a server that never recovered from a database outage). The patch makes release a
+// no-op for a connection that closed meanwhile (it is already among the closed ones, reconnected on demand).
+it('a reserved connection whose backend dies is not handed out again once released', async () => {
+  const sql = createSql(db.url, { max: 1 });
+  try {
+    const reserved = await sql.reserve();
+    const [row] = await reserved<{ pid: number }[]>`select pg_backend_pid() as pid`;
+    await db.sql`select pg_terminate_backend(${row!.pid})`;
+    await expect(reserved`select 1`).rejects.toThrow(/terminat|CONNECTION_|closed|ECONNRESET/i);
+    reserved.release();
+    // The first use after may still meet the dying socket; from then on every use must succeed.
+    const outcomes: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const again = await sql.reserve();
+      outcomes.push(
+        await again`select 1 as n`.then(
+          () => 'ok',
+          (err: Error) => err.message,
+        ),
+      );
+      again.release();
+    }
+    expect(outcomes.slice(1)).toEqual(['ok', 'ok', 'ok', 'ok', 'ok']);
+    expect(await sql`select 42 as n`).toEqual([{ n: 42 }]);
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+});
