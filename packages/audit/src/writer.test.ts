@@ -96,6 +96,35 @@ it('commits events appended together in one statement, numbered by the database,
   expect(stats!.xacts).toBeLessThan(30);
 });
 
+it('while busy, a batch waits a few milliseconds for company; an idle writer writes each event at once', async () => {
+  const xacts = async (prefix: string) => {
+    const [row] = await db.sql<{ n: number; events: number }[]>`
+      select count(distinct xmin::text)::int as n, count(*)::int as events
+      from audit_events where request_id like ${`${prefix}-%`}`;
+    return row!;
+  };
+  // A steady trickle, one event every half millisecond or so, as from a server under load: without
+  // waiting, each commit would carry the one or two events that arrived while the last one committed.
+  const busy = createAuditWriter(db.sql, { lingerMs: 20 });
+  const trickle: Promise<unknown>[] = [];
+  for (let i = 0; i < 200; i++) {
+    trickle.push(busy.append({ ...base, requestId: `trickle-${i}` }));
+    if (i % 2) await new Promise((r) => setTimeout(r, 1));
+  }
+  await Promise.all(trickle);
+  const batched = await xacts('trickle');
+  expect(batched.events).toBe(200);
+  expect(batched.n).toBeLessThan(40);
+
+  // One event at a time, each awaited: never waits, whatever the linger (20 events within 20 × 100 ms
+  // would be impossible if each waited for company), each its own commit.
+  const idle = createAuditWriter(db.sql, { lingerMs: 100 });
+  const started = performance.now();
+  for (let i = 0; i < 20; i++) await idle.append({ ...base, requestId: `lone-${i}` });
+  expect(performance.now() - started).toBeLessThan(20 * 100);
+  expect(await xacts('lone')).toEqual({ n: 20, events: 20 });
+});
+
 it('under a server role the database records that server and role, whatever the writer claims', async () => {
   const { sql } = await db.as('dev-knowledge');
   const audit = createAuditWriter(sql);
