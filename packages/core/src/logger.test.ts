@@ -3,15 +3,23 @@ import pino from 'pino';
 import { expect, it } from 'vitest';
 import { lazyChild, REDACT } from './logger.ts';
 
-it('redacts authorization headers and tokens at the depths requests and errors carry them', () => {
-  let out = '';
+/** A logger redacting as the kit's does, writing into a string. */
+function capturing() {
+  const lines: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, done) {
-      out += String(chunk);
+      lines.push(String(chunk));
       done();
     },
   });
-  const logger = pino({ redact: { paths: REDACT, censor: '[redacted]' } }, sink);
+  return {
+    logger: pino({ redact: { paths: REDACT, censor: '[redacted]' } }, sink),
+    out: () => lines.join(''),
+  };
+}
+
+it('redacts authorization headers and tokens at the depths requests and errors carry them', () => {
+  const { logger, out } = capturing();
   logger.info(
     {
       token: 'T0',
@@ -23,19 +31,12 @@ it('redacts authorization headers and tokens at the depths requests and errors c
     },
     'request',
   );
-  for (const value of ['T0', 'T1', 'S1', 'A1', 'A2', 'A3', 'P1']) expect(out).not.toContain(`"${value}"`);
-  expect(out).toContain('[redacted]');
+  for (const value of ['T0', 'T1', 'S1', 'A1', 'A2', 'A3', 'P1']) expect(out()).not.toContain(`"${value}"`);
+  expect(out()).toContain('[redacted]');
 });
 
 it('a lazy child logs with its bindings (redacted like any child), and is made only when used', () => {
-  let out = '';
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      out += String(chunk);
-      done();
-    },
-  });
-  const logger = pino({ redact: { paths: REDACT, censor: '[redacted]' } }, sink);
+  const { logger, out } = capturing();
   let made = 0;
   const original = logger.child;
   logger.child = function (this: typeof logger, ...args: Parameters<typeof original>) {
@@ -49,7 +50,7 @@ it('a lazy child logs with its bindings (redacted like any child), and is made o
   expect(made).toBe(1);
   lazy.child({ step: 2 }).warn('nested');
   expect(made).toBe(2);
-  const lines = out
+  const lines = out()
     .trim()
     .split('\n')
     .map((l) => JSON.parse(l) as Record<string, unknown>);
