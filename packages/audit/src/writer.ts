@@ -42,7 +42,8 @@ export interface AuditWriterOptions {
    * While the server is busy (its last batch held two events or more), how long a batch waits for
    * company after its first event arrived (default 5 ms; 0 never waits). A statement and commit of one
    * event costs PostgreSQL about five times the CPU per event of one of ten, and at 50 connections the
-   * calls wait on each other far longer than this anyway; an idle server's events are written at once.
+   * calls wait on each other far longer than this anyway. Once batches hold one event again (a quiet
+   * server), events are written at once; only the first event after a busy spell may still wait.
    */
   lingerMs?: number;
   /** Most events held while the database is unreachable (default 10,000); beyond it they are counted as dropped. */
