@@ -14,6 +14,14 @@ afterAll(async () => {
 
 const base = { server: 'admin', method: 'tools/call', outcome: 'ok' as const, requestId: 'r', durationMs: 1 };
 
+/** How many transactions committed the events whose request id starts with `prefix-`, and how many events. */
+async function xacts(prefix: string): Promise<{ n: number; events: number }> {
+  const [row] = await db.sql<{ n: number; events: number }[]>`
+    select count(distinct xmin::text)::int as n, count(*)::int as events
+    from audit_events where request_id like ${`${prefix}-%`}`;
+  return row!;
+}
+
 it('stores any value a client can send in any field — NUL, lone surrogates, control characters, huge and deep values — as the bounded form it returns', async () => {
   const audit = createAuditWriter(db.sql);
   let deep: unknown = 'bottom';
@@ -90,19 +98,11 @@ it('commits events appended together in one statement, numbered by the database,
   expect(rows.length).toBe(300);
   expect(new Set(rows.map((r) => r.seq)).size).toBe(300);
   expect(events.map((e) => e.requestId)).toEqual(Array.from({ length: 300 }, (_, i) => `batch-${i}`));
-  const [stats] = await db.sql<{ xacts: number }[]>`
-    select count(distinct xmin::text)::int as xacts from audit_events where request_id like 'batch-%'`;
   // Many events per transaction: far fewer commits than events.
-  expect(stats!.xacts).toBeLessThan(30);
+  expect((await xacts('batch')).n).toBeLessThan(30);
 });
 
 it('while busy, a batch waits a few milliseconds for company; an idle writer writes each event at once', async () => {
-  const xacts = async (prefix: string) => {
-    const [row] = await db.sql<{ n: number; events: number }[]>`
-      select count(distinct xmin::text)::int as n, count(*)::int as events
-      from audit_events where request_id like ${`${prefix}-%`}`;
-    return row!;
-  };
   // A steady trickle, one event every half millisecond or so, as from a server under load: without
   // waiting, each commit would carry the one or two events that arrived while the last one committed.
   const busy = createAuditWriter(db.sql, { lingerMs: 20 });
