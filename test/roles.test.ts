@@ -392,6 +392,47 @@ describe('customer rows under row-level security', () => {
     expect(truth!.n).toBeGreaterThan(0);
   });
 
+  it('serving C-1001, a credit note is seen only with an invoice C-1001 sees', async () => {
+    const [[sent], [other]] = await Promise.all([
+      db.sql<
+        { number: string }[]
+      >`select number from invoices where customer_id = 'C-1001' and status <> 'draft' limit 1`,
+      db.sql<{ number: string }[]>`select number from invoices where customer_id = 'C-1002' limit 1`,
+    ]);
+    await db.sql`
+      insert into invoices (number, customer_id, status, issued_on, due_on, total_cents)
+      values ('R-2026-0977', 'C-1001', 'draft', '2026-11-20', '2026-12-04', 5000)`;
+    // The last two are inconsistent on purpose: a row policy holds whatever the rows say.
+    await db.sql`
+      insert into credit_notes (number, invoice_number, customer_id, amount_cents, reason) values
+        ('CN-2026-9971', ${sent!.number}, 'C-1001', 100, 'goodwill'),
+        ('CN-2026-9972', 'R-2026-0977', 'C-1001', 100, 'on a draft'),
+        ('CN-2026-9973', ${other!.number}, 'C-1001', 100, 'on another customer''s invoice')`;
+    try {
+      const seen = await asCustomer(
+        'C-1001',
+        (tx) =>
+          tx<
+            { number: string }[]
+          >`select number from credit_notes where number like 'CN-2026-997%' order by number`,
+      );
+      expect(seen.map((r) => r.number)).toEqual(['CN-2026-9971']);
+      const [balance] = await asCustomer(
+        'C-1001',
+        (tx) =>
+          tx<
+            { due: string }[]
+          >`select due_cents::text as due from invoice_balances where invoice_number = ${sent!.number}`,
+      );
+      const [truth] = await db.sql<{ due: string }[]>`
+        select due_cents::text as due from invoice_balances where invoice_number = ${sent!.number}`;
+      expect(balance).toEqual(truth);
+    } finally {
+      await db.sql`delete from credit_notes where number like 'CN-2026-997%'`;
+      await db.sql`delete from invoices where number = 'R-2026-0977'`;
+    }
+  });
+
   it('serving C-1001, a ticket or message for C-1002 cannot be written', async () => {
     const [theirs] = await db.sql<
       { key: string }[]
