@@ -26,8 +26,8 @@ create policy bh_customer_own on payments for select to bulkhead_customer
   using (customer_id = current_setting('bulkhead.customer_id', true));
 -- A credit note is seen with its invoice only (not that of a draft, nor of another customer's invoice).
 -- `offset 0` keeps the check a lookup of that one invoice: without it the planner hashes every invoice
--- the customer sees, twice per balance query (due is summed twice), which cost the customer server's
--- `get_account_balance` about 40 µs of its 400 µs in the database, for the same answer.
+-- the customer sees, twice per balance query (due is summed twice): measured in a PL/pgSQL loop, the
+-- balance query took 160 µs under these policies with the hash, 135 µs without, 116 µs as the owner.
 drop policy if exists bh_customer_own on credit_notes;
 create policy bh_customer_own on credit_notes for select to bulkhead_customer
   using (customer_id = current_setting('bulkhead.customer_id', true)
