@@ -116,6 +116,29 @@ export function isMetadataDocumentId(clientId: string): boolean {
 }
 
 /**
+ * A response's text, read up to `max` bytes: a document that says it is larger, or turns out larger
+ * while it streams, is refused there and its connection closed, not read to the end first.
+ */
+async function readCapped(res: Response, max: number): Promise<string> {
+  if (Number(res.headers.get('content-length') ?? 0) > max) {
+    await res.body?.cancel();
+    throw new Error('larger than 64 KiB');
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = res.body?.getReader();
+  for (let part = await reader?.read(); part && !part.done; part = await reader!.read()) {
+    size += part.value.byteLength;
+    if (size > max) {
+      await reader!.cancel();
+      throw new Error('larger than 64 KiB');
+    }
+    chunks.push(part.value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
  * The client named by `clientId`: a registered one from the table, or a Client ID Metadata Document
  * fetched from its URL (no redirects, 5 s, 64 KiB), whose `client_id` must be that URL; what it says
  * is kept so that the token endpoint knows the client without fetching again.
@@ -137,9 +160,7 @@ export async function findClient(sql: Sql, clientId: string): Promise<OAuthClien
       headers: { accept: 'application/json' },
     });
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
-    const text = await res.text();
-    if (text.length > METADATA_LIMIT) throw new Error('larger than 64 KiB');
-    body = JSON.parse(text);
+    body = JSON.parse(await readCapped(res, METADATA_LIMIT));
   } catch (err) {
     throw new ClientMetadataError(
       'invalid_client',

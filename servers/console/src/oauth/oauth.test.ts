@@ -22,6 +22,7 @@ let granter: { cookie: string; csrf: string };
 let decider: { cookie: string; csrf: string };
 let metadataServer: Server;
 let metadataUrl: string;
+const hungUp = new Set<string>();
 
 async function signedIn(scopes: string[], person: string) {
   const { record } = await issueToken(db.sql, {
@@ -69,6 +70,17 @@ beforeAll(async () => {
   decider = await signedIn(['approvals:decide'], 'bo@example.test');
   metadataServer = createHttpServer((req, res) => {
     res.setHeader('content-type', 'application/json');
+    if (req.url === '/endless.json' || req.url === '/declared.json') {
+      // A document that never ends (or says it is 10 MB): 16 KiB every 5 ms until the reader hangs up.
+      if (req.url === '/declared.json') res.setHeader('content-length', String(10 * 1024 * 1024));
+      res.write(`{"client_id": "${metadataUrl}", "padding": "`);
+      const timer = setInterval(() => res.write('x'.repeat(16 * 1024)), 5);
+      res.on('close', () => {
+        clearInterval(timer);
+        hungUp.add(req.url!);
+      });
+      return;
+    }
     res.end(
       JSON.stringify({
         client_id: metadataUrl,
@@ -313,6 +325,18 @@ describe('the consent page', () => {
     });
     expect(res.status).toBe(200);
     expect(await res.text()).toContain('Metadata Client');
+  });
+
+  it('refuses a metadata document over 64 KiB as soon as it is, and hangs up on it', async () => {
+    const base = new URL(metadataUrl).origin;
+    for (const path of ['/endless.json', '/declared.json']) {
+      const res = await request(`/oauth/authorize?${authorizeQuery(`${base}${path}`, pkce().challenge)}`, {
+        headers: { cookie: granter.cookie },
+      });
+      expect(res.status).toBe(400);
+      expect(await res.text()).toContain('could not be read (larger than 64 KiB)');
+      await expect.poll(() => hungUp.has(path)).toBe(true);
+    }
   });
 
   it('refuses a redirect URI the client did not register, without redirecting, and audits it', async () => {
