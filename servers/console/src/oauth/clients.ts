@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import { BlockList, isIP } from 'node:net';
 import type { Sql } from '@bulkhead/db';
 
 /** An OAuth client as the console knows it: registered here, or described by its metadata document. */
@@ -116,6 +118,54 @@ export function isMetadataDocumentId(clientId: string): boolean {
 }
 
 /**
+ * Where a metadata document is never fetched from: addresses that are not on the public internet
+ * (this host, private and shared networks, link-local — the cloud metadata service —, multicast,
+ * reserved), so that a `client_id` cannot make the console request something inside its network.
+ * IPv4-mapped IPv6 addresses count as the IPv4 address they carry.
+ */
+const NOT_PUBLIC = new BlockList();
+for (const [net, prefix] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['224.0.0.0', 3],
+] as const)
+  NOT_PUBLIC.addSubnet(net, prefix, 'ipv4');
+for (const [net, prefix] of [
+  ['::', 128],
+  ['::1', 128],
+  ['64:ff9b::', 96],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+] as const)
+  NOT_PUBLIC.addSubnet(net, prefix, 'ipv6');
+
+/** True for an address on the public internet (see NOT_PUBLIC). */
+export function isPublicAddress(address: string): boolean {
+  const family = isIP(address);
+  return family !== 0 && !NOT_PUBLIC.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+/**
+ * Refuses a metadata document's host unless every address it resolves to is public. The fetch
+ * resolves the name again: a name that answers differently the second time (DNS rebinding) is not
+ * caught here; an egress proxy is the complete answer where that matters.
+ */
+async function assertPublicHost(url: URL): Promise<void> {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const addresses = isIP(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
+  const inside = addresses.find((a) => !isPublicAddress(a));
+  if (inside !== undefined) throw new Error(`${url.hostname} is not a public address (${inside})`);
+}
+
+/**
  * A response's text, read up to `max` bytes: a document that says it is larger, or turns out larger
  * while it streams, is refused there and its connection closed, not read to the end first.
  */
@@ -140,7 +190,7 @@ async function readCapped(res: Response, max: number): Promise<string> {
 
 /**
  * The client named by `clientId`: a registered one from the table, or a Client ID Metadata Document
- * fetched from its URL (no redirects, 5 s, 64 KiB), whose `client_id` must be that URL; what it says
+ * fetched from its URL (a public address unless loopback http, no redirects, 5 s, 64 KiB), whose `client_id` must be that URL; what it says
  * is kept so that the token endpoint knows the client without fetching again.
  */
 export async function findClient(sql: Sql, clientId: string): Promise<OAuthClient> {
@@ -154,6 +204,9 @@ export async function findClient(sql: Sql, clientId: string): Promise<OAuthClien
   }
   let body: unknown;
   try {
+    // A loopback http client_id is allowed on purpose (a client under development on this machine).
+    const url = new URL(clientId);
+    if (!isLoopbackHttp(url)) await assertPublicHost(url);
     const res = await fetch(clientId, {
       redirect: 'error',
       signal: AbortSignal.timeout(5000),

@@ -8,6 +8,7 @@ import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConsoleApp, type ConsoleApp } from '../app.tsx';
 import { createSession } from '../sessions.ts';
+import { isPublicAddress } from './clients.ts';
 
 const logger = createLogger({ level: 'silent' });
 const ORIGIN = 'http://127.0.0.1:3100';
@@ -337,6 +338,52 @@ describe('the consent page', () => {
       expect(await res.text()).toContain('could not be read (larger than 64 KiB)');
       await expect.poll(() => hungUp.has(path)).toBe(true);
     }
+  });
+
+  it('fetches no metadata document from an address inside the network, named or literal', async () => {
+    for (const [clientId, address] of [
+      ['https://127.0.0.1/client.json', '127.0.0.1'],
+      ['https://10.1.2.3/client.json', '10.1.2.3'],
+      ['https://169.254.169.254/latest/meta-data/client', '169.254.169.254'],
+      ['https://[::1]/client.json', '::1'],
+      ['https://localhost/client.json', /127\.0\.0\.1|::1/],
+    ] as const) {
+      const res = await request(`/oauth/authorize?${authorizeQuery(clientId, pkce().challenge)}`, {
+        headers: { cookie: granter.cookie },
+      });
+      expect(res.status, clientId).toBe(400);
+      const page = await res.text();
+      expect(page, clientId).toContain('is not a public address (');
+      expect(page, clientId).toMatch(address);
+    }
+  });
+
+  it('knows which addresses are public', () => {
+    const publicOnes = ['8.8.8.8', '172.32.0.1', '100.128.0.1', '2001:4860:4860::8888', '::ffff:8.8.8.8'];
+    const inside = [
+      '0.0.0.0',
+      '10.0.0.1',
+      '100.64.1.1',
+      '127.0.0.2',
+      '169.254.169.254',
+      '172.16.5.4',
+      '172.31.255.255',
+      '192.168.1.1',
+      '198.18.0.1',
+      '224.0.0.1',
+      '255.255.255.255',
+      '::',
+      '::1',
+      'fd00::1',
+      'fe80::1',
+      'ff02::1',
+      '::ffff:10.0.0.1',
+      '::ffff:127.0.0.1',
+      '64:ff9b::a00:1',
+    ];
+    expect(publicOnes.filter((a) => !isPublicAddress(a))).toEqual([]);
+    expect(inside.filter((a) => isPublicAddress(a))).toEqual([]);
+    expect(isPublicAddress('not an address')).toBe(false);
   });
 
   it('refuses a redirect URI the client did not register, without redirecting, and audits it', async () => {
