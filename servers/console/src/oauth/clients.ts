@@ -170,28 +170,32 @@ async function assertPublicHost(url: URL): Promise<void> {
  * while it streams, is refused there and its connection closed, not read to the end first.
  */
 async function readCapped(res: Response, max: number): Promise<string> {
+  const tooLarge = () => new Error(`larger than ${max / 1024} KiB`);
+  const reader = res.body?.getReader();
+  if (!reader) return '';
   if (Number(res.headers.get('content-length') ?? 0) > max) {
-    await res.body?.cancel();
-    throw new Error('larger than 64 KiB');
+    await reader.cancel();
+    throw tooLarge();
   }
   const chunks: Uint8Array[] = [];
   let size = 0;
-  const reader = res.body?.getReader();
-  for (let part = await reader?.read(); part && !part.done; part = await reader!.read()) {
-    size += part.value.byteLength;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return Buffer.concat(chunks).toString('utf8');
+    size += value.byteLength;
     if (size > max) {
-      await reader!.cancel();
-      throw new Error('larger than 64 KiB');
+      await reader.cancel();
+      throw tooLarge();
     }
-    chunks.push(part.value);
+    chunks.push(value);
   }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /**
  * The client named by `clientId`: a registered one from the table, or a Client ID Metadata Document
- * fetched from its URL (a public address unless loopback http, no redirects, 5 s, 64 KiB), whose `client_id` must be that URL; what it says
- * is kept so that the token endpoint knows the client without fetching again.
+ * fetched from its URL (a public address unless loopback http, no redirects, 5 s, 64 KiB), whose
+ * `client_id` must be that URL; what it says is kept so that the token endpoint knows the client
+ * without fetching again.
  */
 export async function findClient(sql: Sql, clientId: string): Promise<OAuthClient> {
   if (!isMetadataDocumentId(clientId)) {
