@@ -84,6 +84,7 @@ const CORE_LAYERS = [
       'logger.ts',
       'pending-result.ts',
       'progress.ts',
+      'read-lanes.ts',
       'result.ts',
       'secret.ts',
       'server-definition.ts',

@@ -8,6 +8,7 @@ import type { Access } from './access.ts';
 import { pendingApprovalOutput } from './pending-result.ts';
 import { textArgumentError } from './argument-text.ts';
 import type { ToolCatalog } from './catalog.ts';
+import type { ReadLanes } from './read-lanes.ts';
 import type { AnyTool, ToolContext } from './define-tool.ts';
 import { ToolError, formatIssues } from './errors.ts';
 import { guardedSql, openCallTransaction, withReadConnection, type TransactionSql } from './guarded-sql.ts';
@@ -33,8 +34,8 @@ export interface CallKit {
   server: string;
   catalog: ToolCatalog;
   sql: Sql;
-  /** A pool opened read-only that serves read-only calls and nothing else (see `withReadConnection`); else they use `sql`. */
-  reads?: Sql;
+  /** The read pool, served as lanes (see `createReadLanes`); without it read-only calls borrow from `sql`. */
+  reads?: ReadLanes;
   logger: Logger;
   audit: AuditWriter;
   approvals?: ApprovalRequester;
@@ -197,11 +198,13 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
 
   const timeoutMs = tool.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const writes = !tool.annotations.readOnlyHint || Boolean(tool.approval);
-  let pid: number | undefined;
+  /** The backend a withdrawn call may cancel, once known (none while it shares a read lane). */
+  let target: () => number | undefined = () => undefined;
   // Past this point the transaction's COMMIT is on its way: a lost connection leaves its fate unknown.
   let committing = false;
   const stop = () => {
     // A withdrawn call's query would run on until its statement timeout: stop it now.
+    const pid = target();
     if (pid !== undefined) kit.sql`select pg_cancel_backend(${pid})`.catch(() => {});
   };
   req.signal?.addEventListener('abort', stop, { once: true });
@@ -253,14 +256,17 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
     const outcome = writes
       ? await kit.sql.begin((tx: TransactionSql) => {
           // Sent without waiting for its answer: the handler's first query follows it on the same connection.
-          const opened = openCallTransaction(tx, settings).then((p) => {
-            pid = p;
+          const opened = openCallTransaction(tx, settings).then((pid) => {
+            target = () => pid;
           });
           opened.catch(() => {});
           return run(tx, opened);
         })
-      : await withReadConnection(kit.sql, kit.reads, { ...settings, onPid: (p) => (pid = p) }, (conn) =>
-          run(conn, Promise.resolve()),
+      : await withReadConnection(
+          kit.sql,
+          kit.reads,
+          { ...settings, onStoppable: (t) => (target = t) },
+          (conn) => run(conn, Promise.resolve()),
         );
     return writes ? outcome.shaped.result : release(outcome.done, outcome.shaped.result);
   } catch (err) {

@@ -1,4 +1,5 @@
 import { isConnectionError, type Sql } from '@bulkhead/db';
+import { timeoutSetting, type ReadLanes, type ReadSettings } from './read-lanes.ts';
 
 /** postgres.js's transaction type, reached through `begin` so that core needs no direct dependency on postgres. */
 export type TransactionSql = Parameters<Parameters<Sql['begin']>[1]>[0];
@@ -38,9 +39,6 @@ export function guardedSql(tx: TransactionSql | Sql, signal: AbortSignal): Sql {
   }) as unknown as Sql;
 }
 
-/** A time limit as `statement_timeout` takes it: whole milliseconds, at least one (0 would mean none). */
-const timeoutSetting = (ms: number) => String(Math.max(1, Math.ceil(ms)));
-
 /**
  * Opens the call's transaction settings in one statement: the customer the row policies fence on
  * (none: no customer rows), and the tool's time limit as the statement timeout, so that a query still
@@ -58,35 +56,32 @@ export async function openCallTransaction(
   return row!.pid;
 }
 
-/** The settings of one call: the customer the row policies fence on, and its time limit. */
-export interface CallSettings {
-  customerId: string | null;
-  timeoutMs: number;
-  /** The backend's pid, once known: a cancelled call stops its running query with it. */
-  onPid: (pid: number) => void;
+/** The settings of one read-only call, and where it says which backend a withdrawn call may cancel. */
+export interface CallSettings extends ReadSettings {
+  onStoppable: (pid: () => number | undefined) => void;
 }
 
 /**
- * Runs one read-only call on a connection of its own, outside any transaction: one statement sets the
- * customer and the time limit for the session, sent in the same write as the handler's first query
- * (postgres.js pipelines the queries of one connection), so a read takes the round trips of its own
- * queries and nothing more. Read Committed gives each statement its own snapshot whether or not a
- * transaction surrounds it, so a read loses nothing by having none.
+ * Runs one read-only call outside any transaction: Read Committed gives each statement its own
+ * snapshot whether or not a transaction surrounds it, so a read loses nothing by having none.
  *
- * `reads` is a pool opened read-only that serves nothing but such calls: every call sets its own
- * settings before its first query, so what the previous one left is never seen. Without it the
- * connection comes from `sql`, is also put in read-only mode by that statement, and `RESET ALL` puts
- * it back as it was before it returns to the pool (without the caller waiting for it). Either way a
- * write slipping into a read-only tool fails in the database.
+ * With `reads` (the server's read pool, see `createReadLanes`) the call runs on a lane set to its
+ * customer and time limit, shared with the calls that have the same. Without it, the call reserves a
+ * connection of `sql`: one statement sets the customer, the time limit and read-only mode for the
+ * session, sent in the same write as the handler's first query (postgres.js pipelines the queries of
+ * one connection), and `RESET ALL` puts it back as it was before it returns to the pool (without the
+ * caller waiting for it). Either way a write slipping into a read-only tool fails in the database.
  */
 export async function withReadConnection<T>(
   sql: Sql,
-  reads: Sql | undefined,
+  reads: ReadLanes | undefined,
   settings: CallSettings,
   fn: (conn: Sql) => Promise<T>,
 ): Promise<T> {
-  const conn = await (reads ?? sql).reserve();
+  if (reads) return reads.run(settings, fn, settings.onStoppable);
+  const conn = await sql.reserve();
   let pid: number | undefined;
+  settings.onStoppable(() => pid);
   try {
     const opened = conn<{ pid: number }[]>`
       select pg_backend_pid() as pid,
@@ -94,25 +89,22 @@ export async function withReadConnection<T>(
         set_config('statement_timeout', ${timeoutSetting(settings.timeoutMs)}, false),
         set_config('default_transaction_read_only', 'on', false)`.then(([row]) => {
       pid = row!.pid;
-      settings.onPid(pid);
     });
     opened.catch(() => {});
     const value = await fn(conn);
     await opened;
     return value;
   } finally {
-    if (reads) conn.release();
     // Queued behind whatever still runs on the connection; the connection goes back to the pool only once
     // it is reset (postgres.js drops what a reserved connection still queues when it is released).
-    else
-      void conn`reset all`.then(
-        () => conn.release(),
-        async (err: unknown) => {
-          // A connection whose settings could not be put back is given to no one else: its backend ends.
-          if (!isConnectionError(err) && pid !== undefined)
-            await sql`select pg_terminate_backend(${pid})`.catch(() => {});
-          conn.release();
-        },
-      );
+    void conn`reset all`.then(
+      () => conn.release(),
+      async (err: unknown) => {
+        // A connection whose settings could not be put back is given to no one else: its backend ends.
+        if (!isConnectionError(err) && pid !== undefined)
+          await sql`select pg_terminate_backend(${pid})`.catch(() => {});
+        conn.release();
+      },
+    );
   }
 }

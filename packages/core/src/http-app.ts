@@ -10,6 +10,7 @@ import { approvalsFor } from './approvals/requester.ts';
 import { hasGatedTools, type ServerDefinition } from './server-definition.ts';
 import { buildMcpServer } from './mcp-server.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limit.ts';
+import { createReadLanes } from './read-lanes.ts';
 import { createTokenVerifier, type TokenVerifier } from './tokens.ts';
 import { bearerAuth } from './http/middleware/bearer-auth.ts';
 import { cors } from './http/middleware/cors.ts';
@@ -27,8 +28,8 @@ import type { McpEnv } from './http/state.ts';
 export interface HttpAppOptions {
   sql: Sql;
   /**
-   * A pool opened read-only (`createSql(url, { readOnly: true })`) for read-only tool calls alone: they
-   * then skip resetting their connection. Closed by its owner, not by the app.
+   * A pool opened read-only (`createSql(url, { readOnly: true })`) for read-only tool calls alone,
+   * served as lanes (`createReadLanes`). Closed by its owner, not by the app.
    */
   reads?: Sql;
   logger: Logger;
@@ -143,7 +144,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     server: def.name,
     catalog: def.catalog,
     sql,
-    ...(options.reads ? { reads: options.reads } : {}),
+    ...(options.reads ? { reads: createReadLanes(options.reads, options.reads.options.max) } : {}),
     logger,
     audit,
     auditFullResults: options.auditFullResults ?? false,

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { createServer, defineTool } from './index.ts';
 import { connectTestClient, issueTestToken, startTestServer, type TestServer } from './testing.ts';
 
-// A read-only call runs outside any transaction, on a connection set for it alone: these tools show
+// A read-only call runs outside any transaction, on a connection set to its customer and time limit: these tools show
 // what the database sees during a call, and try to write where nothing may be written.
 const ro = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 const def = createServer({

@@ -33,9 +33,9 @@ export interface RunOptions {
 export const POOL_MAX = 6;
 
 /**
- * Connections of a server's read pool, opened read-only: a read-only call holds one for its queries
- * alone, then writes its event through the main pool. With the main pool, twelve per process: they
- * serve a 2-core database well; more only queue there.
+ * Connections of a server's read pool, opened read-only and served as lanes (`createReadLanes`): the
+ * read-only calls of one customer share a lane, then write their events through the main pool. With
+ * the main pool, twelve per process: they serve a 2-core database well; more only queue there.
  */
 export const READ_POOL_MAX = 6;
 

@@ -1,0 +1,131 @@
+import { isConnectionError, type Sql } from '@bulkhead/db';
+
+/** The settings a read-only call runs under: the customer the row policies fence on, and its time limit. */
+export interface ReadSettings {
+  customerId: string | null;
+  timeoutMs: number;
+}
+
+/** A time limit as `statement_timeout` takes it: whole milliseconds, at least one (0 would mean none). */
+export const timeoutSetting = (ms: number) => String(Math.max(1, Math.ceil(ms)));
+
+type Reserved = Awaited<ReturnType<Sql['reserve']>>;
+
+/** A connection of the read pool, reserved while calls with the same settings use it. */
+interface Lane {
+  key: string;
+  conn: Promise<Reserved>;
+  /** The statement that set the lane's session to its settings, with the backend's pid: no result read before it may go out if it failed. */
+  bound: Promise<number>;
+  pid?: number;
+  holders: number;
+  /** Its connection was lost: it takes no more calls and goes back to the pool once its holders are done. */
+  broken: boolean;
+}
+
+/** The read pool, served as lanes: see {@link createReadLanes}. */
+export interface ReadLanes {
+  /**
+   * Runs `fn` on a lane whose session carries `settings`, and returns its value only once the
+   * statement that set them has succeeded. `onStoppable` receives how to find the backend a withdrawn
+   * call may cancel: the lane's, while this call is its only one; none while others share it.
+   */
+  run<T>(
+    settings: ReadSettings,
+    fn: (conn: Sql) => Promise<T>,
+    onStoppable?: (pid: () => number | undefined) => void,
+  ): Promise<T>;
+  /** Lanes reserved now, and the calls on them (for tests and `/metrics`). */
+  readonly usage: { lanes: number; calls: number };
+}
+
+/**
+ * Serves read-only calls from a pool opened read-only (`createSql(url, { readOnly: true })`) that
+ * serves nothing else, so that a read costs what it would cost without the trust layer.
+ *
+ * A lane is a connection of that pool reserved for calls with the same settings (customer and time
+ * limit). Its first statement sets them for the session — pipelined with the first call's first
+ * query — and every call with the same settings that arrives while the lane is in use joins it:
+ * their queries go out pipelined on the one connection, many in one write, as a plain pool would send
+ * them, and no call's query ever runs under another's settings, because a lane's settings never change
+ * while it is reserved (a lane with the wrong settings is never joined; a connection comes back with
+ * new settings only after its last call). New lanes are reserved while the pool has room (a call
+ * prefers an idle lane to a busy one); when it has none, a call joins the least busy lane with its
+ * settings, or waits for a connection like any other reservation.
+ *
+ * What sharing costs: a slow query delays the calls of the same customer queued behind it on its lane
+ * (never another customer's), and a withdrawn call's query is cancelled only while the call has its
+ * lane to itself (otherwise it runs until it finishes or hits the statement timeout).
+ */
+export function createReadLanes(reads: Sql, max: number): ReadLanes {
+  const byKey = new Map<string, Lane[]>();
+  const usage = { lanes: 0, calls: 0 };
+
+  const open = (key: string, settings: ReadSettings): Lane => {
+    let statement: Promise<{ pid: number }[]> | undefined;
+    const conn = reads.reserve().then((c) => {
+      // Executed at once, so that it is queued on the connection before anything a call can send on it.
+      statement = c<{ pid: number }[]>`
+        select pg_backend_pid() as pid,
+          set_config('bulkhead.customer_id', ${settings.customerId ?? ''}, false),
+          set_config('statement_timeout', ${timeoutSetting(settings.timeoutMs)}, false)`.execute();
+      return c;
+    });
+    const lane: Lane = {
+      key,
+      conn,
+      bound: conn.then(async () => (await statement!)[0]!.pid),
+      holders: 0,
+      broken: false,
+    };
+    lane.bound.then(
+      (pid) => (lane.pid = pid),
+      () => {},
+    );
+    byKey.set(key, [...(byKey.get(key) ?? []), lane]);
+    usage.lanes++;
+    return lane;
+  };
+
+  const close = (lane: Lane) => {
+    const rest = (byKey.get(lane.key) ?? []).filter((l) => l !== lane);
+    if (rest.length) byKey.set(lane.key, rest);
+    else byKey.delete(lane.key);
+    usage.lanes--;
+    lane.conn.then(
+      (c) => c.release(),
+      () => {},
+    );
+  };
+
+  const choose = (settings: ReadSettings): Lane => {
+    const key = `${settings.customerId ?? ''}\u0000${timeoutSetting(settings.timeoutMs)}`;
+    let least: Lane | undefined;
+    for (const lane of byKey.get(key) ?? [])
+      if (!lane.broken && (!least || lane.holders < least.holders)) least = lane;
+    return least && (least.holders === 0 || usage.lanes >= max) ? least : open(key, settings);
+  };
+
+  return {
+    usage,
+    async run(settings, fn, onStoppable) {
+      const lane = choose(settings);
+      lane.holders++;
+      usage.calls++;
+      onStoppable?.(() => (lane.holders === 1 ? lane.pid : undefined));
+      try {
+        const conn = await lane.conn;
+        const value = await fn(conn);
+        await lane.bound;
+        return value;
+      } catch (err) {
+        if (isConnectionError(err)) lane.broken = true;
+        throw err;
+      } finally {
+        lane.holders--;
+        usage.calls--;
+        if (lane.holders === 0) close(lane);
+      }
+    },
+  };
+}
