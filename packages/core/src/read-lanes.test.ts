@@ -111,6 +111,29 @@ describe('read lanes', () => {
     expect(pids.size).toBe(3);
   });
 
+  it('let a call of another customer in while one customer keeps its lane busy', async () => {
+    const lanes = lanesOf(1);
+    let other: Seen | undefined;
+    let ones = 0;
+    // Three calls of C-1001 in flight at all times, a new one as each ends, until C-1002's is answered.
+    const stream = async () => {
+      while (!other && ones < 200) {
+        await lanes.run({ customerId: 'C-1001', timeoutMs: 2_000 }, async (conn) => {
+          await conn`select pg_sleep(0.01)`;
+        });
+        ones++;
+      }
+    };
+    const streams = [stream(), stream(), stream()];
+    await pause(30);
+    other = await lanes.run({ customerId: 'C-1002', timeoutMs: 2_000 }, seen);
+    const before = ones;
+    await Promise.all(streams);
+    expect(other.customer).toBe('C-1002');
+    // It waited for the calls on the lane when it came, not for the stream to end.
+    expect(before).toBeLessThan(20);
+  });
+
   it('withhold a result read on a lane whose settings could not be set', async () => {
     const lanes = lanesOf(1);
     // `statement_timeout` refuses this value: the query after it runs, but its result must not go out.
@@ -149,20 +172,29 @@ describe('read lanes', () => {
     const lanes = lanesOf(1);
     let alone: (() => number | undefined) | undefined;
     let pid: number | undefined;
+    let endFirst!: () => void;
     const first = lanes.run(
       { customerId: 'C-1001', timeoutMs: 2_000 },
       async (conn) => {
         pid = (await seen(conn)).pid;
-        await conn`select pg_sleep(0.1)`;
+        await new Promise<void>((r) => (endFirst = r));
       },
       (stoppable) => (alone = stoppable),
     );
-    await pause(30);
+    while (pid === undefined) await pause(5);
     expect(alone?.()).toBe(pid);
-    const second = lanes.run({ customerId: 'C-1001', timeoutMs: 2_000 }, (conn) => seen(conn));
-    await pause(5);
+    let endSecond!: () => void;
+    const second = lanes.run({ customerId: 'C-1001', timeoutMs: 2_000 }, async (conn) => {
+      expect((await seen(conn)).pid).toBe(pid);
+      await new Promise<void>((r) => (endSecond = r));
+    });
+    while (!endSecond) await pause(5);
     // A cancel now could stop the other call's query: none is named.
     expect(alone?.()).toBeUndefined();
-    await Promise.all([first, second]);
+    endSecond();
+    await second;
+    expect(alone?.()).toBe(pid);
+    endFirst();
+    await first;
   });
 });

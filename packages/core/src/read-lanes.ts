@@ -19,6 +19,8 @@ interface Lane {
   bound: Promise<number>;
   pid?: number;
   holders: number;
+  /** Its connection is reserved (until then the lane waits for one, like any reservation). */
+  ready: boolean;
   /** Its connection was lost: it takes no more calls and goes back to the pool once its holders are done. */
   broken: boolean;
 }
@@ -35,7 +37,7 @@ export interface ReadLanes {
     fn: (conn: Sql) => Promise<T>,
     onStoppable?: (pid: () => number | undefined) => void,
   ): Promise<T>;
-  /** Lanes reserved now, and the calls on them (for tests and `/metrics`). */
+  /** Lanes reserved or waiting for a connection now, and the calls on them (for tests). */
   readonly usage: { lanes: number; calls: number };
 }
 
@@ -49,9 +51,10 @@ export interface ReadLanes {
  * their queries go out pipelined on the one connection, many in one write, as a plain pool would send
  * them, and no call's query ever runs under another's settings, because a lane's settings never change
  * while it is reserved (a lane with the wrong settings is never joined; a connection comes back with
- * new settings only after its last call). New lanes are reserved while the pool has room (a call
- * prefers an idle lane to a busy one); when it has none, a call joins the least busy lane with its
- * settings, or waits for a connection like any other reservation.
+ * new settings only after its last call). New lanes are reserved while the pool has room; when it has
+ * none, a call joins the least busy lane with its settings, or waits for a connection like any other
+ * reservation — and once a call of other settings waits, calls stop joining busy lanes, so that a
+ * busy customer's lanes drain and the waiting call gets its turn.
  *
  * What sharing costs: a slow query delays the calls of the same customer queued behind it on its lane
  * (never another customer's), and a withdrawn call's query is cancelled only while the call has its
@@ -60,6 +63,8 @@ export interface ReadLanes {
 export function createReadLanes(reads: Sql, max: number): ReadLanes {
   const byKey = new Map<string, Lane[]>();
   const usage = { lanes: 0, calls: 0 };
+  /** Lanes waiting for a connection of the pool. */
+  let waiting = 0;
 
   const open = (key: string, settings: ReadSettings): Lane => {
     let statement: Promise<{ pid: number }[]> | undefined;
@@ -76,11 +81,18 @@ export function createReadLanes(reads: Sql, max: number): ReadLanes {
       conn,
       bound: conn.then(async () => (await statement!)[0]!.pid),
       holders: 0,
+      ready: false,
       broken: false,
     };
+    waiting++;
+    conn.then(
+      () => ((lane.ready = true), waiting--),
+      () => waiting--,
+    );
     lane.bound.then(
       (pid) => (lane.pid = pid),
-      () => {},
+      // Its session's settings are unknown: nobody else may join it.
+      () => (lane.broken = true),
     );
     byKey.set(key, [...(byKey.get(key) ?? []), lane]);
     usage.lanes++;
@@ -98,12 +110,27 @@ export function createReadLanes(reads: Sql, max: number): ReadLanes {
     );
   };
 
+  /**
+   * A new lane while the pool has room; else the least busy lane with the same settings, unless
+   * calls wait for a connection (then joining would keep a busy customer's lanes from ever draining);
+   * else the least busy lane with the same settings that waits for a connection itself; else a new
+   * lane that waits its turn in the pool's queue.
+   */
   const choose = (settings: ReadSettings): Lane => {
     const key = `${settings.customerId ?? ''}\u0000${timeoutSetting(settings.timeoutMs)}`;
-    let least: Lane | undefined;
-    for (const lane of byKey.get(key) ?? [])
-      if (!lane.broken && (!least || lane.holders < least.holders)) least = lane;
-    return least && (least.holders === 0 || usage.lanes >= max) ? least : open(key, settings);
+    if (usage.lanes >= max) {
+      let ready: Lane | undefined;
+      let pending: Lane | undefined;
+      for (const lane of byKey.get(key) ?? []) {
+        if (lane.broken) continue;
+        if (lane.ready) {
+          if (!ready || lane.holders < ready.holders) ready = lane;
+        } else if (!pending || lane.holders < pending.holders) pending = lane;
+      }
+      if (ready && waiting === 0) return ready;
+      if (pending) return pending;
+    }
+    return open(key, settings);
   };
 
   return {
