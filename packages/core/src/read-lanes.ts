@@ -21,7 +21,7 @@ interface Lane {
   holders: number;
   /** Its connection is reserved (until then the lane waits for one, like any reservation). */
   ready: boolean;
-  /** Its connection was lost: it takes no more calls and goes back to the pool once its holders are done. */
+  /** Its connection was lost, or its settings could not be set: it takes no more calls, and goes back to the pool once its calls are done. */
   broken: boolean;
 }
 
@@ -43,7 +43,7 @@ export interface ReadLanes {
 
 /**
  * Serves read-only calls from a pool opened read-only (`createSql(url, { readOnly: true })`) that
- * serves nothing else, so that a read costs what it would cost without the trust layer.
+ * serves nothing else, so that a read costs about what it costs on a plain pool.
  *
  * A lane is a connection of that pool reserved for calls with the same settings (customer and time
  * limit). Its first statement sets them for the session — pipelined with the first call's first
@@ -86,8 +86,13 @@ export function createReadLanes(reads: Sql, max: number): ReadLanes {
     };
     waiting++;
     conn.then(
-      () => ((lane.ready = true), waiting--),
-      () => waiting--,
+      () => {
+        lane.ready = true;
+        waiting--;
+      },
+      () => {
+        waiting--;
+      },
     );
     lane.bound.then(
       (pid) => (lane.pid = pid),
