@@ -440,8 +440,10 @@ describe('secrets', () => {
     const dump = await db.sql<
       { text: string }[]
     >`select string_agg(to_jsonb(a)::text, ' ') as text from audit_events a`;
-    for (const value of [iban, 'SHORTSEC', 'TYPOSECRET', 'PAN4111', '4711'])
+    for (const value of [iban, 'SHORTSEC', 'TYPOSECRET', 'PAN4111'])
       expect(dump[0]!.text).not.toContain(value);
+    // The PIN's four digits may occur inside a random id or hash (a UUID once held `4711`): only the value counts.
+    expect(dump[0]!.text).not.toMatch(/(?<![0-9a-z])4711(?![0-9a-z])/i);
     const hash = expect.stringMatching(/^sha256:[0-9a-f]{64}$/);
     const [ok] = await db.sql`select arguments from audit_events where outcome = 'ok'`;
     expect(ok!.arguments).toEqual({ owner: 'Ana', iban: hash, cards: [{ pan: hash }], pin: hash });
