@@ -18,7 +18,7 @@ export default async function setup(): Promise<() => Promise<void>> {
   }
   const dir = await mkdtemp(join(tmpdir(), 'bulkhead-test-'));
   const db: EmbeddedDatabase = await ensureEmbedded({ dataDir: dir });
-  const admin = new URL(db.url);
+  const admin = new URL(db.adminUrl);
   admin.pathname = '/postgres';
   process.env.BULKHEAD_TEST_ADMIN_URL = admin.toString();
   process.env.BULKHEAD_TEST_DB = 'embedded';

@@ -68,7 +68,6 @@ const EXPECTED: Record<(typeof DEPLOYABLES)[number], Record<string, Rights>> = {
       update: ['status', 'attempts', 'next_attempt_at', 'delivered_at', 'last_error'],
     },
     bulkhead_outbox_attempts: { select: 'all', insert: 'all' },
-    bulkhead_rate_limits: { select: 'all', insert: 'all', update: ['count'], delete: true },
     credit_notes: { select: 'all', insert: 'all' },
     customers: { select: 'all', update: ['email', 'phone', 'street', 'postal_code', 'city', 'updated_at'] },
     invoice_balances: { select: 'all' },
@@ -84,7 +83,6 @@ const EXPECTED: Record<(typeof DEPLOYABLES)[number], Record<string, Rights>> = {
   customer: {
     audit_events: { insert: 'all' },
     bulkhead_deployables: { select: 'all' },
-    bulkhead_rate_limits: { select: 'all', insert: 'all', update: ['count'], delete: true },
     credit_notes: { select: 'all' },
     customers: { select: ['id', 'name', 'language'] },
     invoice_balances: { select: 'all' },
@@ -102,14 +100,20 @@ const EXPECTED: Record<(typeof DEPLOYABLES)[number], Record<string, Rights>> = {
   'dev-knowledge': {
     audit_events: { insert: 'all' },
     bulkhead_deployables: { select: 'all' },
-    bulkhead_rate_limits: { select: 'all', insert: 'all', update: ['count'], delete: true },
     kb_documents: { select: 'all' },
   },
   console: {
     audit_events: { select: 'all', insert: 'all' },
     bulkhead_approvals: {
       select: 'all',
-      update: ['status', 'decided_by', 'decided_by_token_id', 'decision_reason', 'decided_arguments_hash'],
+      update: [
+        'status',
+        'decided_by',
+        'decided_by_token_id',
+        'decision_reason',
+        'decided_arguments_hash',
+        'decision_event_id',
+      ],
     },
     bulkhead_console_sessions: { select: 'all', insert: 'all', update: 'all', delete: true },
     bulkhead_console_sign_in_failures: { select: 'all', insert: 'all', update: 'all', delete: true },

@@ -291,7 +291,7 @@ async function main() {
   else {
     embeddedDir = await mkdtemp(join(tmpdir(), 'bulkhead-bench-'));
     const embedded = await ensureEmbedded({ dataDir: embeddedDir });
-    const admin = new URL(embedded.url);
+    const admin = new URL(embedded.adminUrl);
     admin.pathname = '/postgres';
     process.env.BULKHEAD_TEST_ADMIN_URL = admin.toString();
     stopEmbedded = () => embedded.stop();

@@ -310,7 +310,7 @@ async function database(): Promise<{ adminUrl: string; stop(): Promise<void> }> 
   if (external) return { adminUrl: external, stop: async () => {} };
   const dir = await mkdtemp(join(tmpdir(), 'bulkhead-conformance-'));
   const db: EmbeddedDatabase = await ensureEmbedded({ dataDir: dir });
-  const admin = new URL(db.url);
+  const admin = new URL(db.adminUrl);
   admin.pathname = '/postgres';
   return {
     adminUrl: admin.toString(),

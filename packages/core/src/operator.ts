@@ -42,6 +42,7 @@ export {
   type TokenVerdict,
   type TokenVerifier,
   type TokenVerifierOptions,
+  tokenPersons,
 } from './tokens.ts';
 export {
   APPROVAL_ID,
@@ -53,6 +54,7 @@ export {
   argumentsHash,
   decideApproval,
   DEFAULT_CONSOLE_URL,
+  samePerson,
   effectiveStatus,
   getApproval,
   listApprovals,

@@ -8,6 +8,7 @@ import {
   migrate,
   openDatabase,
   roleSpecs,
+  sessionHazards,
   type Sql,
 } from '@bulkhead/db';
 import { workspaceRoot, type ServerEnv } from './config.ts';
@@ -62,6 +63,12 @@ export async function checkRole(sql: Sql, deployable: string, allowOwner: boolea
     throw new StartupError(
       `connected to PostgreSQL as "${who.role}", which ${who.deployable ? `is the role of ${who.deployable}` : 'belongs to no deployable'}, not of ${deployable}: ` +
         `make it a member of its group role with \`pnpm bulkhead db roles --login ${deployable} ${who.role}\``,
+    );
+  // What a session of this role could change about its own sessions is what the database's checks rest on.
+  const hazards = await sessionHazards(sql);
+  if (hazards.length)
+    throw new StartupError(
+      `connected to PostgreSQL as "${who.role}", which can change what the database's checks assume: ${hazards.join('; ')}`,
     );
   return `running as ${who.role} (${deployable})`;
 }

@@ -134,6 +134,13 @@ export async function getToken(sql: Sql, id: string): Promise<TokenRecord | unde
   return row;
 }
 
+/** The persons named on tokens (`--owner`, `--person`), live or not: for noticing a near-duplicate name. */
+export async function tokenPersons(sql: Sql): Promise<string[]> {
+  const rows = await sql<{ owner: string }[]>`
+    select distinct owner from bulkhead_tokens where owner is not null order by owner`;
+  return rows.map((r) => r.owner);
+}
+
 /** Revokes a token; false when it was unknown or already revoked. */
 export async function revokeToken(sql: Sql, id: string): Promise<boolean> {
   const rows =

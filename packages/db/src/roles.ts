@@ -1,4 +1,5 @@
 import type { Sql } from './connect.ts';
+import { schemaOwner } from './owner.ts';
 
 /** What `db roles` needs to know of one deployable to give its group role exactly what it needs. */
 export interface RoleSpec {
@@ -21,6 +22,10 @@ export function groupRole(deployable: string): string {
 /** The login role `pnpm start` and the tests create for a deployable. */
 export function loginRole(deployable: string): string {
   return `${groupRole(deployable)}_login`;
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
 }
 
 /** Runs `statement` (built with postgres.js, identifiers through `sql(...)`), retrying catalog races between sessions. */
@@ -54,6 +59,18 @@ export async function ensureGroupRoles(sql: Sql, specs: readonly RoleSpec[]): Pr
     await sql`
       insert into bulkhead_deployables (name, role, kind) values (${spec.name}, ${role}, ${spec.kind})
       on conflict (name) do update set role = excluded.role, kind = excluded.kind`;
+    // The CLI, connected as the schema owner, decides approvals under the console's role (`SET LOCAL
+    // ROLE`), exactly as the console does: the owner may take that role, it does not need to inherit it.
+    if (spec.kind === 'console') {
+      const owner = await schemaOwner(sql);
+      if (!owner.superuser)
+        await retrying(async () => {
+          const [member] = await sql<
+            { m: boolean }[]
+          >`select pg_has_role(${owner.role}, ${role}, 'MEMBER') as m`;
+          if (!member!.m) await sql`grant ${sql(role)} to ${sql(owner.role)}`;
+        });
+    }
   }
   return created;
 }
@@ -84,12 +101,20 @@ async function policy(
  */
 export async function applyPrivileges(sql: Sql, specs: readonly RoleSpec[]): Promise<void> {
   await sql.begin(async (tx) => {
+    // No session of a deployable creates anything: temporary objects would shadow the names the kit's
+    // functions use, and the schema is the owner's. (Run by the database's owner or a superuser; the
+    // servers refuse to start where this did not take.)
+    const [db] = await tx<{ name: string }[]>`select current_database() as name`;
+    await tx`revoke temporary on database ${tx(db!.name)} from public`;
+    await tx`revoke create on schema public from public`;
     for (const spec of specs) {
       const role = groupRole(spec.name);
       const r = tx(role);
       await tx`revoke all on all tables in schema public from ${r}`;
       await tx`revoke all on all sequences in schema public from ${r}`;
       await tx`revoke all on all functions in schema public from ${r}`;
+      await tx`revoke create, temporary on database ${tx(db!.name)} from ${r}`;
+      await tx`revoke create on schema public from ${r}`;
       await tx`grant usage on schema public to ${r}`;
       await tx`grant select on bulkhead_deployables to ${r}`;
       if (spec.kind === 'sealer') {
@@ -108,9 +133,10 @@ export async function applyPrivileges(sql: Sql, specs: readonly RoleSpec[]): Pro
       await tx`grant execute on function bulkhead_verify_token(text, bytea, text, text) to ${r}`;
       await tx`grant execute on function bulkhead_audit_backlog() to ${r}`;
       if (spec.kind === 'mcp') {
-        const own = 'server = (select bulkhead_current_deployable())';
-        await tx`grant select, insert, update (count), delete on bulkhead_rate_limits to ${r}`;
-        await policy(tx, `bh_${role}_own`, 'bulkhead_rate_limits', 'all', role, own, own);
+        // Counts are exchanged through a function; no privilege on the table, so no lock on it either.
+        await tx`drop policy if exists ${tx(`bh_${role}_own`)} on bulkhead_rate_limits`;
+        await tx`grant execute on function
+          bulkhead_rate_limit_exchange(text[], float8[], integer[], text[], timestamptz, boolean) to ${r}`;
       }
       if (spec.kind === 'mcp' && spec.gated) {
         const own = 'server = (select bulkhead_current_deployable())';
@@ -137,8 +163,8 @@ export async function applyPrivileges(sql: Sql, specs: readonly RoleSpec[]): Pro
           null,
         );
         await tx`grant select on bulkhead_approvals to ${r}`;
-        await tx`grant update (status, decided_by, decided_by_token_id, decision_reason, decided_arguments_hash)
-          on bulkhead_approvals to ${r}`;
+        await tx`grant update (status, decided_by, decided_by_token_id, decision_reason, decided_arguments_hash,
+          decision_event_id) on bulkhead_approvals to ${r}`;
         await policy(tx, `bh_${role}_all`, 'bulkhead_approvals', 'all', role, 'true', 'true');
         await tx`grant select on bulkhead_outbox to ${r}`;
         await policy(tx, `bh_${role}_read`, 'bulkhead_outbox', 'select', role, 'true', null);
@@ -165,12 +191,23 @@ export async function applyPrivileges(sql: Sql, specs: readonly RoleSpec[]): Pro
   });
 }
 
-/** Makes `login` a member of `deployable`'s group role; with a password, creates the login role if missing and sets it. */
+/**
+ * Connections one login role may hold at once (`CONNECTION LIMIT`), unless told otherwise: one server
+ * replica holds up to 13 (see the capacity table in the README), so three replicas fit, and no single
+ * login can take every connection of the cluster from the others.
+ */
+export const DEFAULT_CONNECTION_LIMIT = 40;
+
+/**
+ * Makes `login` a member of `deployable`'s group role and sets its connection limit; with a password,
+ * creates the login role if missing and sets it. Needs CREATEROLE (or a superuser).
+ */
 export async function ensureLogin(
   sql: Sql,
   deployable: string,
   login: string,
   password?: string,
+  options: { connectionLimit?: number } = {},
 ): Promise<{ created: boolean }> {
   const group = groupRole(deployable);
   const [g] = await sql`select 1 from pg_roles where rolname = ${group}`;
@@ -198,6 +235,12 @@ export async function ensureLogin(
       select pg_has_role(${login}, ${group}, 'MEMBER') as m`;
     if (!member!.m) await sql`grant ${sql(group)} to ${sql(login)}`;
   });
+  const limit = options.connectionLimit ?? DEFAULT_CONNECTION_LIMIT;
+  const [current] = await sql<
+    { limit: number }[]
+  >`select rolconnlimit as limit from pg_roles where rolname = ${login}`;
+  if (current!.limit !== limit)
+    await sql.unsafe(`alter role ${quoteIdent(login)} connection limit ${Math.trunc(limit)}`);
   return { created };
 }
 
@@ -219,4 +262,57 @@ export function roleSpecs(
     ...deployables.map((d) => ({ name: d.name, kind: d.kind, gated: d.gated, grantsSql: d.grantsSql })),
     SEALER,
   ];
+}
+
+/**
+ * What the connected role could change about its own sessions that the kit's guarantees rest on: a
+ * role that can create temporary objects or objects in a schema could shadow names, and settings
+ * stored for it (`ALTER ROLE … SET`, which any role may do to itself) apply to every new connection.
+ * Each entry is a sentence; an empty list means none. Servers refuse to start otherwise.
+ */
+export async function sessionHazards(sql: Sql): Promise<string[]> {
+  const [row] = await sql<
+    { role: string; temp: boolean; create: boolean; schemas: string[]; settings: string[] }[]
+  >`
+    select current_user as role,
+      has_database_privilege(current_user, current_database(), 'TEMP') as temp,
+      has_database_privilege(current_user, current_database(), 'CREATE') as create,
+      array(select n.nspname::text from pg_catalog.pg_namespace n
+        where has_schema_privilege(current_user, n.oid, 'CREATE')
+          and n.nspname !~ '^pg_(toast_)?temp_' order by 1) as schemas,
+      array(select unnest(s.setconfig) from pg_catalog.pg_db_role_setting s
+        where s.setrole = (select oid from pg_catalog.pg_roles where rolname = session_user)
+          and s.setdatabase in (0, (select oid from pg_catalog.pg_database where datname = current_database()))) as settings`;
+  const r = row!;
+  const hazards: string[] = [];
+  if (r.temp)
+    hazards.push(
+      `${r.role} can create temporary tables in this database (run \`bulkhead db roles\` as the database's owner: it revokes TEMP from PUBLIC)`,
+    );
+  if (r.create)
+    hazards.push(`${r.role} can create schemas in this database (REVOKE CREATE ON DATABASE … FROM it)`);
+  if (r.schemas.length)
+    hazards.push(
+      `${r.role} can create objects in schema ${r.schemas.join(', ')} (REVOKE CREATE ON SCHEMA … FROM PUBLIC and from it)`,
+    );
+  if (r.settings.length)
+    hazards.push(
+      `settings are stored for the login role (${r.settings.join(', ')}), applied to every connection it opens: clear them with ALTER ROLE … RESET ALL`,
+    );
+  return hazards;
+}
+
+/**
+ * The functions of the schema whose search path is not pinned as `pg_catalog, public, pg_temp`
+ * (pg_catalog first, the session's temporary schema explicitly last): a caller's temporary table,
+ * view or sequence could stand in for a name such a function uses. Empty on a sound schema.
+ */
+export async function unpinnedFunctions(sql: Sql): Promise<string[]> {
+  const rows = await sql<{ fn: string }[]>`
+    select p.oid::pg_catalog.regprocedure::text as fn from pg_catalog.pg_proc p
+    where p.pronamespace = 'public'::pg_catalog.regnamespace
+      and not coalesce((select string_to_array(replace(substr(c, length('search_path=') + 1), ' ', ''), ',')
+          from unnest(p.proconfig) c where c like 'search_path=%') = array['pg_catalog', 'public', 'pg_temp'], false)
+    order by 1`;
+  return rows.map((r) => r.fn);
 }

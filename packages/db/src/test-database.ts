@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { createSql, type Sql } from './connect.ts';
 import { discoverDeployables } from './deployables.ts';
 import { migrate } from './migrate.ts';
+import { ensureOwner, OWNER_ROLE } from './owner.ts';
 import {
   applyPrivileges,
   ensureGroupRoles,
@@ -14,9 +15,12 @@ import {
 
 /** A throwaway, migrated database for one test file. */
 export interface TestDatabase {
-  /** The owner's URL and pool: for setting up rows and checking results. */
+  /** The schema owner's URL and pool (`bulkhead_owner`, no superuser): for setting up rows and checking results. */
   url: string;
   sql: Sql;
+  /** A superuser's URL and pool on the same database: for what only a superuser may do (roles, other sessions). */
+  adminUrl: string;
+  admin: Sql;
   /**
    * A pool connected as `deployable`'s own login role, the way servers run. A name that is no
    * folder under `servers/` (a test's own fixture server) gets a group role with the kit's grants
@@ -48,24 +52,31 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
   await admin.end();
   const target = new URL(adminUrl);
   target.pathname = `/${name}`;
+  const dbAdminUrl = target.toString();
+  const dbAdmin = createSql(dbAdminUrl, { max: 4 });
+  // As in every default deployment, the schema belongs to a role that is no superuser.
+  await ensureOwner(dbAdmin, { password });
+  target.username = OWNER_ROLE;
+  target.password = password;
   const url = target.toString();
   const sql = createSql(url, { max: 20 });
   const specs = roleSpecs(discoverDeployables(root));
   if (options.migrate !== false) {
     await migrate(sql);
-    await ensureGroupRoles(sql, specs);
+    await ensureGroupRoles(dbAdmin, specs);
     await applyPrivileges(sql, specs);
   }
   const pools = new Map<string, Promise<{ url: string; sql: Sql }>>();
   const connect = async (deployable: string, spec?: Omit<RoleSpec, 'name'>) => {
     if (!specs.some((s) => s.name === deployable)) {
       const own: RoleSpec = { name: deployable, ...(spec ?? { kind: 'mcp', gated: true }) };
-      await ensureGroupRoles(sql, [own]);
+      await ensureGroupRoles(dbAdmin, [own]);
       await applyPrivileges(sql, [own]);
     }
     const login = loginRole(deployable);
-    const [exists] = await sql`select 1 from pg_roles where rolname = ${login}`;
-    await ensureLogin(sql, deployable, login, exists ? undefined : password);
+    const [exists] = await dbAdmin`select 1 from pg_roles where rolname = ${login}`;
+    // The test logins are shared by every test file running at once: a limit well above what they use.
+    await ensureLogin(dbAdmin, deployable, login, exists ? undefined : password, { connectionLimit: 150 });
     const roleUrl = new URL(url);
     roleUrl.username = login;
     roleUrl.password = password;
@@ -74,6 +85,8 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
   return {
     url,
     sql,
+    adminUrl: dbAdminUrl,
+    admin: dbAdmin,
     as(deployable, spec) {
       let pool = pools.get(deployable);
       if (!pool) {
@@ -85,6 +98,7 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
     drop: async () => {
       for (const pool of pools.values()) await (await pool.catch(() => undefined))?.sql.end({ timeout: 5 });
       await sql.end({ timeout: 5 });
+      await dbAdmin.end({ timeout: 5 });
       const again = createSql(adminUrl, { max: 1 });
       await again.unsafe(`drop database if exists ${name} with (force)`);
       await again.end();

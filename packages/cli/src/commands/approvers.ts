@@ -5,6 +5,8 @@ import {
   issueToken,
   listTokens,
   revokeToken,
+  samePerson,
+  tokenPersons,
   tokenState,
   visible,
   type TokenRecord,
@@ -77,6 +79,13 @@ Options:
     if (label.length > 200) throw new UsageError('--label: at most 200 characters');
     const expiresAt = parseExpiry(values.expires!, '--expires');
     return withDatabase(env, io, async ({ sql }) => {
+      // Separation of duties compares persons case- and Unicode-insensitively: say so when a name is
+      // another spelling of one already known, before it is taken for someone else.
+      const near = (await tokenPersons(sql)).filter((p) => p !== person && samePerson(p, person));
+      if (near.length)
+        io.err(
+          `Note: "${visible(person)}" is the same person as ${near.map((p) => `"${visible(p)}"`).join(', ')} already named on a token: decisions treat them as one person (use that spelling to avoid confusion).`,
+        );
       const { token, record } = await issueToken(sql, {
         kind: 'approver',
         server: AUDIENCE,

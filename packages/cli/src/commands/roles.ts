@@ -1,5 +1,14 @@
 import { readFile } from 'node:fs/promises';
-import { applyPrivileges, ensureGroupRoles, ensureLogin, groupRole } from '@bulkhead/db';
+import {
+  applyPrivileges,
+  createSql,
+  DEFAULT_CONNECTION_LIMIT,
+  ensureGroupRoles,
+  ensureLogin,
+  groupRole,
+  type Database,
+  type Sql,
+} from '@bulkhead/db';
 import { deployableRoles } from '../deployable-roles.ts';
 import { parse, type Command } from '../command.ts';
 import { withDatabase } from '../database.ts';
@@ -10,7 +19,7 @@ export const rolesCommand: Command = {
   name: 'roles',
   summary: 'create each deployable’s group role with exactly its rights; add login roles',
   help: `Usage: bulkhead db roles [--json]
-       bulkhead db roles --login <deployable> <login-role> [--password-file <file>]
+       bulkhead db roles --login <deployable> <login-role> [--password-file <file>] [--connection-limit <n>]
        bulkhead db roles --table
 
 Creates the NOLOGIN group roles bulkhead_admin, bulkhead_customer,
@@ -19,8 +28,12 @@ bulkhead_sealer (the audit sealer), and gives each exactly what its deployable
 needs in this database: explicit grants (no "all tables"), column grants where a
 table is shared, row-level policies where rows are (customer rows are fenced by
 the customer the token names). Every earlier grant of these roles is revoked
-first. Idempotent; run it as the schema owner with CREATEROLE, after
-\`db migrate\` (which re-applies the grants by itself once the roles exist).
+first, and PUBLIC's TEMP on the database and CREATE on the schema are revoked
+(a session that can create objects could shadow the names the database's own
+checks use). Idempotent; run it as a superuser or a role with CREATEROLE (the
+schema's owner needs neither), after \`db migrate\` (which re-applies the
+grants by itself once the roles exist). On the embedded default it uses the
+embedded superuser for the roles by itself.
 
 Options:
   --login <deployable> <login-role>
@@ -29,6 +42,9 @@ Options:
   --password-file <file>
                     with --login: create the login role if it is missing, and
                     set its password from the file (first line)
+  --connection-limit <n>
+                    with --login: connections the login role may hold at once
+                    (default ${DEFAULT_CONNECTION_LIMIT}: three replicas of a server; -1 for no limit)
   --table           print the roles table of the README, read from the
                     database's own catalog
   --json            print what was created and granted`,
@@ -38,6 +54,7 @@ Options:
       {
         login: { type: 'string' },
         'password-file': { type: 'string' },
+        'connection-limit': { type: 'string' },
         table: { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
       },
@@ -66,21 +83,36 @@ Options:
         : undefined;
       if (password !== undefined && password.length < 12)
         throw new CliError(`the password in ${values['password-file']} is shorter than 12 characters`);
-      return withDatabase(env, io, async ({ sql }) => {
-        const { created } = await ensureLogin(sql, deployable, login, password).catch((err: Error) => {
-          throw new CliError(err.message);
-        });
-        const result = { deployable, login, group: groupRole(deployable), created };
-        if (values.json) io.out(JSON.stringify(result));
-        else
-          io.out(
-            `${created ? 'Created' : 'Using'} login role ${login}, a member of ${groupRole(deployable)}: ${deployable} connects as it.`,
-          );
-        return 0;
-      });
+      const limitText = values['connection-limit'];
+      const connectionLimit = limitText === undefined ? DEFAULT_CONNECTION_LIMIT : Number(limitText);
+      if (!Number.isInteger(connectionLimit) || connectionLimit < -1 || connectionLimit > 10_000)
+        throw new UsageError('--connection-limit: a whole number from 1 to 10000, or -1 for no limit');
+      return withDatabase(env, io, async (db) =>
+        asRoleAdmin(db, async (admin) => {
+          const { created } = await ensureLogin(admin, deployable, login, password, {
+            connectionLimit,
+          }).catch((err: Error) => {
+            throw new CliError(err.message);
+          });
+          const result = {
+            deployable,
+            login,
+            group: groupRole(deployable),
+            created,
+            connection_limit: connectionLimit,
+          };
+          if (values.json) io.out(JSON.stringify(result));
+          else
+            io.out(
+              `${created ? 'Created' : 'Using'} login role ${login}, a member of ${groupRole(deployable)} (at most ${connectionLimit === -1 ? 'unlimited' : connectionLimit} connections): ${deployable} connects as it.`,
+            );
+          return 0;
+        }),
+      );
     }
     if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
-    return withDatabase(env, io, async ({ sql }) => {
+    return withDatabase(env, io, async (db) => {
+      const { sql } = db;
       if (values.table) {
         io.out(
           privilegesTable(
@@ -92,13 +124,15 @@ Options:
         );
         return 0;
       }
-      const created = await ensureGroupRoles(sql, specs).catch((err: Error & { code?: string }) => {
-        if (err.code === '42501')
-          throw new CliError(
-            'creating roles needs CREATEROLE: run `bulkhead db roles` with the schema owner (or a superuser) as DATABASE_URL',
-          );
-        throw err;
-      });
+      const created = await asRoleAdmin(db, (admin) => ensureGroupRoles(admin, specs)).catch(
+        (err: Error & { code?: string }) => {
+          if (err.code === '42501')
+            throw new CliError(
+              'creating roles needs CREATEROLE: run `bulkhead db roles` with a superuser or a role with CREATEROLE as DATABASE_URL',
+            );
+          throw err;
+        },
+      );
       await applyPrivileges(sql, specs);
       if (values.json)
         io.out(
@@ -120,3 +154,17 @@ Options:
     });
   },
 };
+
+/**
+ * Runs `fn` with a connection that may create roles: on the embedded default its superuser (the CLI
+ * otherwise works as the schema owner, which may not), else the connection given.
+ */
+async function asRoleAdmin<T>(db: Database, fn: (admin: Sql) => Promise<T>): Promise<T> {
+  if (!db.adminUrl) return fn(db.sql);
+  const admin = createSql(db.adminUrl, { max: 1, applicationName: 'bulkhead-cli' });
+  try {
+    return await fn(admin);
+  } finally {
+    await admin.end({ timeout: 2 });
+  }
+}

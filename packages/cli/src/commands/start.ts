@@ -131,7 +131,7 @@ Options:
     const allowOwner = env.BULKHEAD_ALLOW_OWNER_ROLE;
     let urls: Record<string, string> = {};
     try {
-      urls = await prepareEmbeddedRoles(db.url, env.BULKHEAD_DATA_DIR, deployableRoles(), [
+      urls = await prepareEmbeddedRoles(db.adminUrl ?? db.url, env.BULKHEAD_DATA_DIR, deployableRoles(), [
         ...servers.map((s) => s.name),
         'sealer',
       ]);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { AuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
 import { decisionEvent, expiryEvent } from './audit-trail.ts';
@@ -41,6 +42,15 @@ export interface Decision {
 }
 
 const MAX_REASON = 1000;
+
+/**
+ * Whether two names denote the same person: trimmed, in Unicode normal form NFKC and lower case, so
+ * that `Bob`, `bob ` and a full-width `ｂｏｂ` are one person (as the database's approvals guard decides).
+ */
+export function samePerson(a: string, b: string): boolean {
+  const key = (s: string) => s.trim().normalize('NFKC').toLowerCase();
+  return key(a) === key(b);
+}
 
 function stamp(d: Date): string {
   return `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
@@ -117,7 +127,7 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
     if (d.decision === 'approve' && !d.allowSelfApproval && d.approver.owner && a.requestedByTokenId) {
       const [requester] = await tx<{ owner: string | null }[]>`
         select bulkhead_token_owner(${a.requestedByTokenId}) as owner`;
-      if (requester?.owner && requester.owner === d.approver.owner) {
+      if (requester?.owner && samePerson(requester.owner, d.approver.owner)) {
         const error = new ApprovalDecisionError(
           `approval ${d.id} was requested with a token issued to ${d.approver.owner}, who may not approve it too: another approver must decide (separation of duties)`,
           'self_approval',
@@ -145,16 +155,27 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
           'changed',
         ),
       };
+    const status = d.decision === 'approve' ? 'approved' : 'rejected';
+    // The event first: the database accepts a decision only with its event written before it in the same
+    // transaction (the approvals guard looks it up by id), so a decision never exists unrecorded.
+    const event = {
+      ...decisionEvent(
+        { ...a, decisionReason: reason },
+        decider,
+        status,
+        d.allowSelfApproval ? { self_approval_allowed: true } : {},
+      ),
+      id: randomUUID(),
+    };
+    await audit.appendIn(tx, event);
+    if (d.allowSelfApproval) await tx`select set_config('bulkhead.allow_self_approval', 'on', true)`;
     const [decided] = await tx<ApprovalRecord[]>`
-      update bulkhead_approvals set status = ${d.decision === 'approve' ? 'approved' : 'rejected'},
+      update bulkhead_approvals set status = ${status},
         decided_by = ${decidedBy}, decided_by_token_id = ${d.approver.tokenId}, decision_reason = ${reason},
-        decided_arguments_hash = ${d.decision === 'approve' ? a.argumentsHash : null}
+        decided_arguments_hash = ${d.decision === 'approve' ? a.argumentsHash : null},
+        decision_event_id = ${event.id}
       where id = ${a.id}
       returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
-    await audit.appendIn(
-      tx,
-      decisionEvent(decided!, decider, d.decision === 'approve' ? 'approved' : 'rejected'),
-    );
     return { error: null, record: decided! };
   });
   if (verdict.error) throw verdict.error;
