@@ -405,7 +405,7 @@ describe('the attacks of issue 31, one by one', () => {
       const verdict = await roles
         .console!.begin(async (tx) => {
           const id = crypto.randomUUID();
-          await createAuditWriter(tx).appendIn(tx, {
+          await createAuditWriter(tx as unknown as Sql).appendIn(tx, {
             id,
             server: 'console',
             method: 'approvals/decide',

@@ -182,10 +182,26 @@ report.check(
   'the entrypoint turns PGPASSWORD_FILE and BULKHEAD_AUDIT_KEY_FILE into their variables',
   /for name in PGPASSWORD BULKHEAD_AUDIT_KEY; do/.test(entrypoint),
 );
-const owners = names.filter((n) => envOf(services[n]!).PGUSER === 'postgres');
+const superusers = names.filter((n) => envOf(services[n]!).PGUSER === 'postgres');
 report.check(
-  `only one-shot jobs connect as the owner (${owners.join(', ')})`,
-  owners.every((n) => services[n]!.build?.target === 'jobs' && services[n]!.restart === 'no'),
+  `only setup connects as the superuser (${superusers.join(', ')}), handing the database to bulkhead_owner with its secret`,
+  superusers.join() === 'setup' &&
+    envOf(setup).BULKHEAD_OWNER_PASSWORD_FILE === '/run/secrets/owner_db_password' &&
+    secretNames(setup).includes('owner_db_password') &&
+    /bulkhead db owner --password-file "\$BULKHEAD_OWNER_PASSWORD_FILE"\n/.test(setupScript) &&
+    setupScript.indexOf('bulkhead db owner') < setupScript.indexOf('bulkhead db migrate'),
+);
+const owners = names.filter((n) => envOf(services[n]!).PGUSER === 'bulkhead_owner');
+report.check(
+  `only one-shot jobs connect as the schema owner bulkhead_owner, with its own secret (${owners.join(', ')})`,
+  owners.length > 0 &&
+    owners.every(
+      (n) =>
+        services[n]!.build?.target === 'jobs' &&
+        services[n]!.restart === 'no' &&
+        envOf(services[n]!).PGPASSWORD_FILE === '/run/secrets/owner_db_password' &&
+        !secretNames(services[n]!).includes('postgres_password'),
+    ),
 );
 const demo = names.filter((n) => JSON.stringify(services[n]!.command ?? '').includes('seed'));
 report.check(

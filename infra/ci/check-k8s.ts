@@ -269,7 +269,7 @@ for (const server of servers) {
       login &&
       docs.some((d) => d.kind === 'ConfigMap' && d.data?.BULKHEAD_DEPLOYABLE === server.name),
   );
-  checkPods(where, docs, (w) => (w.kind === 'Deployment' ? [secret] : [secret, 'bulkhead-owner-db']));
+  checkPods(where, docs, (w) => (w.kind === 'Deployment' ? [secret] : [secret, 'bulkhead-db-admin']));
 }
 
 const jobsDocs = render(join(k8s, 'jobs'));
@@ -281,10 +281,22 @@ const steps = [
   ...(podSpecOf(migrate ?? {})?.containers ?? []),
 ].map((c: Obj) => c.args.join(' '));
 report.check(
-  'jobs: the migration Job runs `db migrate`, `db roles`, then the sealer login (`db roles --login sealer`)',
+  'jobs: the migration Job hands the database to its owner, runs `db migrate`, `db roles`, then the sealer login (`db roles --login sealer`)',
   steps.join(' | ') ===
-    'db migrate | db roles | db roles --login sealer $(LOGIN_ROLE) --password-file /run/secrets/login/password',
+    'db owner --role $(OWNER_ROLE) --password-file /run/secrets/owner/password | db migrate | db roles | db roles --login sealer $(LOGIN_ROLE) --password-file /run/secrets/login/password',
   steps.join(' | '),
+);
+const userOf = (c: Obj) =>
+  (c.env ?? []).find((e: Obj) => e.name === 'PGUSER')?.valueFrom?.secretKeyRef?.name as string | undefined;
+const steppers = [
+  ...(podSpecOf(migrate ?? {})?.initContainers ?? []),
+  ...(podSpecOf(migrate ?? {})?.containers ?? []),
+] as Obj[];
+report.check(
+  'jobs: only creating roles and handing over the database run as the administrator; the schema is migrated as its owner',
+  steppers.map((c) => `${c.args[1]}:${userOf(c)}`).join(' ') ===
+    'owner:bulkhead-db-admin migrate:bulkhead-owner-db roles:bulkhead-db-admin roles:bulkhead-db-admin',
+  steppers.map((c) => `${c.args[1]}:${userOf(c)}`).join(' '),
 );
 const cron = jobsDocs
   .filter((d) => d.kind === 'CronJob')
@@ -304,7 +316,7 @@ report.check(
 checkPods('jobs', jobsDocs, (w) =>
   w.kind === 'CronJob'
     ? ['bulkhead-sealer-db', 'bulkhead-audit-key']
-    : ['bulkhead-owner-db', 'bulkhead-sealer-db'],
+    : ['bulkhead-db-admin', 'bulkhead-owner-db', 'bulkhead-sealer-db'],
 );
 
 const namespaceDocs = parseAllDocuments(readFileSync(join(k8s, 'namespace.yaml'), 'utf8')).map(

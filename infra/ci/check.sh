@@ -180,10 +180,16 @@ if $can_run && podman image exists localhost/bulkhead-jobs; then
   trap cleanup_run EXIT
   check "fresh database $db" pg -d postgres -c "create database $db"
   url="postgres://127.0.0.1:5432/$db"
-  # The jobs image as the owner (the CI cluster's superuser; trust auth, so no password).
-  jobs() { podman run --rm --network host --read-only --read-only-tmpfs=false --cap-drop ALL \
+  # The jobs image as the superuser (the CI cluster's; trust auth, so no password) for setting up, as
+  # the schema owner bulkhead_owner for everything after, as compose's setup and cli services do.
+  superuser() { podman run --rm --network host --read-only --read-only-tmpfs=false --cap-drop ALL \
     --security-opt no-new-privileges -e "DATABASE_URL=$url" -e PGUSER=postgres "$@"; }
-  check "jobs image: bulkhead db migrate" jobs localhost/bulkhead-jobs db migrate
+  jobs() { podman run --rm --network host --read-only --read-only-tmpfs=false --cap-drop ALL \
+    --security-opt no-new-privileges -e "DATABASE_URL=$url" -e PGUSER=bulkhead_owner "$@"; }
+  check "jobs image: bulkhead db migrate (as the superuser: hands the database to bulkhead_owner first)" \
+    superuser localhost/bulkhead-jobs db migrate
+  owner=$(pg -d "$db" -c "select r.rolname || ' superuser=' || r.rolsuper from pg_roles r where r.oid = (select relowner from pg_class where oid = 'public.bulkhead_migrations'::regclass)")
+  check "the schema's owner is no superuser ($owner)" test "$owner" = "bulkhead_owner superuser=false"
   for s in "${servers[@]}"; do
     name=${s%% *}
     logins+=("bulkhead_ci_${name//-/_}_$$")
@@ -201,8 +207,10 @@ if $can_run && podman image exists localhost/bulkhead-jobs; then
   head -c 32 /dev/urandom | base64 | tr -d '/+=\n' >"$secrets/audit-key"
   chmod 644 "$secrets/sealer" "$secrets/audit-key"
   args+=("sealer=bulkhead_ci_sealer_$$:/run/secrets/sealer")
-  check "jobs image: bulkhead-setup (db migrate, db roles, db roles --login for ${#args[@]} login roles)" \
-    jobs -v "$secrets:/run/secrets:ro" --entrypoint /usr/local/bin/bulkhead-setup localhost/bulkhead-jobs "${args[@]}"
+  head -c 18 /dev/urandom | base64 | tr -d '/+=\n' >"$secrets/owner"
+  chmod 644 "$secrets/owner"
+  check "jobs image: bulkhead-setup (db owner, db migrate, db roles, db roles --login for ${#args[@]} login roles)" \
+    superuser -v "$secrets:/run/secrets:ro" -e BULKHEAD_OWNER_PASSWORD_FILE=/run/secrets/owner --entrypoint /usr/local/bin/bulkhead-setup localhost/bulkhead-jobs "${args[@]}"
   check "jobs image: bulkhead db seed --demo" jobs localhost/bulkhead-jobs db seed --demo
   check "jobs image: bulkhead kb ingest (the dev-knowledge docs, mounted)" \
     jobs -v "$root/servers/dev-knowledge/docs:/docs:ro" localhost/bulkhead-jobs kb ingest /docs

@@ -19,6 +19,11 @@ export interface OwnerReport {
   created: boolean;
   /** Objects whose ownership moved to the owner (an older schema owned by a superuser). */
   moved: string[];
+  /**
+   * pg_catalog functions PUBLIC may no longer execute (large objects, advisory locks); empty when not
+   * run by a superuser, the only role that may take them from PUBLIC.
+   */
+  revoked: string[];
 }
 
 /** Whether the connected role is a superuser. */
@@ -30,20 +35,29 @@ export async function isSuperuser(sql: Conn): Promise<boolean> {
 }
 
 /**
- * Hands the current database to a dedicated owner role, as a superuser: definer functions then run with
+ * Hands the current database to a dedicated owner role: definer functions then run with
  * that role's rights, never a superuser's, so that a flaw in one of them cannot reach the operating
  * system or other databases. Creates the role when missing (NOSUPERUSER NOCREATEDB NOCREATEROLE
  * NOREPLICATION NOBYPASSRLS), makes it the database's owner (and the `public` schema's, where that is
  * not the database owner already), moves every object of the schema that someone else owns to it,
  * and takes from PUBLIC what no deployable needs and a session could abuse: TEMP on the database
  * (temporary objects shadow names), CREATE on the schema, creating large objects and taking advisory
- * locks (both granted back to the owner, which migrates, seeds and ingests under such locks).
+ * locks (both granted back to the owner, which migrates, seeds and ingests under such locks; only a
+ * superuser can take these two). Run as a superuser, or as a managed database's administrator (a role
+ * with CREATEROLE and CREATEDB that owns the database, made a member of the owner role on the way).
  * Idempotent; every step is skipped when already done.
  */
 export async function ensureOwner(admin: Sql, options: EnsureOwnerOptions = {}): Promise<OwnerReport> {
   const role = options.role ?? OWNER_ROLE;
-  if (!(await isSuperuser(admin)))
-    throw new Error('handing the schema to its owner role needs a superuser connection');
+  const [me] = await admin<{ name: string; superuser: boolean; createrole: boolean; createdb: boolean }[]>`
+    select rolname as name, rolsuper as superuser, rolcreaterole as createrole, rolcreatedb as createdb
+    from pg_catalog.pg_roles where rolname = current_user`;
+  // A managed PostgreSQL has no superuser: its administrator role (CREATEROLE, CREATEDB, owner of the
+  // database) can do all of this but take rights from PUBLIC on pg_catalog's functions.
+  if (!me!.superuser && !(me!.createrole && me!.createdb))
+    throw new Error(
+      `handing the database to its owner role needs a superuser, or a role with CREATEROLE and CREATEDB that owns the database; ${me!.name} is neither`,
+    );
   // The role is the cluster's, shared by every database on it: created and set outside the database's
   // transaction, retried when another session does the same at the same moment.
   const created = await retrying(async () => {
@@ -56,6 +70,13 @@ export async function ensureOwner(admin: Sql, options: EnsureOwnerOptions = {}):
       const [stmt] = await admin<{ s: string }[]>`
         select format('alter role %I login password %L', ${role}::text, ${options.password}::text) as s`;
       await admin.unsafe(stmt!.s);
+    }
+    // The administrator must be able to act as the owner to hand it the database (a superuser always can).
+    if (!me!.superuser) {
+      const [member] = await admin<
+        { m: boolean }[]
+      >`select pg_has_role(current_user, ${role}, 'MEMBER') as m`;
+      if (!member!.m) await admin`grant ${admin(role)} to ${admin(me!.name)}`;
     }
     return !existing;
   });
@@ -73,11 +94,14 @@ export async function ensureOwner(admin: Sql, options: EnsureOwnerOptions = {}):
     const moved = await moveObjects(tx, role);
     await tx`revoke temporary on database ${tx(db!.name)} from public`;
     await tx`revoke create on schema public from public`;
-    for (const fn of await revocable(tx)) {
-      await tx.unsafe(`revoke execute on function ${fn} from public`);
-      await tx.unsafe(`grant execute on function ${fn} to ${quoteIdent(role)}`);
-    }
-    return { role, created, moved };
+    const revoked: string[] = [];
+    if (me!.superuser)
+      for (const fn of await revocable(tx)) {
+        await tx.unsafe(`revoke execute on function ${fn} from public`);
+        await tx.unsafe(`grant execute on function ${fn} to ${quoteIdent(role)}`);
+        revoked.push(fn);
+      }
+    return { role, created, moved, revoked };
   });
 }
 

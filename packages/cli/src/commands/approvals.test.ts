@@ -418,4 +418,16 @@ describe('bulkhead approvers', () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('--person is required: an approver is a person');
   });
+
+  it('says when a person is another spelling of one already named on a token', async () => {
+    const first = await cli(['approvers', 'add', '--person', 'Carla@Example.test']);
+    expect([first.code, first.stderr]).toEqual([0, '']);
+    const near = await cli(['approvers', 'add', '--person', 'carla@example.test ']);
+    expect(near.code).toBe(0);
+    expect(near.stderr).toBe(
+      'Note: "carla@example.test" is the same person as "Carla@Example.test" already named on a token: decisions treat them as one person (use that spelling to avoid confusion).\n',
+    );
+    const other = await cli(['approvers', 'add', '--person', 'carl@example.test']);
+    expect([other.code, other.stderr]).toEqual([0, '']);
+  });
 });

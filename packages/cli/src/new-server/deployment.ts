@@ -73,8 +73,8 @@ export function k8sOverlay(s: NewServer): Record<string, string> {
   return {
     'kustomization.yaml': `# bulkhead-${s.name}: kubectl apply -k infra/k8s/overlays/${s.name}
 # Needs, in namespace bulkhead: the Secret bulkhead-${s.name}-db (type kubernetes.io/basic-auth:
-# username = this deployable's login role, password), the Secret bulkhead-owner-db (the
-# database owner, for the login Job), and the migration Job of infra/k8s/jobs run once.
+# username = this deployable's login role, password), the Secret bulkhead-db-admin (the
+# database administrator, which creates the login role in the login Job), and the migration Job of infra/k8s/jobs run once.
 # Written by \`bulkhead new server\`; set BULKHEAD_PUBLIC_URL to the address clients use, and add
 # ${s.name}=<that address> to the console's BULKHEAD_SERVER_URLS so that it grants OAuth access to it.
 apiVersion: kustomize.config.k8s.io/v1beta1
