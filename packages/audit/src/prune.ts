@@ -11,7 +11,7 @@ export interface PruneResult {
 
 /**
  * Removes whole seals sealed before `before`, with their events — always the oldest part of the sealed
- * log, never an unsealed event — and records a checkpoint signed with the key: the last removed seal's
+ * log, never an unsealed event, never past a seal whose open ranges wait for a writer — and records a checkpoint signed with the key: the last removed seal's
  * number, MAC and running totals, from which `verify` continues. Works a few seals per transaction, each
  * moving the checkpoint along, so that writers never wait on it (they take no lock it holds).
  */
@@ -28,8 +28,12 @@ export async function pruneLog(
       const rows = await tx<Parameters<typeof toSeal>[0][]>`
         select ${tx.unsafe(SEAL_COLUMNS)} from audit_seals
         where sealed_at < ${before} order by seal_no limit ${sealsPerBatch}`;
-      if (rows.length === 0) return true;
-      const cut = toSeal(rows[rows.length - 1]!);
+      // Only at a seal with nothing pending: events of open ranges not sealed yet must stay.
+      const seals = rows.map(toSeal);
+      let last = seals.length - 1;
+      while (last >= 0 && seals[last]!.pending?.length) last--;
+      if (last < 0) return true;
+      const cut = seals[last]!;
       const deleted = await tx`delete from audit_events where seq <= ${cut.lastSeq}`;
       await tx`delete from audit_seals where seal_no <= ${cut.sealNo}`;
       const previous = await readCheckpoint(tx);
@@ -43,9 +47,9 @@ export async function pruneLog(
           totals = excluded.totals, pruned_before = excluded.pruned_before, removed = excluded.removed,
           signature = excluded.signature, created_at = now()`;
       result.removedEvents += deleted.count;
-      result.removedSeals += rows.length;
+      result.removedSeals += last + 1;
       result.checkpointSeal = cut.sealNo;
-      return rows.length < sealsPerBatch;
+      return rows.length < sealsPerBatch || last < seals.length - 1;
     });
     if (done) return result;
   }

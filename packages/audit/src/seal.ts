@@ -1,13 +1,19 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { Sql } from '@bulkhead/db';
 import { canonicalJson } from './hash.ts';
+import { fenceLease, LEASE_MS, leaseHolder, releaseLease, takeLease } from './lease.ts';
 
 /** The MAC every seal chain starts from. */
 export const GENESIS_MAC = '0'.repeat(64);
 /** Most events one seal closes; a longer backlog is sealed in several. */
 export const MAX_SEAL_EVENTS = 10_000;
-/** One sealer at a time, elected by a session advisory lock that no request ever takes. */
-const SEALER_LOCK = 0x6275_6c6c;
+/**
+ * How long a sealer waits for the transactions that write audit events before it seals around the
+ * ones still running: their numbers are left open in the seal and their events sealed once they end.
+ */
+export const SETTLE_MS = 10_000;
+/** An unsealed event older than this is overdue: a verify warning and `bulkhead_audit_unsealed_overdue` on /metrics. */
+export const UNSEALED_LIMIT_MS = 10 * 60_000;
 
 /** Per-server event counts. */
 export type Counts = Record<string, number>;
@@ -19,6 +25,8 @@ export interface SealHead {
   mac: string;
   totals: Counts;
   sealedAt: Date | null;
+  /** Seals whose open ranges are not closed yet. */
+  pending: number[];
 }
 
 /** One stored seal. */
@@ -34,6 +42,18 @@ export interface Seal {
   totals: Counts;
   prevMac: string;
   mac: string;
+  /**
+   * Numbers of the range with no committed event when it was sealed while writers of the log were still
+   * running, as [from, to] pairs; null when there were none. Their events, once committed, are sealed
+   * by the seal that closes this one (listed among its `seqs`, below its `firstSeq`).
+   */
+  openRanges: [number, number][] | null;
+  /** The transactions (xid8) the open ranges wait for. */
+  waitingFor: string[] | null;
+  /** The seals whose open ranges are not closed yet, as of this one (itself included). */
+  pending: number[] | null;
+  /** The highest seal number made before this one; at or above `sealNo`, a seal of this number was deleted. */
+  madeBefore: number | null;
 }
 
 /** The keyed digest of one event: the first 8 bytes of an HMAC over the row exactly as stored. */
@@ -44,6 +64,18 @@ export function eventDigest(key: string, body: string): Buffer {
 /** The MAC of a seal, chained to the previous one and covering every event digest and count in it. */
 export function sealMac(key: string, s: Omit<Seal, 'mac'>): string {
   const events = createHash('sha256').update(s.seqs.join(',')).update('\n').update(s.digests).digest('hex');
+  // Seals made before these fields existed have none of them, and keep their MAC.
+  const later =
+    s.openRanges === null && s.waitingFor === null && s.pending === null && s.madeBefore === null
+      ? []
+      : [
+          canonicalJson({
+            madeBefore: s.madeBefore,
+            openRanges: s.openRanges,
+            pending: s.pending,
+            waitingFor: s.waitingFor,
+          }),
+        ];
   return createHmac('sha256', key)
     .update(
       [
@@ -56,6 +88,7 @@ export function sealMac(key: string, s: Omit<Seal, 'mac'>): string {
         canonicalJson(s.counts),
         canonicalJson(s.totals),
         events,
+        ...later,
       ].join('\n'),
     )
     .digest('hex');
@@ -110,6 +143,21 @@ export async function readBodies(
   return rows.map((r) => ({ ...r, seq: Number(r.seq) }));
 }
 
+/** Like {@link readBodies}, for the events numbered within any of `ranges` ([from, to] pairs). */
+export async function readBodiesIn(
+  tx: TransactionSql,
+  ranges: readonly (readonly [number, number])[],
+): Promise<{ seq: number; server: string; at: Date; body: string }[]> {
+  if (ranges.length === 0) return [];
+  await tx`set local time zone 'UTC'`;
+  const rows = await tx<{ seq: string; server: string; at: Date; body: string }[]>`
+    select seq, server, at, ${tx.unsafe(SEALED_BODY)} as body from audit_events e
+    join unnest(${ranges.map((r) => String(r[0]))}::text[]::bigint[], ${ranges.map((r) => String(r[1]))}::text[]::bigint[]) as r(f, t)
+      on e.seq between r.f and r.t
+    order by seq`;
+  return rows.map((r) => ({ ...r, seq: Number(r.seq) }));
+}
+
 interface SealRow {
   sealNo: string;
   sealedAt: Date;
@@ -122,10 +170,15 @@ interface SealRow {
   totals: Counts;
   prevMac: string;
   mac: string;
+  openRanges: [number, number][] | null;
+  waitingFor: string[] | null;
+  pending: string[] | null;
+  madeBefore: string | null;
 }
 
 export const SEAL_COLUMNS = `seal_no as "sealNo", sealed_at as "sealedAt", first_seq as "firstSeq",
-  last_seq as "lastSeq", events, seqs::text[] as seqs, digests, counts, totals, prev_mac as "prevMac", mac`;
+  last_seq as "lastSeq", events, seqs::text[] as seqs, digests, counts, totals, prev_mac as "prevMac", mac,
+  open_ranges as "openRanges", waiting_for as "waitingFor", pending::text[] as pending, made_before as "madeBefore"`;
 
 export function toSeal(r: SealRow): Seal {
   return {
@@ -134,6 +187,8 @@ export function toSeal(r: SealRow): Seal {
     firstSeq: Number(r.firstSeq),
     lastSeq: Number(r.lastSeq),
     seqs: r.seqs.map(Number),
+    pending: r.pending === null ? null : r.pending.map(Number),
+    madeBefore: r.madeBefore === null ? null : Number(r.madeBefore),
   };
 }
 
@@ -179,86 +234,196 @@ export async function sealHead(sql: Sql | TransactionSql): Promise<SealHead> {
     select ${sql.unsafe(SEAL_COLUMNS)} from audit_seals order by seal_no desc limit 1`;
   if (last) {
     const s = toSeal(last);
-    return { sealNo: s.sealNo, lastSeq: s.lastSeq, mac: s.mac, totals: s.totals, sealedAt: s.sealedAt };
+    return {
+      sealNo: s.sealNo,
+      lastSeq: s.lastSeq,
+      mac: s.mac,
+      totals: s.totals,
+      sealedAt: s.sealedAt,
+      pending: s.pending ?? [],
+    };
   }
+  // `audit prune` cuts only at a seal with nothing pending.
   const cp = await readCheckpoint(sql);
-  if (cp) return { sealNo: cp.sealNo, lastSeq: cp.lastSeq, mac: cp.mac, totals: cp.totals, sealedAt: null };
-  return { sealNo: 0, lastSeq: 0, mac: GENESIS_MAC, totals: {}, sealedAt: null };
+  if (cp)
+    return {
+      sealNo: cp.sealNo,
+      lastSeq: cp.lastSeq,
+      mac: cp.mac,
+      totals: cp.totals,
+      sealedAt: null,
+      pending: [],
+    };
+  return { sealNo: 0, lastSeq: 0, mac: GENESIS_MAC, totals: {}, sealedAt: null, pending: [] };
 }
 
 /**
- * A point up to which the log can be sealed once every transaction in `running` has finished. Every
- * writer takes its transaction id before its sequence number (the stamping trigger), and this reads
- * the sequence before the snapshot: so each number up to `lastSeq` belongs to a transaction that had
- * already finished, or that is listed in `running`.
+ * A point up to which the log can be sealed once the writers in `running` have ended. Every writer
+ * holds a ROW EXCLUSIVE lock on `audit_events` from the start of its insert, takes its transaction id
+ * and then its number (the stamping trigger), and this reads the sequence before the locks: so each
+ * number up to `lastSeq` belongs to a transaction that had already ended, or that is listed in
+ * `running`. Only such writers are listed — not every transaction of the cluster — so that a
+ * transaction left open by anyone else (another role, another application) does not hold sealing up.
  */
 export interface Horizon {
   lastSeq: number;
+  /** Transaction ids (xid8, as text) of the writers still running. */
   running: string[];
 }
 
-export async function horizon(sql: Sql): Promise<Horizon> {
+export async function horizon(sql: Sql | TransactionSql): Promise<Horizon> {
   const [seq] = await sql<{ last: string; called: boolean }[]>`
-    select last_value as last, is_called as called from audit_events_seq`;
-  const [snap] = await sql<{ running: string[] }[]>`
-    select array(select x::text from pg_snapshot_xip(pg_current_snapshot()) x) as running`;
-  return { lastSeq: Number(seq!.last) - (seq!.called ? 0 : 1), running: snap!.running };
+    select last_value as last, is_called as called from public.audit_events_seq`;
+  // pg_locks names a transaction by its 32-bit id; the snapshot's in-progress list gives the full one.
+  const [writers] = await sql<{ running: string[] }[]>`
+    select array(
+      select x::text from pg_catalog.pg_snapshot_xip(pg_catalog.pg_current_snapshot()) x
+      where (x::text::numeric % 4294967296)::text in (
+        select t.transactionid::text from pg_catalog.pg_locks r
+        join pg_catalog.pg_locks t on t.virtualtransaction = r.virtualtransaction
+          and t.locktype = 'transactionid' and t.mode = 'ExclusiveLock' and t.granted
+        where r.locktype = 'relation' and r.mode = 'RowExclusiveLock' and r.granted
+          and r.relation = 'public.audit_events'::pg_catalog.regclass
+          and r.database = (select oid from pg_catalog.pg_database where datname = pg_catalog.current_database()))
+    ) as running`;
+  return { lastSeq: Number(seq!.last) - (seq!.called ? 0 : 1), running: writers!.running };
 }
 
-/** True once no transaction of the horizon is still running. */
-export async function settled(sql: Sql, h: Horizon): Promise<boolean> {
-  if (h.running.length === 0) return true;
-  const [row] = await sql<{ done: boolean }[]>`
-    select coalesce(bool_and(coalesce(pg_xact_status(x::xid8), 'committed') <> 'in progress'), true) as done
-    from unnest(${h.running}::text[]) x`;
-  return row!.done;
+/** Which of `xids` are still in progress, by the current snapshot (whose reads then see what the others committed). */
+async function stillRunning(sql: Sql | TransactionSql, xids: readonly string[]): Promise<string[]> {
+  if (xids.length === 0) return [];
+  const [row] = await sql<{ running: string[] }[]>`
+    select array(select x from unnest(${xids as string[]}::text[]) x
+      where x::xid8 = any (array(select pg_catalog.pg_snapshot_xip(pg_catalog.pg_current_snapshot())))) as running`;
+  return row!.running;
 }
+
+/** True once every writer of the horizon has ended, apart from those in `late` (already waited for by a seal). */
+export async function settled(
+  sql: Sql | TransactionSql,
+  h: Horizon,
+  late: ReadonlySet<string> = new Set(),
+): Promise<boolean> {
+  return (await stillRunning(sql, h.running.filter((x) => !late.has(x)))).length === 0;
+}
+
+/** The writers that seals still wait for: a new horizon does not wait for them again. */
+export async function lateWriters(sql: Sql | TransactionSql): Promise<Set<string>> {
+  const { pending } = await sealHead(sql);
+  if (pending.length === 0) return new Set();
+  const rows = await sql<{ x: string }[]>`
+    select distinct unnest(waiting_for) as x from public.audit_seals
+    where seal_no = any (${pending.map(String)}::text[]::bigint[])`;
+  return new Set(rows.map((r) => r.x));
+}
+
+/** The numbers in (after, upTo] that are not in `present` (sorted), as [from, to] pairs. */
+function absentRanges(after: number, upTo: number, present: readonly number[]): [number, number][] {
+  const ranges: [number, number][] = [];
+  let next = after + 1;
+  for (const seq of present) {
+    if (seq > next) ranges.push([next, seq - 1]);
+    next = seq + 1;
+  }
+  if (next <= upTo) ranges.push([next, upTo]);
+  return ranges;
+}
+
+const within = (seq: number, ranges: readonly (readonly [number, number])[]) =>
+  ranges.some(([from, to]) => seq >= from && seq <= to);
 
 /**
- * Seals everything up to `h.lastSeq` (which must be settled): one seal per {@link MAX_SEAL_EVENTS}
- * events, each with the keyed digest of every event in its range, its per-server counts, the running
- * totals and a MAC over all of it and the previous seal's MAC. With `heartbeat`, an empty range is
- * sealed too, so that the seal log shows the sealer was alive. Returns the seals written.
+ * Seals everything up to `h.lastSeq`: one seal per {@link MAX_SEAL_EVENTS} events, each with the keyed
+ * digest of every event in it, its per-server counts, the running totals and a MAC over all of it and
+ * the previous seal's MAC. Writers of the horizon still running (by the seal's own snapshot) leave the
+ * numbers that have no event yet open in the seal; a seal whose writers have all ended is closed by the
+ * next one, which seals the events that arrived in its open ranges. With `heartbeat`, an empty range is
+ * sealed too, so that the seal log shows the sealer was alive. With `lease`, each seal is written only
+ * while that holder has the sealer lease. Returns the seals written.
  */
 export async function sealUpTo(
   sql: Sql,
   key: string,
-  h: Pick<Horizon, 'lastSeq'>,
-  options: { heartbeat?: boolean; maxEvents?: number } = {},
+  h: Horizon,
+  options: { heartbeat?: boolean; maxEvents?: number; lease?: string } = {},
 ): Promise<Seal[]> {
   const max = options.maxEvents ?? MAX_SEAL_EVENTS;
   const written: Seal[] = [];
   for (;;) {
-    const seal = await sql.begin(async (tx) => {
+    // One snapshot for the whole seal: which writers still run, and which events they left, agree.
+    const seal = await sql.begin('isolation level repeatable read', async (tx) => {
+      if (options.lease) await fenceLease(tx, options.lease);
       const prev = await sealHead(tx);
-      if (prev.lastSeq >= h.lastSeq && !(options.heartbeat && written.length === 0)) return null;
+      const pendingSeals = prev.pending.length
+        ? (
+            await tx<Parameters<typeof toSeal>[0][]>`
+              select ${tx.unsafe(SEAL_COLUMNS)} from public.audit_seals
+              where seal_no = any (${prev.pending.map(String)}::text[]::bigint[]) order by seal_no`
+          ).map(toSeal)
+        : [];
+      const waited = [...new Set(pendingSeals.flatMap((p) => p.waitingFor ?? []))];
+      const running = new Set(await stillRunning(tx, [...new Set([...h.running, ...waited])]));
+      const closing = pendingSeals.filter((p) => !(p.waitingFor ?? []).some((x) => running.has(x)));
+      if (
+        prev.lastSeq >= h.lastSeq &&
+        closing.length === 0 &&
+        !(options.heartbeat && written.length === 0)
+      )
+        return null;
       const rows = await readBodies(tx, prev.lastSeq, Math.max(h.lastSeq, prev.lastSeq), max + 1);
       const taken = rows.slice(0, max);
       const lastSeq = rows.length > max ? taken[taken.length - 1]!.seq : Math.max(h.lastSeq, prev.lastSeq);
+      const late = await readBodiesIn(
+        tx,
+        closing.flatMap((p) => p.openRanges ?? []),
+      );
+      const open = h.running.some((x) => running.has(x))
+        ? absentRanges(
+            prev.lastSeq,
+            lastSeq,
+            taken.map((r) => r.seq),
+          )
+        : [];
+      const all = [...late, ...taken];
       const counts: Counts = {};
-      for (const r of taken) counts[r.server] = (counts[r.server] ?? 0) + 1;
+      for (const r of all) counts[r.server] = (counts[r.server] ?? 0) + 1;
       const totals: Counts = { ...prev.totals };
       for (const [server, n] of Object.entries(counts)) totals[server] = (totals[server] ?? 0) + n;
+      const sealNo = prev.sealNo + 1;
+      const closed = new Set(closing.map((p) => p.sealNo));
+      const pending = [...prev.pending.filter((n) => !closed.has(n)), ...(open.length ? [sealNo] : [])];
+      const [made] = await tx<{ n: string }[]>`select last_value as n from public.audit_seals_made`;
       const body: Omit<Seal, 'mac'> = {
-        sealNo: prev.sealNo + 1,
+        sealNo,
         sealedAt: new Date(),
         firstSeq: prev.lastSeq + 1,
         lastSeq,
-        events: taken.length,
-        seqs: taken.map((r) => r.seq),
-        digests: Buffer.concat(taken.map((r) => eventDigest(key, r.body))),
+        events: all.length,
+        seqs: all.map((r) => r.seq),
+        digests: Buffer.concat(all.map((r) => eventDigest(key, r.body))),
         counts,
         totals,
         prevMac: prev.mac,
+        openRanges: open.length ? open : null,
+        waitingFor: open.length ? h.running.filter((x) => running.has(x)) : null,
+        pending,
+        madeBefore: Number(made!.n),
       };
       const s: Seal = { ...body, mac: sealMac(key, body) };
       await tx`
-        insert into audit_seals (seal_no, sealed_at, first_seq, last_seq, events, seqs, digests, counts, totals, prev_mac, mac)
+        insert into public.audit_seals (seal_no, sealed_at, first_seq, last_seq, events, seqs, digests, counts,
+          totals, prev_mac, mac, open_ranges, waiting_for, pending, made_before)
         values (${s.sealNo}, ${s.sealedAt}, ${s.firstSeq}, ${s.lastSeq}, ${s.events}, ${s.seqs.map(String)}::text[]::bigint[],
-          ${s.digests}, ${tx.json(s.counts)}, ${tx.json(s.totals)}, ${s.prevMac}, ${s.mac})`;
+          ${s.digests}, ${tx.json(s.counts)}, ${tx.json(s.totals)}, ${s.prevMac}, ${s.mac},
+          ${s.openRanges ? tx.json(s.openRanges) : null}, ${s.waitingFor}, ${s.pending!.map(String)}::text[]::bigint[],
+          ${s.madeBefore})`;
       return s;
     });
     if (!seal) return written;
+    // After the commit, never before: a seal rolled back must not count as made.
+    await sql`
+      select pg_catalog.setval('public.audit_seals_made'::pg_catalog.regclass, ${seal.sealNo})
+      from public.audit_seals_made where last_value < ${seal.sealNo}`;
     written.push(seal);
     if (seal.lastSeq >= h.lastSeq) return written;
   }
@@ -266,47 +431,45 @@ export async function sealUpTo(
 
 /** What one pass of {@link sealLog} did. */
 export interface SealPass {
-  /** False when another sealer holds the election lock (nothing was done). */
+  /** False when another sealer holds the sealer lease (nothing was done). */
   elected: boolean;
   seals: Seal[];
 }
 
 /**
- * One-shot sealing (the `audit seal` command and its CronJob): wins the sealer election or leaves at
- * once, waits (up to `waitMs`) for the transactions running now to finish, and seals everything up to
- * this moment.
+ * One-shot sealing (the `audit seal` command and its CronJob): takes the sealer lease or leaves at once,
+ * waits (up to `waitMs`, default {@link SETTLE_MS}) for the transactions writing audit events now to
+ * end, and seals everything up to this moment; numbers of writers still running are left open in the
+ * seal, for a later pass to seal their events.
  */
 export async function sealLog(
   sql: Sql,
   key: string,
   options: { waitMs?: number; heartbeat?: boolean } = {},
 ): Promise<SealPass> {
-  const conn = await sql.reserve();
+  const holder = leaseHolder();
+  if (!(await takeLease(sql, holder))) return { elected: false, seals: [] };
   try {
-    const [lock] = await conn<{ ok: boolean }[]>`select pg_try_advisory_lock(${SEALER_LOCK}) as ok`;
-    if (!lock!.ok) return { elected: false, seals: [] };
-    try {
-      const h = await horizon(conn as unknown as Sql);
-      const deadline = Date.now() + (options.waitMs ?? 30_000);
-      while (!(await settled(conn as unknown as Sql, h))) {
-        if (Date.now() > deadline)
-          throw new Error('transactions that write audit events are still running; sealing waits for them');
-        await new Promise((r) => setTimeout(r, 50));
+    const h = await horizon(sql);
+    const late = await lateWriters(sql);
+    const deadline = Date.now() + (options.waitMs ?? SETTLE_MS);
+    let renewed = Date.now();
+    while (Date.now() < deadline && !(await settled(sql, h, late))) {
+      await new Promise((r) => setTimeout(r, 50));
+      if (Date.now() - renewed > LEASE_MS / 3) {
+        if (!(await takeLease(sql, holder))) return { elected: false, seals: [] };
+        renewed = Date.now();
       }
-      return {
-        elected: true,
-        seals: await sealUpTo(
-          sql,
-          key,
-          h,
-          options.heartbeat === undefined ? {} : { heartbeat: options.heartbeat },
-        ),
-      };
-    } finally {
-      await conn`select pg_advisory_unlock(${SEALER_LOCK})`;
     }
+    return {
+      elected: true,
+      seals: await sealUpTo(sql, key, h, {
+        lease: holder,
+        ...(options.heartbeat === undefined ? {} : { heartbeat: options.heartbeat }),
+      }),
+    };
   } finally {
-    conn.release();
+    await releaseLease(sql, holder).catch(() => {});
   }
 }
 
@@ -318,10 +481,11 @@ export interface Sealer {
 }
 
 /**
- * The sealer as a loop (`audit seal --follow`, `pnpm start`): one process at a time holds the election
- * lock on a connection of its own; every `intervalMs` it seals up to the horizon it took one interval
- * earlier (by then its transactions have almost always finished) and takes the next. At least every
- * `heartbeatMs` it writes a seal even when nothing is new.
+ * The sealer as a loop (`audit seal --follow`, `pnpm start`): one process at a time holds the sealer
+ * lease, renewing it as it goes; every `intervalMs` it seals up to the horizon it took one interval
+ * earlier (by then its writers have almost always ended; those still running after `settleMs` are
+ * sealed around) and takes the next. At least every `heartbeatMs` it writes a seal even when nothing
+ * is new.
  */
 export function startSealer(
   sql: Sql,
@@ -329,16 +493,20 @@ export function startSealer(
   options: {
     intervalMs?: number;
     heartbeatMs?: number;
+    settleMs?: number;
     onError?: (err: unknown) => void;
     onSeal?: (seals: Seal[]) => void;
   } = {},
 ): Sealer {
   const interval = options.intervalMs ?? 1000;
   const heartbeatMs = options.heartbeatMs ?? 60_000;
+  const settleMs = options.settleMs ?? SETTLE_MS;
+  const holder = leaseHolder();
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
-  let conn: Awaited<ReturnType<Sql['reserve']>> | undefined;
-  let pending: Horizon | undefined;
+  let leased = false;
+  let renewed = 0;
+  let pending: (Horizon & { at: number; late: Set<string> }) | undefined;
   let lastSeal = 0;
   let waiters: { seq: number; resolve: () => void }[] = [];
   let sealedUpTo = 0;
@@ -352,22 +520,21 @@ export function startSealer(
 
   const tick = async () => {
     if (stopped) return;
-    if (!conn) {
-      const c = await sql.reserve();
-      const [lock] = await c<{ ok: boolean }[]>`select pg_try_advisory_lock(${SEALER_LOCK}) as ok`;
-      if (!lock!.ok) {
-        c.release();
+    if (!leased || Date.now() - renewed > LEASE_MS / 3) {
+      leased = await takeLease(sql, holder);
+      if (!leased) {
+        pending = undefined;
         // Another process seals; whoever waits here learns from the log how far it got.
         sealedUpTo = Math.max(sealedUpTo, (await sealHead(sql)).lastSeq);
         release();
         return;
       }
-      conn = c;
+      renewed = Date.now();
     }
-    const db = conn as unknown as Sql;
-    if (pending && (await settled(db, pending))) {
+    if (pending && (Date.now() - pending.at >= settleMs || (await settled(sql, pending, pending.late)))) {
       const heartbeat = Date.now() - lastSeal >= heartbeatMs;
-      const seals = await sealUpTo(sql, key, pending, { heartbeat });
+      const seals = await sealUpTo(sql, key, pending, { heartbeat, lease: holder });
+      renewed = Date.now();
       if (seals.length) {
         lastSeal = Date.now();
         options.onSeal?.(seals);
@@ -375,7 +542,7 @@ export function startSealer(
       sealedUpTo = Math.max(sealedUpTo, pending.lastSeq);
       pending = undefined;
     }
-    if (!pending) pending = await horizon(db);
+    if (!pending) pending = { ...(await horizon(sql)), at: Date.now(), late: await lateWriters(sql) };
     release();
   };
 
@@ -383,9 +550,8 @@ export function startSealer(
     running = tick()
       .catch((err: unknown) => {
         options.onError?.(err);
-        // A broken connection loses the lock with it; the next tick competes again.
-        conn?.release();
-        conn = undefined;
+        // The next tick takes (or renews) the lease again before it seals.
+        leased = false;
         pending = undefined;
       })
       .finally(() => {
@@ -405,10 +571,7 @@ export function startSealer(
       stopped = true;
       clearTimeout(timer);
       await running;
-      if (conn) {
-        await conn`select pg_advisory_unlock(${SEALER_LOCK})`.catch(() => {});
-        conn.release();
-      }
+      if (leased) await releaseLease(sql, holder).catch(() => {});
       for (const w of waiters.splice(0)) w.resolve();
     },
   };

@@ -4,11 +4,13 @@ import {
   eventDigest,
   GENESIS_MAC,
   readBodies,
+  readBodiesIn,
   readCheckpoint,
   SEAL_COLUMNS,
   sealMac,
   signCheckpoint,
   toSeal,
+  UNSEALED_LIMIT_MS,
   type Counts,
   type Seal,
 } from './seal.ts';
@@ -24,12 +26,21 @@ export interface LogBreak {
     | 'event_in_pruned_range'
     | 'server_mismatch'
     | 'checkpoint_invalid'
-    | 'anchor_mismatch';
+    | 'anchor_mismatch'
+    | 'seal_remade'
+    | 'approval_undecided';
   /** The seal the break was found in, when there is one. */
   sealNo: number | null;
   /** The event's sequence number, when the break is about one event. */
   seq: number | null;
   server: string | null;
+  reason: string;
+}
+
+/** Something to look at that is no break: sealing lags, or a seal waits long for a writer. */
+export interface LogWarning {
+  kind: 'unsealed_overdue' | 'open_overdue';
+  sealNo: number | null;
   reason: string;
 }
 
@@ -53,8 +64,12 @@ export interface LogReport {
   breaks: LogBreak[];
   /** Breaks beyond the first `maxBreaks` are only counted. */
   moreBreaks: number;
-  /** Events after the newest seal: not yet covered by any seal. */
+  /**
+   * Events not yet covered by any seal: after the newest seal, or committed in a range a seal left open
+   * for a writer that was still running (sealed when that seal is closed).
+   */
   unsealed: { count: number; oldestAt: Date | null };
+  warnings: LogWarning[];
 }
 
 function same(a: string, b: string): boolean {
@@ -72,6 +87,11 @@ function same(a: string, b: string): boolean {
  * present), the prune checkpoint's signature, and an optional anchor kept outside the database (the
  * seal number and MAC a previous verify saw: a deleted tail of seals fails it). Events after the
  * newest seal are reported as the unsealed tail, with their count and age.
+ * Also: a seal made again over a range whose first seal was deleted (`seal_remade`), seals made and
+ * gone from the end (`seal_missing`, from the count of seals made), events that arrived in a range a
+ * seal left open for a running writer and were not sealed when it was closed, and approvals that ran
+ * without their `approved` decision event (`approval_undecided`). An unsealed event older than
+ * `unsealedLimitMs`, and a seal waiting that long for a writer, are warnings.
  */
 export async function verifyLog(
   sql: Sql,
@@ -79,6 +99,8 @@ export async function verifyLog(
     key: string;
     anchor?: { sealNo: number; mac: string } | undefined;
     maxBreaks?: number;
+    /** An unsealed event older than this is a warning (default {@link UNSEALED_LIMIT_MS}). */
+    unsealedLimitMs?: number;
     onProgress?: (seals: number, events: number) => void;
   },
 ): Promise<LogReport> {
@@ -126,6 +148,10 @@ export async function verifyLog(
   let events = 0;
   let newestSealAt: Date | null = null;
   let anchorSeen = false;
+  // Seals left open for running writers, and the events that arrived in their open ranges since.
+  let pending: number[] = [];
+  const open = new Map<number, { ranges: [number, number][]; sealedAt: Date }>();
+  const arrived = new Map<number, { sealNo: number; server: string; at: Date }>();
 
   for (let after = prevNo; ;) {
     const rows = await sql<Parameters<typeof toSeal>[0][]>`
@@ -167,15 +193,34 @@ export async function verifyLog(
             reason: 'this seal differs from the one recorded in the anchor',
           });
       }
+      if (seal.madeBefore !== null && seal.madeBefore >= seal.sealNo)
+        fail({
+          kind: 'seal_remade',
+          sealNo: seal.sealNo,
+          seq: null,
+          server: null,
+          reason: `seal ${seal.sealNo} was made again: seals up to ${seal.madeBefore} had been made before it, so the first seal ${seal.sealNo}${seal.madeBefore > seal.sealNo ? ` (and those after it)` : ''} was deleted, and the events it sealed may have been deleted with it`,
+        });
       for (const [server, n] of Object.entries(seal.counts)) totals[server] = (totals[server] ?? 0) + n;
       const expected = new Map<number, Buffer>();
       seal.seqs.forEach((seq, i) => expected.set(seq, seal.digests.subarray(i * 8, i * 8 + 8)));
-      const bodies = await sql.begin((tx) =>
-        readBodies(tx, seal.firstSeq - 1, seal.lastSeq, seal.events + 100_000),
-      );
+      const own = seal.openRanges ?? [];
+      const closed = pending.filter((n) => !(seal.pending ?? []).includes(n));
+      const late = seal.seqs.filter((seq) => seq < seal.firstSeq);
+      const bodies = await sql.begin(async (tx) => [
+        ...(late.length ? await readBodiesIn(tx, late.map((seq) => [seq, seq] as const)) : []),
+        ...(await readBodies(tx, seal.firstSeq - 1, seal.lastSeq, seal.events + 100_000)),
+      ]);
       for (const e of bodies) {
         events++;
         const digest = expected.get(e.seq);
+        if (!digest && own.some(([from, to]) => e.seq >= from && e.seq <= to)) {
+          // Committed after this seal was made, by a writer it waited for: the seal that closes it seals it.
+          arrived.set(e.seq, { sealNo: seal.sealNo, server: e.server, at: e.at });
+          events--;
+          continue;
+        }
+        arrived.delete(e.seq);
         if (!digest) {
           fail({
             kind: 'event_unsealed',
@@ -205,12 +250,45 @@ export async function verifyLog(
           server: null,
           reason: `event ${seq}, sealed in seal ${seal.sealNo}, is missing`,
         });
+      for (const [seq, e] of arrived)
+        if (closed.includes(e.sealNo)) {
+          arrived.delete(seq);
+          fail({
+            kind: 'event_unsealed',
+            sealNo: e.sealNo,
+            seq,
+            server: e.server,
+            reason: `event ${seq} (${e.server}, ${e.at.toISOString()}) lies in a range seal ${e.sealNo} left open, but was not sealed when seal ${seal.sealNo} closed it: inserted afterwards`,
+          });
+        }
+      for (const n of closed) open.delete(n);
+      if (own.length) open.set(seal.sealNo, { ranges: own, sealedAt: seal.sealedAt });
+      pending = seal.pending ?? [];
       prevMac = seal.mac;
       prevNo = seal.sealNo;
       prevLast = seal.lastSeq;
       options.onProgress?.(seals, events);
     }
   }
+
+  const [made] = await sql<{ n: string }[]>`select last_value as n from public.audit_seals_made`;
+  if (Number(made!.n) > prevNo)
+    fail({
+      kind: 'seal_missing',
+      sealNo: prevNo + 1,
+      seq: null,
+      server: null,
+      reason: `seals up to ${made!.n} were made, but the log ends at seal ${prevNo}: seals were deleted from the end`,
+    });
+  for (const a of await sql<{ id: string; server: string; status: string; decidedBy: string | null }[]>`
+    select approval_id as id, server, status, decided_by as "decidedBy" from bulkhead_audit_undecided_approvals()`)
+    fail({
+      kind: 'approval_undecided',
+      sealNo: null,
+      seq: null,
+      server: a.server,
+      reason: `approval ${a.id} (${a.server}) is ${a.status}${a.decidedBy ? `, decided by ${a.decidedBy},` : ''} but its approved decision event is missing from the log`,
+    });
 
   if (options.anchor && !anchorSeen && options.anchor.sealNo > prevNo)
     fail({
@@ -240,6 +318,24 @@ export async function verifyLog(
       server: mismatch.server,
       reason: `event ${mismatch.seq} names server ${mismatch.server} but was written by ${mismatch.role}, the role of ${mismatch.deployable}`,
     });
+  const limit = options.unsealedLimitMs ?? UNSEALED_LIMIT_MS;
+  const now = Date.now();
+  const warnings: LogWarning[] = [];
+  let oldest = tail!.oldest;
+  for (const e of arrived.values()) if (!oldest || e.at < oldest) oldest = e.at;
+  if (oldest && now - oldest.getTime() > limit)
+    warnings.push({
+      kind: 'unsealed_overdue',
+      sealNo: null,
+      reason: `the oldest unsealed event is from ${oldest.toISOString()}, more than ${Math.round(limit / 1000)} s ago: is the sealer running?`,
+    });
+  for (const [sealNo, o] of open)
+    if (now - o.sealedAt.getTime() > limit)
+      warnings.push({
+        kind: 'open_overdue',
+        sealNo,
+        reason: `seal ${sealNo} has waited since ${o.sealedAt.toISOString()} for writers of numbers ${o.ranges.map(([f, t]) => (f === t ? `${f}` : `${f}–${t}`)).join(', ')} to end`,
+      });
   return {
     ok: breaks.length === 0 && moreBreaks === 0,
     seals,
@@ -251,7 +347,8 @@ export async function verifyLog(
     servers,
     breaks,
     moreBreaks,
-    unsealed: { count: tail!.n, oldestAt: tail!.oldest },
+    unsealed: { count: tail!.n + arrived.size, oldestAt: oldest },
+    warnings,
   };
 }
 

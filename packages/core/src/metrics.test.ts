@@ -78,6 +78,19 @@ it('serves Prometheus metrics on loopback: requests by tool and outcome, latency
   expect(sample(text, 'bulkhead_audit_dropped_events')).toBe(0);
   expect(text).toMatch(/^bulkhead_db_connections\{state="(idle|active)",server="metrics-test"\} [1-9]/m);
   expect(sample(text, 'bulkhead_process_resident_memory_bytes')).toBeGreaterThan(0);
+  expect(sample(text, 'bulkhead_audit_unsealed_overdue')).toBe(0);
+});
+
+it('says when the oldest unsealed audit event is overdue (the sealer stopped), in the same scrape', async () => {
+  // What a stopped sealer leaves: an event unsealed for an hour (dated back by the owner).
+  await db.sql.begin(async (tx) => {
+    await tx`alter table audit_events disable trigger audit_events_append_only_row`;
+    await tx`update audit_events set at = now() - interval '1 hour' where seq = (select min(seq) from audit_events)`;
+    await tx`alter table audit_events enable trigger audit_events_append_only_row`;
+  });
+  const text = await (await fetch(new URL('/metrics', server.url))).text();
+  expect(sample(text, 'bulkhead_audit_unsealed_overdue')).toBe(1);
+  expect(sample(text, 'bulkhead_audit_unsealed_age_seconds')).toBeGreaterThanOrEqual(3600);
 });
 
 it('answers 404 to a scraper off loopback without the metrics token, and 200 with it', async () => {

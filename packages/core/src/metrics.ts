@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { AuditEventInput, AuditWriter } from '@bulkhead/audit';
+import { UNSEALED_LIMIT_MS, type AuditEventInput, type AuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
 import type { MiddlewareHandler } from 'hono';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -20,6 +20,8 @@ export interface MetricsSources {
   tokenCache?: { hits: number; misses: number };
   /** Gated servers report their approval queue; others have none. */
   approvals?: boolean;
+  /** Age (ms) past which an unsealed audit event is overdue (default 10 minutes, as `audit verify` warns). */
+  unsealedLimitMs?: number;
 }
 
 const REFUSALS = new Set(['unauthorized', 'forbidden', 'payload_too_large', 'bad_request', 'rate_limited']);
@@ -97,24 +99,42 @@ export function createMetrics(sources: MetricsSources): Metrics {
       },
     });
   }
-  // One query answers both gauges; the first one collected asks it (gauges are collected in order).
-  const backlogAge = new Gauge({
-    name: 'bulkhead_audit_unsealed_age_seconds',
-    help: 'Age of the oldest audit event not yet covered by a seal (0 when there is none).',
-    registers: [registry],
-  });
+  // One query a scrape answers the three backlog gauges: the registry collects them all at once, and
+  // each awaits the same answer.
+  const overdueAfter = (sources.unsealedLimitMs ?? UNSEALED_LIMIT_MS) / 1000;
+  let backlog: Promise<{ unsealed: string; age: number | null } | undefined> | undefined;
+  const readBacklog = () =>
+    (backlog ??= read(
+      () => sources.sql<{ unsealed: string; age: number | null }[]>`
+        select unsealed, extract(epoch from now() - oldest_at)::float8 as age from bulkhead_audit_backlog()`,
+    )
+      .then(([row]) => row)
+      .finally(() => (backlog = undefined)));
   new Gauge({
     name: 'bulkhead_audit_unsealed_events',
     help: 'Audit events not yet covered by a seal.',
     registers: [registry],
     async collect() {
-      const [row] = await read(
-        () => sources.sql<{ unsealed: string; age: number | null }[]>`
-          select unsealed, extract(epoch from now() - oldest_at)::float8 as age from bulkhead_audit_backlog()`,
-      );
-      if (!row) return;
-      this.set(Number(row.unsealed));
-      backlogAge.set(row.age ?? 0);
+      const row = await readBacklog();
+      if (row) this.set(Number(row.unsealed));
+    },
+  });
+  new Gauge({
+    name: 'bulkhead_audit_unsealed_age_seconds',
+    help: 'Age of the oldest audit event not yet covered by a seal (0 when there is none).',
+    registers: [registry],
+    async collect() {
+      const row = await readBacklog();
+      if (row) this.set(row.age ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'bulkhead_audit_unsealed_overdue',
+    help: `1 when the oldest audit event not yet covered by a seal is older than ${overdueAfter} s (the sealer stopped or is stalled), else 0.`,
+    registers: [registry],
+    async collect() {
+      const row = await readBacklog();
+      if (row) this.set((row.age ?? 0) > overdueAfter ? 1 : 0);
     },
   });
   if (sources.approvals) {

@@ -123,6 +123,11 @@ export async function applyPrivileges(sql: Sql, specs: readonly RoleSpec[]): Pro
         await tx`grant select on sequence audit_events_seq to ${r}`;
         await tx`grant select, insert on audit_seals to ${r}`;
         await tx`grant select on audit_prune_checkpoint to ${r}`;
+        // The election (a leased row, not a lock any role could take) and the count of seals made.
+        await tx`grant select, update (holder, expires_at) on audit_sealer_lease to ${r}`;
+        await tx`grant select, update on sequence audit_seals_made to ${r}`;
+        // `audit verify` as the sealer: approvals that ran without their decision event, and nothing else of them.
+        await tx`grant execute on function bulkhead_audit_undecided_approvals() to ${r}`;
         continue;
       }
       // Every server and the console append to the audit log (the database stamps the server name)

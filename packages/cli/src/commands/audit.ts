@@ -16,6 +16,7 @@ import {
   type Outcome,
 } from '@bulkhead/audit';
 import { escapeJson, visible } from '@bulkhead/core/operator';
+import type { Sql } from '@bulkhead/db';
 import { auditKey } from '../audit-key.ts';
 import { group, parse, type Command } from '../command.ts';
 import { withDatabase } from '../database.ts';
@@ -273,6 +274,7 @@ function reportJson(r: LogReport, server?: string) {
     breaks,
     more_breaks: r.moreBreaks,
     unsealed: { count: r.unsealed.count, oldest_at: r.unsealed.oldestAt?.toISOString() ?? null },
+    warnings: r.warnings,
     chains: servers.map((t) => {
       const first =
         breaks.find((b) => b.server === t.server) ?? (t.present < t.sealed ? breaks[0] : undefined);
@@ -286,6 +288,34 @@ function reportJson(r: LogReport, server?: string) {
   };
 }
 
+/**
+ * Records the newest seal in the anchor file after every run, with the run's breaks, so that the next
+ * run has something to compare with even after a broken one. After an anchor mismatch the recorded
+ * seal is kept: recording the log's new end would let the next run pass over the same deletion.
+ */
+async function writeAnchor(
+  sql: Sql,
+  file: string,
+  report: LogReport,
+  previous: { sealNo: number; mac: string } | undefined,
+): Promise<void> {
+  const [newest] = await sql<{ sealNo: string; mac: string }[]>`
+    select seal_no as "sealNo", mac from audit_seals order by seal_no desc limit 1`;
+  const mismatch = report.breaks.some((b) => b.kind === 'anchor_mismatch');
+  const seal =
+    mismatch && previous ? previous : newest ? { sealNo: Number(newest.sealNo), mac: newest.mac } : previous;
+  if (!seal) return;
+  const anchor = {
+    seal_no: seal.sealNo,
+    mac: seal.mac,
+    verified_at: new Date().toISOString(),
+    ok: report.ok,
+    breaks: report.breaks.slice(0, 100).map((b) => ({ kind: b.kind, seal_no: b.sealNo, seq: b.seq })),
+    more_breaks: report.moreBreaks + Math.max(0, report.breaks.length - 100),
+  };
+  await writeFile(file, `${JSON.stringify(anchor)}\n`, { mode: 0o600 });
+}
+
 const verify: Command = {
   name: 'verify',
   summary: 'check the sealed log with the key; non-zero exit on any break',
@@ -295,15 +325,20 @@ Checks every seal with the audit key (BULKHEAD_AUDIT_KEY, or the key kept in
 the data dir): each seal's MAC and its link to the one before, the digest of
 every sealed event, events inside a sealed range that no seal covers, events
 left in a pruned range, and per server the sealed count against the events
-still there (a server whose whole history was deleted shows 0 present). Every
-break is reported with its seal and event number, not only the first. Events
-after the newest seal are reported as the unsealed tail, with count and age.
+still there (a server whose whole history was deleted shows 0 present), seals
+made and gone (from the end, or made again over a deleted one), and approvals
+that ran without their decision event. Every break is reported with its seal
+and event number, not only the first. Events after the newest seal are
+reported as the unsealed tail, with count and age; a tail older than 10
+minutes is a warning.
 
 Options:
   --server <name>   report only this server's lines (the whole log is checked)
   --anchor <file>   compare with the seal a previous verify recorded there, and
-                    record the newest one after a clean run: a tail of seals
-                    deleted since then is caught (keep the file off the database host)
+                    record the newest one (with this run's breaks) after every
+                    run: a tail of seals deleted since then is caught (keep the
+                    file off the database host). After an anchor mismatch the
+                    file keeps the seal it recorded, so the mismatch stays.
   --json            the report as JSON
 
 Exit code 0 when everything holds, 1 on any break.`,
@@ -318,7 +353,7 @@ Exit code 0 when everything holds, 1 on any break.`,
     if (values.anchor) {
       const text = await readFile(values.anchor, 'utf8').catch(() => undefined);
       if (text) {
-        const parsed = JSON.parse(text) as { seal_no?: unknown; mac?: unknown };
+        const parsed = JSON.parse(text) as { seal_no?: unknown; mac?: unknown; breaks?: unknown };
         if (typeof parsed.seal_no !== 'number' || typeof parsed.mac !== 'string')
           throw new CliError(`${values.anchor} is not an anchor file ({ "seal_no": …, "mac": … })`);
         anchor = { sealNo: parsed.seal_no, mac: parsed.mac };
@@ -349,24 +384,14 @@ Exit code 0 when everything holds, 1 on any break.`,
         for (const b of json.breaks)
           io.out(visible(`BROKEN${b.sealNo === null ? '' : ` seal ${b.sealNo}`}: ${b.reason}`));
         if (json.more_breaks) io.out(`… and ${json.more_breaks} more breaks (see --json)`);
+        for (const w of report.warnings) io.out(visible(`WARNING: ${w.reason}`));
         io.out(
           report.unsealed.count
             ? `Unsealed tail: ${report.unsealed.count} event${report.unsealed.count === 1 ? '' : 's'}, oldest ${ago(report.unsealed.oldestAt)}.`
             : 'Unsealed tail: none.',
         );
       }
-      if (report.ok && values.anchor) {
-        const [newest] = await sql<{ sealNo: string; mac: string }[]>`
-          select seal_no as "sealNo", mac from audit_seals order by seal_no desc limit 1`;
-        if (newest)
-          await writeFile(
-            values.anchor,
-            `${JSON.stringify({ seal_no: Number(newest.sealNo), mac: newest.mac })}\n`,
-            {
-              mode: 0o600,
-            },
-          );
-      }
+      if (values.anchor) await writeAnchor(sql, values.anchor, report, anchor);
       return report.ok ? 0 : 1;
     });
   },
