@@ -3,6 +3,7 @@ import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import type { Outcome } from './events.ts';
 import { pruneLog } from './prune.ts';
+import { LEASE_MS, takeLease } from './lease.ts';
 import { sealLog, startSealer } from './seal.ts';
 import { verifyLog } from './verify.ts';
 import { createAuditWriter } from './writer.ts';
@@ -212,10 +213,23 @@ it('a deleted tail of seals is caught by the anchor a previous verify recorded; 
     await sql`delete from audit_events where seq >= ${second!.firstSeq}`;
     await sql`delete from audit_seals where seal_no = ${second!.sealNo}`;
   });
-  expect((await verifyLog(db.sql, { key: KEY })).ok).toBe(true);
+  // The count of seals made catches it without the anchor; the anchor too.
+  const gone = await verifyLog(db.sql, { key: KEY });
+  expect(kinds(gone)).toEqual([`seal_missing:${second!.sealNo}`]);
+  expect(gone.breaks[0]!.reason).toBe(
+    'seals up to 2 were made, but the log ends at seal 1: seals were deleted from the end',
+  );
   const report = await verifyLog(db.sql, { key: KEY, anchor });
-  expect(kinds(report)).toEqual([`anchor_mismatch:${second!.sealNo}`]);
-  expect(report.breaks[0]!.reason).toContain('seals were deleted from the end');
+  expect(kinds(report)).toEqual([`seal_missing:${second!.sealNo}`, `anchor_mismatch:${second!.sealNo}`]);
+  expect(report.breaks[1]!.reason).toContain('seals were deleted from the end');
+
+  // The sealer seals the range again, now empty: a seal made again is a break of its own.
+  const sealer = (await db.as('sealer')).sql;
+  expect((await sealLog(sealer, KEY)).seals.map((s) => [s.sealNo, s.events])).toEqual([[2, 0]]);
+  const remade = await verifyLog(sealer, { key: KEY });
+  expect(kinds(remade)).toEqual(['seal_remade:2']);
+  expect(remade.breaks[0]!.reason).toContain('seal 2 was made again: seals up to 2 had been made before it');
+  expect(kinds(await verifyLog(sealer, { key: KEY, anchor }))).toEqual(['anchor_mismatch:2', 'seal_remade:2']);
 
   await db.sql`
     insert into audit_prune_checkpoint (seal_no, last_seq, mac, totals, pruned_before, removed, signature)
@@ -247,4 +261,159 @@ it('prunes whole seals, leaving a signed checkpoint from which verify continues;
   expect(report.ok).toBe(true);
   expect(report.checkpoint?.sealNo).toBe(1);
   expect(report.servers).toEqual([{ server: 'dev-knowledge', sealed: 3, present: 3 }]);
+});
+
+it('the sealer’s own role takes the lease, seals and verifies with no advisory lock; a held lease keeps a second sealer out until it expires', async () => {
+  const sealer = (await db.as('sealer')).sql;
+  await expect(sealer`select pg_try_advisory_lock(1)`).rejects.toThrow(/permission denied/);
+  await appendAs('customer', 3);
+  const first = await sealLog(sealer, KEY);
+  expect([first.elected, first.seals.map((s) => s.events)]).toEqual([true, [3]]);
+  // A sealer that died holding the lease: nobody else seals until it expires.
+  expect(await takeLease(sealer, 'crashed', 300)).toBe(true);
+  await appendAs('customer', 2);
+  expect(await sealLog(sealer, KEY)).toEqual({ elected: false, seals: [] });
+  let pass = await sealLog(sealer, KEY);
+  for (let i = 0; !pass.elected && i < 100; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    pass = await sealLog(sealer, KEY);
+  }
+  expect(pass.seals.map((s) => s.events)).toEqual([2]);
+  // A one-shot sealer gives the lease back; a server role may not touch it.
+  expect(await takeLease(sealer, 'next', LEASE_MS)).toBe(true);
+  const server = (await db.as('customer')).sql;
+  await expect(takeLease(server, 'server')).rejects.toThrow(/permission denied/);
+  await expect(
+    server.begin((tx) => tx`lock table audit_sealer_lease in access exclusive mode`),
+  ).rejects.toThrow(/permission denied/);
+  const report = await verifyLog(sealer, { key: KEY });
+  expect([report.ok, report.servers]).toEqual([true, [{ server: 'customer', sealed: 5, present: 5 }]]);
+});
+
+/** An open transaction on its own connection, with its transaction id taken; `end()` rolls it back. */
+async function openTransaction(sql: Sql): Promise<{ end(): Promise<void> }> {
+  const conn = await sql.reserve();
+  await conn`begin`;
+  await conn`select pg_current_xact_id()`;
+  return {
+    async end() {
+      await conn`rollback`;
+      conn.release();
+    },
+  };
+}
+
+it('transactions left open by another role, or outside Bulkhead, do not hold sealing up', async () => {
+  const sealer = (await db.as('sealer')).sql;
+  const open = [await openTransaction((await db.as('customer')).sql), await openTransaction(db.admin)];
+  try {
+    await appendAs('dev-knowledge', 5);
+    // Long enough that only not waiting for them at all passes.
+    const pass = await sealLog(sealer, KEY, { waitMs: 25_000 });
+    expect(pass.seals.map((s) => [s.events, s.openRanges])).toEqual([[5, null]]);
+    await appendAs('dev-knowledge', 2);
+    const running = startSealer(sealer, KEY, { intervalMs: 20, settleMs: 60_000 });
+    try {
+      const sealed = await Promise.race([
+        running.sealNow().then(() => 'sealed'),
+        new Promise((r) => setTimeout(() => r('still waiting'), 15_000)),
+      ]);
+      expect(sealed).toBe('sealed');
+    } finally {
+      await running.stop();
+    }
+    expect((await verifyLog(sealer, { key: KEY })).servers).toEqual([
+      { server: 'dev-knowledge', sealed: 7, present: 7 },
+    ]);
+  } finally {
+    for (const t of open) await t.end();
+  }
+});
+
+it('a writer that keeps its transaction open is sealed around after the wait, and its events once it commits; an event slipped into the range left open is named', async () => {
+  const sealer = (await db.as('sealer')).sql;
+  const slow = await (await db.as('customer')).sql.reserve();
+  // A server role may not read the log: the number it was given, from the sequence.
+  const insert = async (id: string) => {
+    await slow`insert into audit_events (server, method, outcome, duration_ms, request_id)
+      values ('customer', 'tools/call', 'ok', 1, ${id})`;
+    return slow<{ seq: string }[]>`select currval('audit_events_seq') as seq`;
+  };
+  await slow`begin`;
+  // One number the writer takes and rolls back, one it keeps: both are open until it ends.
+  await slow`savepoint s`;
+  const [dropped] = await insert('rolled-back');
+  await slow`rollback to savepoint s`;
+  const [kept] = await insert('slow');
+  await appendAs('dev-knowledge', 3);
+  const first = await sealLog(sealer, KEY, { waitMs: 200 });
+  const openRange = [Number(dropped!.seq), Number(kept!.seq)];
+  expect(first.seals.map((s) => [s.sealNo, s.events, s.openRanges, s.pending])).toEqual([
+    [1, 3, [openRange], [1]],
+  ]);
+  expect((await verifyLog(sealer, { key: KEY })).ok).toBe(true);
+  // Later seals do not wait for the same writer again.
+  await appendAs('dev-knowledge', 1);
+  expect((await sealLog(sealer, KEY, { waitMs: 25_000 })).seals.map((s) => [s.events, s.pending])).toEqual([
+    [1, [1]],
+  ]);
+  await slow`commit`;
+  slow.release();
+  const waiting = await verifyLog(sealer, { key: KEY });
+  expect([waiting.ok, waiting.unsealed.count]).toEqual([true, 1]);
+  const closing = await sealLog(sealer, KEY);
+  expect(closing.seals.map((s) => [s.sealNo, s.seqs, s.pending, s.openRanges])).toEqual([
+    [3, [Number(kept!.seq)], [], null],
+  ]);
+  const report = await verifyLog(sealer, { key: KEY });
+  expect([report.ok, report.unsealed.count, report.servers]).toEqual([
+    true,
+    0,
+    [
+      { server: 'customer', sealed: 1, present: 1 },
+      { server: 'dev-knowledge', sealed: 4, present: 4 },
+    ],
+  ]);
+  // The number that was rolled back stays empty: an event put there afterwards was never sealed.
+  await asOwnerWithoutTriggers(
+    (sql) => sql`
+      insert into audit_events (seq, id, at, server, db_role, method, outcome, duration_ms, request_id)
+      values (${dropped!.seq}, gen_random_uuid(), now(), 'customer', 'bulkhead_owner', 'tools/call', 'ok', 0, 'forged')`,
+  );
+  expect(kinds(await verifyLog(sealer, { key: KEY }))).toEqual([`event_unsealed:${dropped!.seq}`]);
+});
+
+it('verify names approvals that ran without their decision event, also as the sealer, and warns of an overdue unsealed tail', async () => {
+  const sealer = (await db.as('sealer')).sql;
+  const approval = (id: string, decisionEvent: string | null) => db.sql`
+    insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
+      expires_at, request_id, status, decided_at, decided_by, decided_by_token_id, decided_arguments_hash,
+      executed_at, decision_event_id)
+    values (${id}, 'admin', 'issue_credit_note', '{}', '{}', ${'d'.repeat(64)}, 'p', now() + interval '1 hour', 'r',
+      'executed', now(), 'console:x', 'tok_x', ${'d'.repeat(64)}, now(), ${decisionEvent})`;
+  const [decision] = await db.sql<{ id: string }[]>`
+    insert into audit_events (server, method, outcome, duration_ms, request_id, approval_id, token_id)
+    values ('console', 'approvals/decide', 'approved', 0, 'd', 'ap_decidedaaaaa', 'tok_x') returning id`;
+  await approval('ap_decidedaaaaa', decision!.id);
+  await approval('ap_undecidedaaa', null);
+  await sealLog(sealer, KEY);
+  const report = await verifyLog(sealer, { key: KEY });
+  expect(report.breaks.map((b) => [b.kind, b.server])).toEqual([['approval_undecided', 'admin']]);
+  expect(report.breaks[0]!.reason).toBe(
+    'approval ap_undecidedaaa (admin) is executed, decided by console:x, but its approved decision event is missing from the log',
+  );
+  // A decision event named but absent (deleted) is a break as well.
+  await db.sql`alter table bulkhead_approvals disable trigger user`;
+  await db.sql`update bulkhead_approvals set decision_event_id = gen_random_uuid() where id = 'ap_decidedaaaaa'`;
+  await db.sql`alter table bulkhead_approvals enable trigger user`;
+  expect((await verifyLog(sealer, { key: KEY })).breaks.map((b) => b.reason.split(' ')[1])).toEqual([
+    'ap_decidedaaaaa',
+    'ap_undecidedaaa',
+  ]);
+
+  await appendAs('customer', 1);
+  expect((await verifyLog(sealer, { key: KEY })).warnings).toEqual([]);
+  const late = await verifyLog(sealer, { key: KEY, unsealedLimitMs: 0 });
+  expect(late.warnings.map((w) => w.kind)).toEqual(['unsealed_overdue']);
+  expect(late.warnings[0]!.reason).toContain('is the sealer running?');
 });

@@ -184,12 +184,87 @@ describe('bulkhead audit', () => {
         await tx`delete from audit_events where request_id = 'b'`;
         await tx`delete from audit_seals where seal_no = 2`;
       });
-      expect((await runCli(['audit', 'verify'], ownEnv)).code).toBe(0);
+      // The count of seals made shows it without the anchor too.
+      const counted = await runCli(['audit', 'verify'], ownEnv);
+      expect(counted.code).toBe(1);
+      expect(counted.stdout).toContain(
+        'BROKEN seal 2: seals up to 2 were made, but the log ends at seal 1: seals were deleted from the end',
+      );
       const caught = await runCli(['audit', 'verify', '--anchor', anchor], ownEnv);
       expect(caught.code).toBe(1);
       expect(caught.stdout).toContain(
         'BROKEN seal 2: the anchor records seal 2, but the log ends at seal 1: seals were deleted from the end',
       );
+      // The anchor keeps the seal it recorded, with this run's breaks: the next run fails the same way.
+      expect(JSON.parse(await readFile(anchor, 'utf8'))).toMatchObject({
+        seal_no: 2,
+        ok: false,
+        breaks: [
+          { kind: 'seal_missing', seal_no: 2, seq: null },
+          { kind: 'anchor_mismatch', seal_no: 2, seq: null },
+        ],
+      });
+      expect((await runCli(['audit', 'verify', '--anchor', anchor], ownEnv)).stdout).toContain(
+        'BROKEN seal 2: the anchor records seal 2',
+      );
+    } finally {
+      await own.drop();
+    }
+  });
+});
+
+describe('bulkhead audit as the sealer, and its anchor after a broken run', () => {
+  it('seals and verifies as the sealer’s own role, and records the anchor after a failing run too', async () => {
+    const own = await createTestDatabase();
+    const sealerEnv = {
+      DATABASE_URL: (await own.as('sealer')).url,
+      BULKHEAD_DATA_DIR: dir,
+      BULKHEAD_MIGRATE: 'false',
+    };
+    const anchor = join(dir, 'anchor-broken.json');
+    const append = (requestId: string) =>
+      createAuditWriter(own.sql).append({
+        server: 'admin',
+        method: 'tools/call',
+        outcome: 'ok',
+        requestId,
+        durationMs: 1,
+      });
+    try {
+      await append('a');
+      const sealed = await runCli(['audit', 'seal', '--json'], sealerEnv);
+      expect([sealed.code, sealed.stderr]).toEqual([0, '']);
+      expect(JSON.parse(sealed.stdout)).toEqual({ elected: true, seals: 1, events: 1, sealed_through: 1 });
+      await own.sql.begin(async (tx) => {
+        await tx`alter table audit_events disable trigger user`;
+        await tx`update audit_events set duration_ms = 999 where request_id = 'a'`;
+        await tx`alter table audit_events enable trigger user`;
+      });
+      const broken = await runCli(['audit', 'verify', '--anchor', anchor], sealerEnv);
+      expect(broken.code).toBe(1);
+      expect(JSON.parse(await readFile(anchor, 'utf8'))).toMatchObject({
+        seal_no: 1,
+        ok: false,
+        breaks: [{ kind: 'event_changed', seal_no: 1, seq: 1 }],
+        more_breaks: 0,
+      });
+      await append('b');
+      await runCli(['audit', 'seal'], sealerEnv);
+      expect((await runCli(['audit', 'verify', '--anchor', anchor], sealerEnv)).code).toBe(1);
+      expect(JSON.parse(await readFile(anchor, 'utf8'))).toMatchObject({ seal_no: 2 });
+      // Someone who knows the count of seals made sets it back too: the anchor still holds seal 2.
+      await own.sql.begin(async (tx) => {
+        await tx`alter table audit_seals disable trigger user`;
+        await tx`alter table audit_events disable trigger user`;
+        await tx`delete from audit_events where request_id = 'b'`;
+        await tx`delete from audit_seals where seal_no = 2`;
+        await tx`select setval('audit_seals_made', 1)`;
+      });
+      const caught = await runCli(['audit', 'verify', '--anchor', anchor], sealerEnv);
+      expect(caught.stdout).toContain(
+        'BROKEN seal 2: the anchor records seal 2, but the log ends at seal 1: seals were deleted from the end',
+      );
+      expect(caught.stdout).not.toContain('seals up to');
     } finally {
       await own.drop();
     }
