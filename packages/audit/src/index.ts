@@ -32,12 +32,6 @@ export {
   type SealPass,
   type Sealer,
 } from './seal.ts';
-export {
-  verifyLog,
-  type LogBreak,
-  type LogReport,
-  type LogWarning,
-  type ServerTally,
-} from './verify.ts';
+export { verifyLog, type LogBreak, type LogReport, type LogWarning, type ServerTally } from './verify.ts';
 export { LEASE_MS } from './lease.ts';
 export { pruneLog, type PruneResult } from './prune.ts';

@@ -229,7 +229,10 @@ it('a deleted tail of seals is caught by the anchor a previous verify recorded; 
   const remade = await verifyLog(sealer, { key: KEY });
   expect(kinds(remade)).toEqual(['seal_remade:2']);
   expect(remade.breaks[0]!.reason).toContain('seal 2 was made again: seals up to 2 had been made before it');
-  expect(kinds(await verifyLog(sealer, { key: KEY, anchor }))).toEqual(['anchor_mismatch:2', 'seal_remade:2']);
+  expect(kinds(await verifyLog(sealer, { key: KEY, anchor }))).toEqual([
+    'anchor_mismatch:2',
+    'seal_remade:2',
+  ]);
 
   await db.sql`
     insert into audit_prune_checkpoint (seal_no, last_seq, mac, totals, pruned_before, removed, signature)

@@ -304,7 +304,14 @@ export async function settled(
   h: Horizon,
   late: ReadonlySet<string> = new Set(),
 ): Promise<boolean> {
-  return (await stillRunning(sql, h.running.filter((x) => !late.has(x)))).length === 0;
+  return (
+    (
+      await stillRunning(
+        sql,
+        h.running.filter((x) => !late.has(x)),
+      )
+    ).length === 0
+  );
 }
 
 /** The writers that seals still wait for: a new horizon does not wait for them again. */
@@ -328,9 +335,6 @@ function absentRanges(after: number, upTo: number, present: readonly number[]): 
   if (next <= upTo) ranges.push([next, upTo]);
   return ranges;
 }
-
-const within = (seq: number, ranges: readonly (readonly [number, number])[]) =>
-  ranges.some(([from, to]) => seq >= from && seq <= to);
 
 /**
  * Seals everything up to `h.lastSeq`: one seal per {@link MAX_SEAL_EVENTS} events, each with the keyed
@@ -364,11 +368,7 @@ export async function sealUpTo(
       const waited = [...new Set(pendingSeals.flatMap((p) => p.waitingFor ?? []))];
       const running = new Set(await stillRunning(tx, [...new Set([...h.running, ...waited])]));
       const closing = pendingSeals.filter((p) => !(p.waitingFor ?? []).some((x) => running.has(x)));
-      if (
-        prev.lastSeq >= h.lastSeq &&
-        closing.length === 0 &&
-        !(options.heartbeat && written.length === 0)
-      )
+      if (prev.lastSeq >= h.lastSeq && closing.length === 0 && !(options.heartbeat && written.length === 0))
         return null;
       const rows = await readBodies(tx, prev.lastSeq, Math.max(h.lastSeq, prev.lastSeq), max + 1);
       const taken = rows.slice(0, max);

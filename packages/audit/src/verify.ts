@@ -208,7 +208,12 @@ export async function verifyLog(
       const closed = pending.filter((n) => !(seal.pending ?? []).includes(n));
       const late = seal.seqs.filter((seq) => seq < seal.firstSeq);
       const bodies = await sql.begin(async (tx) => [
-        ...(late.length ? await readBodiesIn(tx, late.map((seq) => [seq, seq] as const)) : []),
+        ...(late.length
+          ? await readBodiesIn(
+              tx,
+              late.map((seq) => [seq, seq] as const),
+            )
+          : []),
         ...(await readBodies(tx, seal.firstSeq - 1, seal.lastSeq, seal.events + 100_000)),
       ]);
       for (const e of bodies) {

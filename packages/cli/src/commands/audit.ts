@@ -406,7 +406,11 @@ Seals every event committed so far: each seal covers a range of event
 numbers, holds a keyed digest of every event in it and per-server counts, and
 is chained to the seal before it by a MAC with the audit key (BULKHEAD_AUDIT_KEY,
 or a key kept in the data dir, created on first use). Server roles never hold
-the key. One sealer runs at a time (others exit, or wait with --follow).
+the key. One sealer runs at a time, holding a lease it renews (others exit, or
+wait with --follow; a sealer that dies is replaced within 15 s). Sealing waits
+only for transactions that write audit events, and for those at most 10 s:
+numbers of a writer still running are left open in the seal, and its events
+sealed once it ends.
 \`pnpm start\` runs a sealer; in production run this as a CronJob, or with --follow.
 
 Options:
