@@ -304,14 +304,8 @@ export async function settled(
   h: Horizon,
   late: ReadonlySet<string> = new Set(),
 ): Promise<boolean> {
-  return (
-    (
-      await stillRunning(
-        sql,
-        h.running.filter((x) => !late.has(x)),
-      )
-    ).length === 0
-  );
+  const waiting = h.running.filter((x) => !late.has(x));
+  return (await stillRunning(sql, waiting)).length === 0;
 }
 
 /** The writers that seals still wait for: a new horizon does not wait for them again. */
