@@ -217,14 +217,13 @@ export async function verifyLog(
         ...(await readBodies(tx, seal.firstSeq - 1, seal.lastSeq, seal.events + 100_000)),
       ]);
       for (const e of bodies) {
-        events++;
         const digest = expected.get(e.seq);
         if (!digest && own.some(([from, to]) => e.seq >= from && e.seq <= to)) {
           // Committed after this seal was made, by a writer it waited for: the seal that closes it seals it.
           arrived.set(e.seq, { sealNo: seal.sealNo, server: e.server, at: e.at });
-          events--;
           continue;
         }
+        events++;
         arrived.delete(e.seq);
         if (!digest) {
           fail({
