@@ -79,6 +79,9 @@ interface Answer {
 
 const MAX_TASK_ID = 100;
 
+/** The JSON-RPC error of a `tasks/result` refused because the caps on open waits are reached (server error range). */
+export const RESULT_WAITS_FULL = -32000;
+
 function notFound(id: string, server: string): TaskRefusal {
   return new TaskRefusal(
     new ProtocolError(
@@ -252,6 +255,26 @@ export function registerTaskHandlers(server: KitServer, options: TaskHandlerOpti
     if (!a) throw notFound(id, kit.server);
     return a;
   };
+  /** A place for one open `tasks/result` wait; past a cap, a refusal that says to poll instead. */
+  const enterWait = (tokenId: string, a: ApprovalRecord, wire: TaskWire): (() => void) | undefined => {
+    if (!kit.resultWaits) return undefined;
+    const place = kit.resultWaits.enter(tokenId);
+    if (place.ok) return place.release;
+    const { perToken, total } = kit.resultWaits.limits;
+    const cap =
+      place.full === 'token'
+        ? `this token already holds ${perToken} open tasks/result requests`
+        : `this server already holds ${total} open tasks/result requests`;
+    throw new TaskRefusal(
+      new ProtocolError(
+        RESULT_WAITS_FULL,
+        `Task ${a.id} is still ${taskState(a, wire).status}, and ${cap}. Poll tasks/get for its status (every few seconds) and ask tasks/result once it is completed, failed or cancelled.`,
+        { taskId: a.id, retryWith: 'tasks/get' },
+      ),
+      'rate_limited',
+      { reason: 'result_waits', full: place.full, ...summaryOf(a, wire) },
+    );
+  };
   const summaryOf = (a: ApprovalRecord, wire: TaskWire) => ({
     task_status: taskState(a, wire).status,
     approval_status: a.status,
@@ -269,16 +292,22 @@ export function registerTaskHandlers(server: KitServer, options: TaskHandlerOpti
 
   handle('tasks/result', async (input) => {
     let a = await found('tasks/result', input);
-    // 2025-11-25: the answer waits until the task is final (the client may go away meanwhile).
-    for (let pause = 250; !taskState(a, input.wire).final; pause = Math.min(pause * 2, 2000)) {
-      await sleep(pause, undefined, { signal: input.ctx.mcpReq.signal }).catch(() => {
-        throw new TaskRefusal(
-          new ProtocolError(ProtocolErrorCode.InternalError, 'The request was cancelled.'),
-          'cancelled',
-          { reason: 'client_went_away' },
-        );
-      });
-      a = (await findTask(kit.sql, input.owner, a.id)) ?? a;
+    // 2025-11-25: the answer waits until the task is final (the client may go away meanwhile), in
+    // one of the few places a token and the process have for waits.
+    const place = taskState(a, input.wire).final ? undefined : enterWait(input.owner.tokenId, a, input.wire);
+    try {
+      for (let pause = 250; !taskState(a, input.wire).final; pause = Math.min(pause * 2, 2000)) {
+        await sleep(pause, undefined, { signal: input.ctx.mcpReq.signal }).catch(() => {
+          throw new TaskRefusal(
+            new ProtocolError(ProtocolErrorCode.InternalError, 'The request was cancelled.'),
+            'cancelled',
+            { reason: 'client_went_away' },
+          );
+        });
+        a = (await findTask(kit.sql, input.owner, a.id)) ?? a;
+      }
+    } finally {
+      place?.();
     }
     const state = taskState(a, input.wire);
     return {
