@@ -1,5 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
+import { ARGUMENT_LIMITS, argumentsOverLimit } from '../../argument-limits.ts';
 import { TASK_METHODS } from '../../tasks/task-handlers.ts';
+import { bodyAborted } from '../aborted.ts';
 import { Refusal, rpcError } from '../refusal.ts';
 import type { McpEnv, RpcMessage } from '../state.ts';
 
@@ -63,6 +65,31 @@ export function unserved(m: RpcMessage): string | null {
 }
 
 /**
+ * Refuses a request whose `tools/call` arguments pass the structural limits, before the MCP layer
+ * or a tool's schema walks them (and before the audit log would keep them): a cheap walk that
+ * stops at the first bound, answered -32602 with what the limits are.
+ */
+function oversizedArguments(messages: unknown[]): void {
+  for (const m of messages) {
+    const call = m as { method?: unknown; id?: unknown; params?: { arguments?: unknown } } | null;
+    if (call?.method !== 'tools/call' || typeof call.params !== 'object' || call.params === null) continue;
+    const problem = argumentsOverLimit(call.params.arguments);
+    if (!problem) continue;
+    const { values, depth, chars } = ARGUMENT_LIMITS;
+    throw new Refusal(
+      400,
+      'invalid_arguments',
+      rpcError(
+        -32602,
+        `Invalid params: the arguments hold ${problem}. A tool's arguments are at most ${values} values, ${depth} levels deep and ${chars} characters of text; nothing was done. Call again with the arguments the tool's input schema describes.`,
+        messages.length === 1 && (typeof call.id === 'string' || typeof call.id === 'number') ? call.id : null,
+      ),
+      { summary: { reason: 'arguments_too_large', problem } },
+    );
+  }
+}
+
+/**
  * Reads a POST body within the size limit (the `Content-Length` is checked
  * before the token, the actual bytes here), parses it, and classifies its
  * message: the method and, for `tools/call`, the tool and whether the params
@@ -81,7 +108,19 @@ export function jsonBody(maxBytes: number): MiddlewareHandler<McpEnv> {
     );
   return async (c, next) => {
     if (c.req.method !== 'POST') return next();
-    const bytes = await readLimited(c.req.raw, maxBytes);
+    let bytes: Uint8Array | 'too_large';
+    try {
+      bytes = await readLimited(c.req.raw, maxBytes);
+    } catch (err) {
+      if (!bodyAborted(err, c.req.raw)) throw err;
+      // Nobody reads this answer; it is for the audit event, which says the client left, not that the server failed.
+      throw new Refusal(
+        400,
+        'bad_request',
+        rpcError(-32600, 'The request body ended early: the client closed the connection before sending it all.'),
+        { summary: { reason: 'body_aborted' } },
+      );
+    }
     if (bytes === 'too_large') throw tooLarge();
     let body: unknown;
     try {
@@ -121,8 +160,10 @@ export function jsonBody(maxBytes: number): MiddlewareHandler<McpEnv> {
         { summary: { reason: 'not_object', type: body === null ? 'null' : typeof body } },
       );
     }
+    const list: unknown[] = Array.isArray(body) ? body : [body];
     c.set('body', body);
-    c.set('messages', (Array.isArray(body) ? body : [body]).map(classify));
+    c.set('messages', list.map(classify));
+    oversizedArguments(list);
     await next();
   };
 }
