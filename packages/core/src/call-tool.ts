@@ -16,7 +16,6 @@ import { NO_PROGRESS, type ProgressReporter } from './progress.ts';
 import { shapeResult, type ShapedResult } from './result.ts';
 import { maskSecrets, redactArguments } from './secret.ts';
 import { Cancelled, TimeLimitExceeded, withTimeLimit } from './time-limit.ts';
-import type { ResultWaits } from './tasks/result-waits.ts';
 
 /** The default time limit of a tool call. */
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -41,8 +40,6 @@ export interface CallKit {
   audit: AuditWriter;
   approvals?: ApprovalRequester;
   auditFullResults: boolean;
-  /** Caps on open `tasks/result` waits (none when absent: stdio serves one client). */
-  resultWaits?: ResultWaits;
 }
 
 /** One tool call as it arrives. */

@@ -104,8 +104,10 @@ function originHostname(origin: string): string | undefined {
  * layer sees a request it passes a row of guards, one a middleware: request
  * context → Host and Origin (the SDK's validators) → CORS → declared body size
  * → bearer token (audience = this server) → rate limit for the token → body
- * read, parsed and classified → the rest of a batch's rate-limit units. A guard refuses by throwing a `Refusal`, which
- * `onError` answers and audits. Every request that reaches the server yields
+ * read, parsed and classified (tool arguments held to structural limits) →
+ * the rest of a batch's rate-limit units, one a message. A guard refuses by
+ * throwing a `Refusal`, which `onError` answers and audits. Every request
+ * that reaches the server yields
  * one audit event — refusals, unsupported methods, malformed calls, the MCP
  * layer's own rejections — except the housekeeping the README lists.
  */
@@ -130,6 +132,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
       : {}),
   });
   const cancellations = createCancellations();
+  const resultWaits = createResultWaits(options.taskResultWaits);
   const maxBody = options.maxBodyBytes ?? 1024 * 1024;
   const publicUrl = new URL(options.publicUrl);
   const hosts = [
@@ -154,7 +157,6 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     logger,
     audit,
     auditFullResults: options.auditFullResults ?? false,
-    resultWaits: createResultWaits(options.taskResultWaits),
     ...approvalsFor(def, options),
   };
   const mcp = createMcpHandler(
@@ -165,6 +167,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
         requestId: () => request.requestId,
         onToolCall: request.onToolCall,
         cancellable: (rpcId, parent) => cancellations.track(request.access.tokenId, rpcId, parent),
+        resultWaits,
       });
     },
     { onerror: (err) => logger.debug({ err }, 'mcp handler reported an error'), maxRequestBodySize: maxBody },

@@ -112,14 +112,16 @@ describe('tool arguments beyond the structural limits', () => {
     await expect(client.callTool({ name: 'get_balance', arguments: deep })).rejects.toThrow(
       'the arguments hold nesting deeper than 10 levels',
     );
-    await expect(client.callTool({ name: 'get_balance', arguments: { text: 'x'.repeat(70_000) } })).rejects.toThrow(
-      'the arguments hold more than 65536 characters of text',
-    );
+    await expect(
+      client.callTool({ name: 'get_balance', arguments: { text: 'x'.repeat(70_000) } }),
+    ).rejects.toThrow('the arguments hold more than 65536 characters of text');
     // Arguments within the limits still reach the schema, which names what is wrong.
     const small = await client.callTool({ name: 'get_balance', arguments: { k0: 'x' } });
     expect(small.isError).toBe(true);
     await client.close();
-    const rows = await db.sql<{ outcome: string; tool: string; args: unknown; summary: Record<string, unknown> }[]>`
+    const rows = await db.sql<
+      { outcome: string; tool: string; args: unknown; summary: Record<string, unknown> }[]
+    >`
       select outcome, tool, arguments as args, result_summary as summary from audit_events
       where token_label = 'huge arguments' order by seq`;
     expect(rows.slice(0, 3)).toEqual([
@@ -139,7 +141,11 @@ describe('tool arguments beyond the structural limits', () => {
         outcome: 'invalid_arguments',
         tool: 'get_balance',
         args: null,
-        summary: { status: 400, reason: 'arguments_too_large', problem: 'more than 65536 characters of text' },
+        summary: {
+          status: 400,
+          reason: 'arguments_too_large',
+          problem: 'more than 65536 characters of text',
+        },
       },
     ]);
     expect(rows[3]).toMatchObject({ outcome: 'invalid_arguments', args: { k0: 'x' } });
@@ -174,10 +180,13 @@ describe('a refused token', () => {
   it('is 401 invalid_token with the protected-resource metadata, revoked, expired or another server’s; never 403', async () => {
     const revoked = await issueTestToken(db.sql, def, { label: 'revoked' });
     await revokeToken(db.sql, revoked.split('_')[2]!);
-    const expired = await issueTestToken(db.sql, def, { label: 'expired', expiresAt: new Date(Date.now() - 1000) });
+    const expired = await issueTestToken(db.sql, def, {
+      label: 'expired',
+      expiresAt: new Date(Date.now() - 1000),
+    });
     const elsewhere = await issueTestToken(db.sql, { ...def, name: 'limits-other' }, { label: 'elsewhere' });
     // The public URL of a test server is http://127.0.0.1 (startTestServer).
-    const metadata = "http://127.0.0.1/.well-known/oauth-protected-resource/mcp";
+    const metadata = 'http://127.0.0.1/.well-known/oauth-protected-resource/mcp';
     for (const bearer of [revoked, expired, elsewhere]) {
       const res = await post(bearer, call(1), '2025-11-25');
       expect(res.status).toBe(401);

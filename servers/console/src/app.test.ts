@@ -556,7 +556,9 @@ describe('hostile posts (issue 31)', () => {
   it('cross-origin posts to the consent form, a decision and sign-out are refused and audited', async () => {
     const id = await request('Cross me');
     const { cookie, csrf } = await signIn();
-    const [{ seq }] = await db.sql<{ seq: string }[]>`select coalesce(max(seq), 0) as seq from audit_events`;
+    const [{ seq } = { seq: '0' }] = await db.sql<
+      { seq: string }[]
+    >`select coalesce(max(seq), 0) as seq from audit_events`;
     const evil = { origin: 'https://evil.example' };
     for (const path of ['/oauth/authorize', `/approvals/${id}/decide`, '/logout']) {
       const res = await post(path, cookie, { _csrf: csrf, decision: 'approve' }, evil);
@@ -573,7 +575,12 @@ describe('hostile posts (issue 31)', () => {
         method: 'oauth/authorize',
         outcome: 'forbidden',
         args: { source: '127.0.0.1' },
-        summary: { reason: 'cross_origin', path: '/oauth/authorize', origin: 'https://evil.example', sec_fetch_site: null },
+        summary: {
+          reason: 'cross_origin',
+          path: '/oauth/authorize',
+          origin: 'https://evil.example',
+          sec_fetch_site: null,
+        },
       },
       {
         method: 'approvals/decide',
@@ -590,7 +597,12 @@ describe('hostile posts (issue 31)', () => {
         method: 'console/logout',
         outcome: 'forbidden',
         args: { source: '127.0.0.1' },
-        summary: { reason: 'cross_origin', path: '/logout', origin: 'https://evil.example', sec_fetch_site: null },
+        summary: {
+          reason: 'cross_origin',
+          path: '/logout',
+          origin: 'https://evil.example',
+          sec_fetch_site: null,
+        },
       },
       {
         method: 'console/logout',
@@ -632,7 +644,9 @@ describe('hostile posts (issue 31)', () => {
       await sleep(50);
       socket.destroy();
     }
-    await expect.poll(() => lines.filter((l) => l.msg === 'client closed the connection mid-body').length).toBe(3);
+    await expect
+      .poll(() => lines.filter((l) => l.msg === 'client closed the connection mid-body').length)
+      .toBe(3);
     await new Promise((resolve) => server.close(resolve));
     await own.close();
     expect(lines.filter((l) => l.level >= 50 || l.err !== undefined)).toEqual([]);

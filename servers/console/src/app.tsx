@@ -229,7 +229,9 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
     // this). The sign-in form checks the same itself, so that a refused sign-in is counted and audited.
     // The OAuth token, registration and revocation endpoints are APIs for clients, browser-based ones too.
     const foreign =
-      c.req.method === 'POST' && c.req.path !== '/login' && !OAUTH_API.test(c.req.path) ? foreignPost(c) : undefined;
+      c.req.method === 'POST' && c.req.path !== '/login' && !OAUTH_API.test(c.req.path)
+        ? foreignPost(c)
+        : undefined;
     if (foreign) {
       const source = sourceAddress(c, proxyHops);
       const id = /^\/approvals\/([^/]{1,100})\/decide$/.exec(c.req.path)?.[1];
@@ -252,7 +254,9 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
           },
           { authenticated: false, source },
         )
-        .catch((err: unknown) => logger.error({ err }, 'audit event for a refused form could not be written'));
+        .catch((err: unknown) =>
+          logger.error({ err }, 'audit event for a refused form could not be written'),
+        );
       logger.info({ source, reason: foreign, path: c.req.path }, 'cross-origin form refused');
       return c.text('Cross-origin form refused.', 403);
     }
@@ -496,7 +500,11 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
       return detail(
         c,
         id,
-        { error: 'The form did not say which arguments you were shown. Reload the page, review it and decide again.', reason },
+        {
+          error:
+            'The form did not say which arguments you were shown. Reload the page, review it and decide again.',
+          reason,
+        },
         400,
       );
     try {

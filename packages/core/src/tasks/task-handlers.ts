@@ -23,6 +23,7 @@ import {
   wireTask,
   type TaskWire,
 } from './task-state.ts';
+import type { ResultWaits } from './result-waits.ts';
 import { findTask, listTasks, withdrawTask, type TaskOwner } from './task-store.ts';
 
 /** The task methods of both wires; every one is answered, and audited, by this module. */
@@ -53,6 +54,8 @@ export interface TaskHandlerOptions {
   client: (ctx: ServerContext) => { name: string | null; version: string | null };
   /** False on a server without gated tools: no task ever exists there, and every task method says so. */
   runsTasks: boolean;
+  /** Caps on open `tasks/result` waits, shared by the process's requests; none when absent. */
+  resultWaits?: ResultWaits | undefined;
 }
 
 /** A refusal: the JSON-RPC error the client gets, and what the audit log records of it. */
@@ -257,10 +260,11 @@ export function registerTaskHandlers(server: KitServer, options: TaskHandlerOpti
   };
   /** A place for one open `tasks/result` wait; past a cap, a refusal that says to poll instead. */
   const enterWait = (tokenId: string, a: ApprovalRecord, wire: TaskWire): (() => void) | undefined => {
-    if (!kit.resultWaits) return undefined;
-    const place = kit.resultWaits.enter(tokenId);
+    const waits = options.resultWaits;
+    if (!waits) return undefined;
+    const place = waits.enter(tokenId);
     if (place.ok) return place.release;
-    const { perToken, total } = kit.resultWaits.limits;
+    const { perToken, total } = waits.limits;
     const cap =
       place.full === 'token'
         ? `this token already holds ${perToken} open tasks/result requests`

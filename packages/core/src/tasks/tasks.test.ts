@@ -596,7 +596,9 @@ describe('open tasks/result waits are capped per token and per process', () => {
     const otherId = (other.result!.task as { taskId: string }).taskId;
     const held = new AbortController();
     const open = (bearer: string, taskId: string) =>
-      rawRequest(capped.url, bearer, 'tasks/result', { taskId }, undefined, held.signal).catch(() => undefined);
+      rawRequest(capped.url, bearer, 'tasks/result', { taskId }, undefined, held.signal).catch(
+        () => undefined,
+      );
     try {
       // Three waits of one token: two are held, one is refused at once (whichever arrives last).
       const refusedForToken = await Promise.race([open(token, id), open(token, id), open(token, id)]);
@@ -607,7 +609,9 @@ describe('open tasks/result waits are capped per token and per process', () => {
       });
       // Another token fills the process's third place; a fourth wait from anyone is refused.
       const refusedForProcess = await Promise.race([open(stranger, otherId), open(stranger, otherId)]);
-      expect(refusedForProcess?.error?.message).toContain('this server already holds 3 open tasks/result requests');
+      expect(refusedForProcess?.error?.message).toContain(
+        'this server already holds 3 open tasks/result requests',
+      );
       const refusedThird = await at(third, 'tasks/result', { taskId: id });
       // Not its task: the cap on waits is never reached, the lookup answers first.
       expect(refusedThird.error?.code).toBe(-32602);
@@ -627,9 +631,14 @@ describe('open tasks/result waits are capped per token and per process', () => {
     const again = new AbortController();
     let taken = false;
     for (let i = 0; i < 50 && !taken; i++) {
-      const probe = rawRequest(capped.url, token, 'tasks/result', { taskId: id }, undefined, again.signal).catch(
-        () => undefined,
-      );
+      const probe = rawRequest(
+        capped.url,
+        token,
+        'tasks/result',
+        { taskId: id },
+        undefined,
+        again.signal,
+      ).catch(() => undefined);
       taken = (await Promise.race([probe, sleep(200).then(() => 'held' as const)])) === 'held';
     }
     again.abort();

@@ -337,7 +337,9 @@ describe('the consent page', () => {
       expect(res.status).toBe(400);
       // A loopback document's failure is not described on the page; the audit log keeps the detail.
       expect(await res.text()).toContain('could not be used (no detail is given for loopback addresses)');
-      expect((await lastEvent('oauth/authorize')).summary.detail).toContain('could not be read (larger than 64 KiB)');
+      expect((await lastEvent('oauth/authorize')).summary.detail).toContain(
+        'could not be read (larger than 64 KiB)',
+      );
       await expect.poll(() => hungUp.has(path)).toBe(true);
     }
   });

@@ -51,7 +51,9 @@ export function bearerAuth(verifier: TokenVerifier, challenge: Challenge): Middl
       {
         error: 'invalid_token',
         error_description:
-          description === DESCRIPTION ? `${DESCRIPTION}. Present a valid token for this server.` : `${description}.`,
+          description === DESCRIPTION
+            ? `${DESCRIPTION}. Present a valid token for this server.`
+            : `${description}.`,
       },
       {
         headers: { 'WWW-Authenticate': bearerChallenge(challenge, description) },

@@ -82,7 +82,9 @@ function oversizedArguments(messages: unknown[]): void {
       rpcError(
         -32602,
         `Invalid params: the arguments hold ${problem}. A tool's arguments are at most ${values} values, ${depth} levels deep and ${chars} characters of text; nothing was done. Call again with the arguments the tool's input schema describes.`,
-        messages.length === 1 && (typeof call.id === 'string' || typeof call.id === 'number') ? call.id : null,
+        messages.length === 1 && (typeof call.id === 'string' || typeof call.id === 'number')
+          ? call.id
+          : null,
       ),
       { summary: { reason: 'arguments_too_large', problem } },
     );
@@ -117,7 +119,10 @@ export function jsonBody(maxBytes: number): MiddlewareHandler<McpEnv> {
       throw new Refusal(
         400,
         'bad_request',
-        rpcError(-32600, 'The request body ended early: the client closed the connection before sending it all.'),
+        rpcError(
+          -32600,
+          'The request body ended early: the client closed the connection before sending it all.',
+        ),
         { summary: { reason: 'body_aborted' } },
       );
     }

@@ -37,8 +37,7 @@ export function batchRateLimit(limiter: RateLimiter): MiddlewareHandler<McpEnv> 
     const more = c.get('messages').length - 1;
     if (more > 0) {
       const verdict = limiter.take(c.get('access')!.tokenId, more);
-      if (!verdict.ok)
-        throw refusal(verdict.retryAfterSeconds, { reason: 'rate', batch: more + 1 });
+      if (!verdict.ok) throw refusal(verdict.retryAfterSeconds, { reason: 'rate', batch: more + 1 });
     }
     await next();
   };
