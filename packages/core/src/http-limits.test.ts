@@ -105,7 +105,7 @@ describe('tool arguments beyond the structural limits', () => {
     const client = await connectTestClient(server.url, token);
     const huge = Object.fromEntries(Array.from({ length: 60_000 }, (_, i) => [`k${i}`, 'x']));
     await expect(client.callTool({ name: 'get_balance', arguments: huge })).rejects.toThrow(
-      "Invalid params: the arguments hold more than 1000 values. A tool's arguments are at most 1000 values, 10 levels deep and 65536 characters of text; nothing was done.",
+      "Invalid params: the arguments hold more than 1000 values. A request's arguments are at most 1000 values, 10 levels deep and 65536 characters of text; nothing was done.",
     );
     let deep: Record<string, unknown> = { leaf: 1 };
     for (let i = 0; i < 12; i++) deep = { inner: deep };
@@ -149,6 +149,36 @@ describe('tool arguments beyond the structural limits', () => {
       },
     ]);
     expect(rows[3]).toMatchObject({ outcome: 'invalid_arguments', args: { k0: 'x' } });
+  });
+});
+
+describe('params of other methods beyond the same limits', () => {
+  it('a tools/list whose _meta holds 60,000 keys is refused -32602 and audited', async () => {
+    const token = await issueTestToken(db.sql, def, { label: 'huge meta' });
+    const _meta = Object.fromEntries(Array.from({ length: 60_000 }, (_, i) => [`k${i}`, 'x']));
+    const res = await post(
+      token,
+      { jsonrpc: '2.0', id: 7, method: 'tools/list', params: { _meta } },
+      '2025-11-25',
+    );
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({
+      jsonrpc: '2.0',
+      id: 7,
+      error: {
+        code: -32602,
+        message:
+          "Invalid params: the params hold more than 1000 values. A request's params are at most 1000 values, 10 levels deep and 65536 characters of text; nothing was done.",
+      },
+    });
+    const rows = await db.sql`
+      select outcome, result_summary as summary from audit_events where token_label = 'huge meta'`;
+    expect(rows).toEqual([
+      {
+        outcome: 'bad_request',
+        summary: { status: 400, reason: 'params_too_large', problem: 'more than 1000 values' },
+      },
+    ]);
   });
 });
 

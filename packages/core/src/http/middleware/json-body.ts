@@ -65,28 +65,32 @@ export function unserved(m: RpcMessage): string | null {
 }
 
 /**
- * Refuses a request whose `tools/call` arguments pass the structural limits, before the MCP layer
- * or a tool's schema walks them (and before the audit log would keep them): a cheap walk that
- * stops at the first bound, answered -32602 with what the limits are.
+ * Refuses a request whose `tools/call` arguments (or, for any other method, whose params) pass the
+ * structural limits, before the MCP layer or a tool's schema walks them (and before the audit log
+ * would keep them): a cheap walk that stops at the first bound, answered -32602 with the limits.
  */
-function oversizedArguments(messages: unknown[]): void {
+function oversizedParams(messages: unknown[]): void {
   for (const m of messages) {
-    const call = m as { method?: unknown; id?: unknown; params?: { arguments?: unknown } } | null;
-    if (call?.method !== 'tools/call' || typeof call.params !== 'object' || call.params === null) continue;
-    const problem = argumentsOverLimit(call.params.arguments);
+    const message = m as { method?: unknown; id?: unknown; params?: unknown } | null;
+    if (!message || typeof message.params !== 'object' || message.params === null) continue;
+    const call = message.method === 'tools/call';
+    const problem = argumentsOverLimit(
+      call ? (message.params as { arguments?: unknown }).arguments : message.params,
+    );
     if (!problem) continue;
     const { values, depth, chars } = ARGUMENT_LIMITS;
+    const what = call ? 'arguments' : 'params';
     throw new Refusal(
       400,
-      'invalid_arguments',
+      call ? 'invalid_arguments' : 'bad_request',
       rpcError(
         -32602,
-        `Invalid params: the arguments hold ${problem}. A tool's arguments are at most ${values} values, ${depth} levels deep and ${chars} characters of text; nothing was done. Call again with the arguments the tool's input schema describes.`,
-        messages.length === 1 && (typeof call.id === 'string' || typeof call.id === 'number')
-          ? call.id
+        `Invalid params: the ${what} hold ${problem}. A request's ${what} are at most ${values} values, ${depth} levels deep and ${chars} characters of text; nothing was done.${call ? " Call again with the arguments the tool's input schema describes." : ''}`,
+        messages.length === 1 && (typeof message.id === 'string' || typeof message.id === 'number')
+          ? message.id
           : null,
       ),
-      { summary: { reason: 'arguments_too_large', problem } },
+      { summary: { reason: call ? 'arguments_too_large' : 'params_too_large', problem } },
     );
   }
 }
@@ -168,7 +172,7 @@ export function jsonBody(maxBytes: number): MiddlewareHandler<McpEnv> {
     const list: unknown[] = Array.isArray(body) ? body : [body];
     c.set('body', body);
     c.set('messages', list.map(classify));
-    oversizedArguments(list);
+    oversizedParams(list);
     await next();
   };
 }
