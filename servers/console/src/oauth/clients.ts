@@ -36,6 +36,12 @@ export function isLoopbackHttp(url: URL): boolean {
 /** A private-use URI scheme (RFC 8252 7.1): reverse domain name notation, so at least one dot. */
 const PRIVATE_SCHEME = /^[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+$/;
 
+/** https, http on loopback, or a private-use scheme in reverse domain notation. */
+function allowedScheme(url: URL): boolean {
+  const scheme = url.protocol.slice(0, -1);
+  return scheme === 'https' || isLoopbackHttp(url) || PRIVATE_SCHEME.test(scheme);
+}
+
 /**
  * Why `value` cannot be a redirect URI in any form, or null: a fragment (even an empty one, which
  * `URL` drops) or credentials in the authority (`http://user@127.0.0.1/`, `http://@…`).
@@ -63,9 +69,7 @@ export function checkRedirectUri(value: unknown): string {
   }
   const problem = redirectFormProblem(value);
   if (problem) throw new ClientMetadataError('invalid_redirect_uri', problem);
-  const scheme = url.protocol.slice(0, -1);
-  const ok = scheme === 'https' || isLoopbackHttp(url) || PRIVATE_SCHEME.test(scheme);
-  if (!ok)
+  if (!allowedScheme(url))
     throw new ClientMetadataError(
       'invalid_redirect_uri',
       `${value}: redirect URIs are https, http on loopback, or an app's own scheme in reverse domain notation (com.example.app:/callback)`,
@@ -267,15 +271,16 @@ async function fetchClient(sql: Sql, clientId: string): Promise<OAuthClient> {
  * redirect may use any port (RFC 8252 7.3: native apps listen on a port of their choosing).
  */
 export function registeredRedirect(client: OAuthClient, redirectUri: string): boolean {
-  // Never one with a fragment or credentials, whatever was registered before these were refused.
+  // Never one with a fragment, credentials or another scheme, whatever was registered before these were refused.
   if (redirectFormProblem(redirectUri)) return false;
-  if (client.redirectUris.includes(redirectUri)) return true;
   let given: URL;
   try {
     given = new URL(redirectUri);
   } catch {
     return false;
   }
+  if (!allowedScheme(given)) return false;
+  if (client.redirectUris.includes(redirectUri)) return true;
   if (!isLoopbackHttp(given)) return false;
   return client.redirectUris.some((r) => {
     const u = new URL(r);

@@ -503,6 +503,15 @@ describe('the consent page', () => {
       expect([uri, res.status, res.headers.get('location')]).toEqual([uri, 400, null]);
       expect(await res.text()).toContain('Redirect address not registered');
     }
+    // A client registered before these rules, with a scheme no app owns: its redirect is not used either.
+    await db.sql`insert into bulkhead_oauth_clients (client_id, source, redirect_uris)
+      values ('bhc_old_ws_client', 'registered', ${['ws://evil.example/cb']})`;
+    const old = await request(
+      `/oauth/authorize?${authorizeQuery('bhc_old_ws_client', pkce().challenge, { redirect_uri: 'ws://evil.example/cb' })}`,
+      { headers: { cookie: granter.cookie } },
+    );
+    expect([old.status, old.headers.get('location')]).toEqual([400, null]);
+    expect(await old.text()).toContain('Redirect address not registered');
   });
 
   it('tells nothing of what a loopback address answered when its metadata document fails', async () => {
