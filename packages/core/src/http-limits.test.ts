@@ -100,55 +100,50 @@ describe('the rate limit counts every message of a batch', () => {
 });
 
 describe('tool arguments beyond the structural limits', () => {
-  it('a 60,000-key arguments object is refused -32602 before any schema, and not kept in the audit log', async () => {
+  it('a 60,000-key arguments object is refused -32602 before the MCP layer copies it; a 5,000-key one by the pipeline, naming keys to remove', async () => {
     const token = await issueTestToken(db.sql, def, { label: 'huge arguments' });
     const client = await connectTestClient(server.url, token);
-    const huge = Object.fromEntries(Array.from({ length: 60_000 }, (_, i) => [`k${i}`, 'x']));
-    await expect(client.callTool({ name: 'get_balance', arguments: huge })).rejects.toThrow(
-      "Invalid params: the arguments hold more than 1000 values. A request's arguments are at most 1000 values, 10 levels deep and 65536 characters of text; nothing was done.",
+    const keys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 'x']));
+    await expect(client.callTool({ name: 'get_balance', arguments: keys(60_000) })).rejects.toThrow(
+      "Invalid params: the arguments hold more than 10000 keys; a tool's arguments hold at most 1000 values. Nothing was done;",
     );
-    let deep: Record<string, unknown> = { leaf: 1 };
-    for (let i = 0; i < 12; i++) deep = { inner: deep };
-    await expect(client.callTool({ name: 'get_balance', arguments: deep })).rejects.toThrow(
-      'the arguments hold nesting deeper than 10 levels',
+    const text = async (args: Record<string, unknown>) => {
+      const result = await client.callTool({ name: 'get_balance', arguments: args });
+      expect(result.isError).toBe(true);
+      return (result.content as { text: string }[])[0]!.text;
+    };
+    const bounds = 'arguments hold at most 1000 values, 32 levels deep and 65536 characters of text';
+    expect(await text(keys(5_000))).toBe(
+      `Invalid arguments — "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9" and 4,990 more: not arguments of this tool, more than 1000 values in all (${bounds}); remove them. Nothing was done; call again with corrected arguments.`,
     );
-    await expect(
-      client.callTool({ name: 'get_balance', arguments: { text: 'x'.repeat(70_000) } }),
-    ).rejects.toThrow('the arguments hold more than 65536 characters of text');
+    expect(await text({ list: Array.from({ length: 5000 }, () => 1) })).toBe(
+      `Invalid arguments — "list": more than 1000 values (${bounds}). Nothing was done; call again with corrected arguments.`,
+    );
+    expect(await text({ note: 'x'.repeat(70_000) })).toBe(
+      `Invalid arguments — "note": more than 65536 characters of text (${bounds}). Nothing was done; call again with corrected arguments.`,
+    );
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < 40; i++) deep = [deep];
+    expect(await text({ nested: deep })).toContain('"nested": nested deeper than 32 levels');
     // Arguments within the limits still reach the schema, which names what is wrong.
-    const small = await client.callTool({ name: 'get_balance', arguments: { k0: 'x' } });
-    expect(small.isError).toBe(true);
+    expect(await text({ k0: 'x' })).toContain('"k0"');
     await client.close();
-    const rows = await db.sql<
-      { outcome: string; tool: string; args: unknown; summary: Record<string, unknown> }[]
-    >`
-      select outcome, tool, arguments as args, result_summary as summary from audit_events
-      where token_label = 'huge arguments' order by seq`;
-    expect(rows.slice(0, 3)).toEqual([
-      {
-        outcome: 'invalid_arguments',
-        tool: 'get_balance',
-        args: null,
-        summary: { status: 400, reason: 'arguments_too_large', problem: 'more than 1000 values' },
-      },
-      {
-        outcome: 'invalid_arguments',
-        tool: 'get_balance',
-        args: null,
-        summary: { status: 400, reason: 'arguments_too_large', problem: 'nesting deeper than 10 levels' },
-      },
-      {
-        outcome: 'invalid_arguments',
-        tool: 'get_balance',
-        args: null,
-        summary: {
-          status: 400,
-          reason: 'arguments_too_large',
-          problem: 'more than 65536 characters of text',
-        },
-      },
+    const rows = await db.sql<{ outcome: string; args: unknown; summary: Record<string, unknown> }[]>`
+      select outcome, arguments as args, result_summary as summary from audit_events
+      where token_label = 'huge arguments' and method = 'tools/call' order by seq`;
+    expect(rows.map((r) => [r.outcome, r.args])).toEqual([
+      ['invalid_arguments', null],
+      ['invalid_arguments', null],
+      ['invalid_arguments', null],
+      ['invalid_arguments', null],
+      ['invalid_arguments', null],
+      ['invalid_arguments', { k0: 'x' }],
     ]);
-    expect(rows[3]).toMatchObject({ outcome: 'invalid_arguments', args: { k0: 'x' } });
+    expect(rows[0]!.summary).toEqual({
+      status: 400,
+      reason: 'arguments_too_large',
+      problem: 'more than 10000 keys',
+    });
   });
 });
 
@@ -168,7 +163,7 @@ describe('params of other methods beyond the same limits', () => {
       error: {
         code: -32602,
         message:
-          "Invalid params: the params hold more than 1000 values. A request's params are at most 1000 values, 10 levels deep and 65536 characters of text; nothing was done.",
+          "Invalid params: params._meta holds more than 1000 values. A request's params hold at most 1000 values, 32 levels deep and 65536 characters of text; nothing was done.",
       },
     });
     const rows = await db.sql`
@@ -176,7 +171,12 @@ describe('params of other methods beyond the same limits', () => {
     expect(rows).toEqual([
       {
         outcome: 'bad_request',
-        summary: { status: 400, reason: 'params_too_large', problem: 'more than 1000 values' },
+        summary: {
+          status: 400,
+          reason: 'params_too_large',
+          field: '_meta',
+          problem: 'more than 1000 values',
+        },
       },
     ]);
   });
