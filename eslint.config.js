@@ -74,6 +74,7 @@ const CORE_LAYERS = [
     name: 'the call pipeline',
     paths: [
       'access.ts',
+      'argument-limits.ts',
       'argument-text.ts',
       'arguments.ts',
       'call-tool.ts',

@@ -235,11 +235,11 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
     });
   const refused = await post(url, other!);
   expect([refused.status, refused.headers.get('www-authenticate')]).toEqual([
-    403,
+    401,
     expect.stringContaining('error="invalid_token"'),
   ]);
   const elsewhere = await post(`http://127.0.0.1:${3103 + offset}/mcp`, token!);
-  expect(elsewhere.status).toBe(403);
+  expect(elsewhere.status).toBe(401);
 
   const exited = new Promise<number | null>((resolve) => started!.once('exit', resolve));
   process.kill(-started.pid!, 'SIGINT');

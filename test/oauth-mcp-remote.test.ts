@@ -15,7 +15,8 @@ import { adminServer } from '../servers/admin/src/server.ts';
 import { freePort, spawnServer, type ServerProcess } from './helpers.ts';
 
 // mcp-remote (the bridge Claude Desktop and others use for remote servers), driven by a script: once
-// through the OAuth flow with the consent page clicked in Chromium, once with a revoked static token.
+// through the OAuth flow with the consent page clicked in Chromium, once with a revoked static token
+// (401, so it is offered the OAuth flow).
 
 const PROXY = createRequire(import.meta.url).resolve('mcp-remote/dist/proxy.js');
 
@@ -127,10 +128,12 @@ it('mcp-remote completes the OAuth flow (consent in Chromium), then lists and ca
   expect(calls).toEqual([{ outcome: 'ok' }]);
 }, 120_000);
 
-it('mcp-remote given a revoked static token shows invalid_token and its description instead of starting OAuth', async () => {
+it('mcp-remote given a revoked static token gets 401 invalid_token with the resource metadata, and is offered OAuth', async () => {
   const token = await issueTestToken(db.sql, adminServer, { label: 'Claude Desktop (revoked)' });
   const id = token.split('_')[2]!;
   await revokeToken(db.sql, id);
+  // A config folder of its own: the grant of the test above must not stand in for the token.
+  const ownDir = mkdtempSync(join(tmpdir(), 'bulkhead-mcp-remote-'));
   const child = spawn(
     process.execPath,
     [
@@ -142,28 +145,32 @@ it('mcp-remote given a revoked static token shows invalid_token and its descript
       '--header',
       `Authorization: Bearer ${token}`,
     ],
-    { env: remoteEnv(), stdio: ['pipe', 'pipe', 'pipe'] },
+    { env: { ...remoteEnv(), HOME: ownDir, MCP_REMOTE_CONFIG_DIR: ownDir }, stdio: ['pipe', 'pipe', 'pipe'] },
   );
   let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const code = await new Promise<number | null>((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.once('exit', (c) => {
+  // The MCP authorization specification: a refused token is 401, and the client may get a new one by OAuth.
+  const offered = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), 30_000);
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      if (/Please authorize this client by visiting:/.test(stderr)) {
+        clearTimeout(timer);
+        resolve(true);
+      }
+    });
+    child.once('exit', () => {
       clearTimeout(timer);
-      resolve(c);
+      resolve(false);
     });
   });
-  expect(code).not.toBe(0);
-  expect(stderr).toContain('invalid_token');
-  expect(stderr).toContain(
-    'The access token is unknown, expired, revoked or issued for another server; a new one is issued with bulkhead tokens issue',
-  );
-  expect(stderr).not.toContain('Please authorize this client');
+  child.kill('SIGKILL');
+  rmSync(ownDir, { recursive: true, force: true });
+  expect(offered, stderr).toBe(true);
   const [event] = await db.sql<{ outcome: string; summary: Record<string, unknown> }[]>`
     select outcome, result_summary as summary from audit_events
-    where server = 'admin' and result_summary->>'presented_token_id' = ${id} order by seq desc limit 1`;
+    where server = 'admin' and result_summary->>'presented_token_id' = ${id} order by seq limit 1`;
   expect(event).toEqual({
     outcome: 'unauthorized',
-    summary: { status: 403, reason: 'revoked', presented_token_id: id },
+    summary: { status: 401, reason: 'revoked', presented_token_id: id },
   });
 }, 60_000);

@@ -34,7 +34,7 @@ async function untilRefusedEverywhere(token: string, limitMs = 3000): Promise<nu
   const refused = new Set<number>();
   while (refused.size < replicas.length && Date.now() - started < limitMs) {
     const statuses = await Promise.all(replicas.map((r) => list(r.url, token)));
-    statuses.forEach((s, i) => s === 403 && refused.add(i));
+    statuses.forEach((s, i) => s === 401 && refused.add(i));
     await new Promise((r) => setTimeout(r, 10));
   }
   expect(refused.size).toBe(replicas.length);

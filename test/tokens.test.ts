@@ -118,19 +118,19 @@ describe.each(SERVERS)('the token matrix on $def.name', ({ def, customerId, tool
     const cases: [string, string | undefined, URL, number][] = [
       ...others.map(
         (t, i) =>
-          [`another server's token #${i + 1}`, `Bearer ${t}`, server.url, 403] as [
+          [`another server's token #${i + 1}`, `Bearer ${t}`, server.url, 401] as [
             string,
             string,
             URL,
             number,
           ],
       ),
-      // A static token that is presented but refused is 403 invalid_token: no OAuth flow mends it.
-      ["another server's token under this prefix", `Bearer ${relabelled}`, server.url, 403],
-      ['approver token', `Bearer ${approver}`, server.url, 403],
-      ['approver token under this prefix', `Bearer ${approverRelabelled}`, server.url, 403],
-      ['revoked', `Bearer ${revoked}`, server.url, 403],
-      ['expired', `Bearer ${expired}`, server.url, 403],
+      // Any refused token is 401 invalid_token (MCP authorization: 403 is for insufficient scope only).
+      ["another server's token under this prefix", `Bearer ${relabelled}`, server.url, 401],
+      ['approver token', `Bearer ${approver}`, server.url, 401],
+      ['approver token under this prefix', `Bearer ${approverRelabelled}`, server.url, 401],
+      ['revoked', `Bearer ${revoked}`, server.url, 401],
+      ['expired', `Bearer ${expired}`, server.url, 401],
       // What a token may not use does not exist for it: the same answer as a tool no server has.
       ['wrong scopes', `Bearer ${narrow}`, server.url, 200],
       ['malformed', 'Bearer not-a-token', server.url, 401],
@@ -149,7 +149,7 @@ describe.each(SERVERS)('the token matrix on $def.name', ({ def, customerId, tool
       const res = await post(url, auth, body);
       statuses[name] = res.status;
       const challenge = res.headers.get('www-authenticate') ?? '';
-      if (res.status === 401 || res.status === 403)
+      if (res.status === 401)
         expect(challenge).toMatch(/^Bearer realm="[a-z-]+", error="invalid_token", error_description="/);
       if (name === 'wrong scopes') {
         const text = await res.text();

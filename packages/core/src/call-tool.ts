@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { ProtocolError, ProtocolErrorCode, type CallToolResult } from '@modelcontextprotocol/server';
-import { MAX_DEPTH, type AuditEventInput, type AuditWriter, type Outcome } from '@bulkhead/audit';
+import type { AuditEventInput, AuditWriter, Outcome } from '@bulkhead/audit';
 import { isConnectionError, type Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
+import type { z } from 'zod';
 import { lazyChild } from './logger.ts';
 import type { Access } from './access.ts';
 import { pendingApprovalOutput } from './pending-result.ts';
@@ -15,6 +16,7 @@ import { guardedSql, openCallTransaction, withReadConnection, type TransactionSq
 import { NO_PROGRESS, type ProgressReporter } from './progress.ts';
 import { shapeResult, type ShapedResult } from './result.ts';
 import { maskSecrets, redactArguments } from './secret.ts';
+import { ARGUMENT_LIMITS, argumentsOverLimit, type OverLimit } from './argument-limits.ts';
 import { Cancelled, TimeLimitExceeded, withTimeLimit } from './time-limit.ts';
 
 /** The default time limit of a tool call. */
@@ -75,17 +77,23 @@ function errorResult(text: string): CallToolResult {
   return { content: [{ type: 'text', text }], isError: true };
 }
 
-/** The path of the first value nested deeper than `max` levels, or null. Iterative: any depth is safe to check. */
-export function tooDeep(value: unknown, max = MAX_DEPTH): string | null {
-  const stack: { node: unknown; depth: number; path: string }[] = [{ node: value, depth: 0, path: '' }];
-  while (stack.length) {
-    const { node, depth, path } = stack.pop()!;
-    if (!node || typeof node !== 'object') continue;
-    if (depth >= max) return path || '(arguments)';
-    for (const [key, child] of Object.entries(node as Record<string, unknown>))
-      stack.push({ node: child, depth: depth + 1, path: path ? `${path}.${key}` : key });
+/**
+ * What an oversized call is told: the argument whose value passed a bound, or, when the arguments
+ * hold too many keys of their own, the first few this tool does not have (as its schema would name them).
+ */
+function oversizedArguments(over: OverLimit, args: object, input: z.ZodObject): string {
+  const { values, depth, chars } = ARGUMENT_LIMITS;
+  const bounds = `arguments hold at most ${values} values, ${depth} levels deep and ${chars} characters of text`;
+  if (over.field !== null) return `"${over.field.slice(0, 100)}": ${over.problem} (${bounds})`;
+  const unknown: string[] = [];
+  let count = 0;
+  for (const key in args) {
+    if (Object.hasOwn(input.shape, key)) continue;
+    if (unknown.length < 10) unknown.push(JSON.stringify(key.slice(0, 100)));
+    count++;
   }
-  return null;
+  const more = count > unknown.length ? ` and ${(count - unknown.length).toLocaleString('en-US')} more` : '';
+  return `${unknown.join(', ')}${more}: not arguments of this tool, ${over.problem} in all (${bounds}); remove them`;
 }
 
 const WITHHELD =
@@ -112,6 +120,8 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
   const name = typeof req.name === 'string' ? req.name : String(req.name as never);
   const logger = lazyChild(kit.logger, { requestId: req.requestId, tool: name });
   const tool = kit.catalog.byName.get(name);
+  // Walked before anything else looks at them (the schema, the audit copy): cheap, and bounded whatever was sent.
+  const oversized = tool ? argumentsOverLimit(req.arguments) : null;
   const base: Omit<AuditEventInput, 'outcome' | 'durationMs'> = {
     server: kit.server,
     method: 'tools/call',
@@ -121,8 +131,8 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
     clientName: req.clientName ?? null,
     clientVersion: req.clientVersion ?? null,
     tool: name,
-    // An unknown tool's arguments are not recorded: which of them are secret is unknown.
-    arguments: tool ? redactArguments(tool.input, req.arguments) : null,
+    // An unknown tool's arguments are not recorded: which of them are secret is unknown; oversized ones neither.
+    arguments: tool && !oversized ? redactArguments(tool.input, req.arguments) : null,
   };
   const event = (outcome: Outcome, extra: Partial<AuditEventInput> = {}): AuditEventInput => ({
     ...base,
@@ -185,11 +195,7 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
     );
   if (typeof args !== 'object' || Array.isArray(args))
     return invalid('arguments: expected an object of named arguments');
-  const deep = tooDeep(args);
-  if (deep)
-    return invalid(
-      `${deep.split('.')[0]}: nested deeper than ${MAX_DEPTH} levels (at ${deep.slice(0, 80)}); send flatter values`,
-    );
+  if (oversized) return invalid(oversizedArguments(oversized, args, tool.input));
   const parsed = tool.input.safeParse(args);
   if (!parsed.success)
     return refuse('invalid_arguments', formatIssues(parsed.error, maskSecrets(tool.input, args)));

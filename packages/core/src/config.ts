@@ -62,6 +62,10 @@ export function serverEnvSchema(defaultPort: number) {
       BULKHEAD_MIGRATE: bool.default(true),
       BULKHEAD_AUDIT_FULL_RESULTS: bool.default(false),
       BULKHEAD_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
+      /** Open 2025-11-25 tasks/result waits one token may hold; past it, tasks/result says to poll tasks/get. */
+      BULKHEAD_TASK_RESULT_WAITS_PER_TOKEN: z.coerce.number().int().min(1).max(10_000).default(10),
+      /** Open tasks/result waits one server process holds across all tokens. */
+      BULKHEAD_TASK_RESULT_WAITS: z.coerce.number().int().min(1).max(100_000).default(200),
       BULKHEAD_APPROVAL_WEBHOOK_URL: z.url().optional(),
       BULKHEAD_CONSOLE_URL: z.url().optional(),
       /** The OAuth issuer (the console's URL) that grants tokens for this server; unset: no OAuth advertised. */

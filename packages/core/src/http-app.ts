@@ -16,13 +16,14 @@ import { bearerAuth } from './http/middleware/bearer-auth.ts';
 import { cors } from './http/middleware/cors.ts';
 import { hostAndOrigin } from './http/middleware/host-origin.ts';
 import { jsonBody, unserved } from './http/middleware/json-body.ts';
-import { rateLimit } from './http/middleware/rate-limit.ts';
+import { batchRateLimit, rateLimit } from './http/middleware/rate-limit.ts';
 import { requestContext, sourceOf } from './http/middleware/request-context.ts';
 import { createMetrics, metricsRoute, type Metrics } from './metrics.ts';
 import { Refusal, rpcError } from './http/refusal.ts';
 import { createRefusalLog, type RefusalLog } from './http/refusal-log.ts';
 import { createCancellations } from './http/cancellations.ts';
 import type { McpEnv } from './http/state.ts';
+import { createResultWaits, type ResultWaitLimits } from './tasks/result-waits.ts';
 
 /** What serving a definition over HTTP needs. */
 export interface HttpAppOptions {
@@ -41,6 +42,11 @@ export interface HttpAppOptions {
   allowedHosts?: string[];
   /** Largest accepted request body (default 1 MiB). */
   maxBodyBytes?: number;
+  /**
+   * Caps on open 2025-11-25 `tasks/result` waits, per token and in this process
+   * (`BULKHEAD_TASK_RESULT_WAITS_PER_TOKEN`, `BULKHEAD_TASK_RESULT_WAITS`; default 10 and 200).
+   */
+  taskResultWaits?: ResultWaitLimits;
   /** Requests per token per minute; 0 switches the limit off (default 600). */
   rateLimitPerMinute?: number;
   /** How often replicas exchange rate-limit counts (default 1 s). */
@@ -98,8 +104,10 @@ function originHostname(origin: string): string | undefined {
  * layer sees a request it passes a row of guards, one a middleware: request
  * context → Host and Origin (the SDK's validators) → CORS → declared body size
  * → bearer token (audience = this server) → rate limit for the token → body
- * read, parsed and classified. A guard refuses by throwing a `Refusal`, which
- * `onError` answers and audits. Every request that reaches the server yields
+ * read, parsed and classified (tool arguments held to structural limits) →
+ * the rest of a batch's rate-limit units, one a message. A guard refuses by
+ * throwing a `Refusal`, which `onError` answers and audits. Every request
+ * that reaches the server yields
  * one audit event — refusals, unsupported methods, malformed calls, the MCP
  * layer's own rejections — except the housekeeping the README lists.
  */
@@ -124,6 +132,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
       : {}),
   });
   const cancellations = createCancellations();
+  const resultWaits = createResultWaits(options.taskResultWaits);
   const maxBody = options.maxBodyBytes ?? 1024 * 1024;
   const publicUrl = new URL(options.publicUrl);
   const hosts = [
@@ -158,6 +167,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
         requestId: () => request.requestId,
         onToolCall: request.onToolCall,
         cancellable: (rpcId, parent) => cancellations.track(request.access.tokenId, rpcId, parent),
+        resultWaits,
       });
     },
     { onerror: (err) => logger.debug({ err }, 'mcp handler reported an error'), maxRequestBodySize: maxBody },
@@ -229,6 +239,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
   );
   app.use('/mcp', rateLimit(limiter));
   app.use('/mcp', jsonBody(maxBody));
+  app.use('/mcp', batchRateLimit(limiter));
   app.all('/mcp', async (c) => {
     const access = c.get('access')!;
     const log = c.get('log');

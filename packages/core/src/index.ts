@@ -27,6 +27,8 @@ export {
 export { PROGRESS_INTERVAL_MS, type ProgressReporter } from './progress.ts';
 export { TASKS_EXTENSION, type TaskWire } from './tasks/task-state.ts';
 export { createHttpApp, type HttpApp, type HttpAppOptions } from './http-app.ts';
+export { bodyAborted } from './http/aborted.ts';
+export { createRefusalLog, type RefusalLog } from './http/refusal-log.ts';
 export { serveStdio, StartupError, type StdioOptions } from './stdio.ts';
 export { runServer, checkRole, POOL_MAX, READ_POOL_MAX, SHUTDOWN_GRACE_MS, type RunOptions } from './run.ts';
 export { ToolError } from './errors.ts';

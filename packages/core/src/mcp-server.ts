@@ -9,6 +9,7 @@ import { getApproval } from './approvals/store.ts';
 import { callTool, type CallKit } from './call-tool.ts';
 import { hasGatedTools, type ServerDefinition } from './server-definition.ts';
 import { createProgressChannel, NO_PROGRESS } from './progress.ts';
+import type { ResultWaits } from './tasks/result-waits.ts';
 import { declaresTasks, registerTaskHandlers } from './tasks/task-handlers.ts';
 import { KitServer, taskAnswer } from './tasks/task-server.ts';
 import { createTaskResult, type TaskWire } from './tasks/task-state.ts';
@@ -26,6 +27,8 @@ export interface Caller {
    * own request going away); `done` when the call is over.
    */
   cancellable?: (rpcId: string | number, parent: AbortSignal) => { signal: AbortSignal; done: () => void };
+  /** The process's caps on open `tasks/result` waits (none on stdio, which serves one client). */
+  resultWaits?: ResultWaits | undefined;
 }
 
 /**
@@ -123,6 +126,7 @@ export function buildMcpServer(def: ServerDefinition, kit: CallKit, caller: Call
     onAudited: caller.onToolCall,
     client,
     runsTasks,
+    resultWaits: caller.resultWaits,
   });
   return server;
 }

@@ -2,8 +2,11 @@ import type { Sql } from '@bulkhead/db';
 
 /** Per-token request limit, answered from memory and reconciled across replicas through Postgres. */
 export interface RateLimiter {
-  /** Whether one more request of this token may proceed now; counts it when it may. */
-  take(tokenId: string): { ok: boolean; retryAfterSeconds: number };
+  /**
+   * Whether `units` more requests of this token (default 1; the messages of a batch count one each)
+   * may proceed now; counts them when they may, and none of them when they may not.
+   */
+  take(tokenId: string, units?: number): { ok: boolean; retryAfterSeconds: number };
   /** Sends this process's new counts and learns everyone's (runs every `syncIntervalMs` by itself). */
   sync(): Promise<void>;
   close(): Promise<void>;
@@ -115,7 +118,7 @@ export function createRateLimiter(
   timer?.unref();
 
   return {
-    take(tokenId) {
+    take(tokenId, units = 1) {
       if (perMinute <= 0) return { ok: true, retryAfterSeconds: 0 };
       const t = now();
       const start = Math.floor(t / MINUTE) * MINUTE;
@@ -124,16 +127,16 @@ export function createRateLimiter(
       const prev = tokens.get(tokenId)?.get(start - MINUTE);
       const prevTotal = prev ? prev.local + prev.remote : 0;
       const curTotal = cur.local + cur.remote;
-      if (prevTotal * (1 - elapsed) + curTotal + 1 <= perMinute) {
-        cur.local++;
-        cur.unsynced++;
+      if (prevTotal * (1 - elapsed) + curTotal + units <= perMinute) {
+        cur.local += units;
+        cur.unsynced += units;
         return { ok: true, retryAfterSeconds: 0 };
       }
       // When the weighted previous minute will have shrunk enough (or, if this minute alone is full, the next minute).
       const until =
-        curTotal + 1 > perMinute || prevTotal === 0
+        curTotal + units > perMinute || prevTotal === 0
           ? start + MINUTE - t
-          : (1 - (perMinute - 1 - curTotal) / prevTotal - elapsed) * MINUTE;
+          : (1 - (perMinute - units - curTotal) / prevTotal - elapsed) * MINUTE;
       return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil(until / 1000)) };
     },
     sync,

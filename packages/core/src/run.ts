@@ -175,6 +175,10 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
     publicUrl: env.BULKHEAD_PUBLIC_URL,
     maxBodyBytes: env.BULKHEAD_MAX_BODY_BYTES,
     rateLimitPerMinute: env.BULKHEAD_RATE_LIMIT_PER_MINUTE,
+    taskResultWaits: {
+      perToken: env.BULKHEAD_TASK_RESULT_WAITS_PER_TOKEN,
+      total: env.BULKHEAD_TASK_RESULT_WAITS,
+    },
     auditFullResults: env.BULKHEAD_AUDIT_FULL_RESULTS,
     ...approvalUrls,
     ...(env.BULKHEAD_ALLOWED_ORIGINS ? { allowedOrigins: env.BULKHEAD_ALLOWED_ORIGINS } : {}),

@@ -176,9 +176,11 @@ export async function rawRequest(
   method: string,
   params: Record<string, unknown> = {},
   headers: Record<string, string> = { 'mcp-protocol-version': '2025-11-25' },
+  signal?: AbortSignal,
 ): Promise<RawAnswer> {
   const response = await fetch(url, {
     method: 'POST',
+    ...(signal ? { signal } : {}),
     headers: {
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',

@@ -1,11 +1,14 @@
 import { serve, type ServerType } from '@hono/node-server';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createLogger, createServer, defineTool } from '@bulkhead/core';
 import { getApproval, issueToken, parseToken, revokeToken } from '@bulkhead/core/operator';
 import { issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
 import { type Sql } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createConsoleApp, type ConsoleApp } from './app.tsx';
@@ -535,5 +538,118 @@ describe('sign-in throttle', () => {
 
     for (const { server } of servers) await new Promise((resolve) => server.close(resolve));
     for (const r of replicas) await r.close();
+  });
+});
+
+describe('hostile posts (issue 31)', () => {
+  it('a decision without the hash of the arguments shown is refused; nothing is decided', async () => {
+    const id = await request('Hash me');
+    const { cookie, csrf } = await signIn();
+    const res = await post(`/approvals/${id}/decide`, cookie, { _csrf: csrf, decision: 'approve' });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain(
+      'The form did not say which arguments you were shown. Reload the page, review it and decide again.',
+    );
+    expect((await getApproval(db.sql, id))!.status).toBe('pending');
+  });
+
+  it('cross-origin posts to the consent form, a decision and sign-out are refused and audited', async () => {
+    const id = await request('Cross me');
+    const { cookie, csrf } = await signIn();
+    const [{ seq } = { seq: '0' }] = await db.sql<
+      { seq: string }[]
+    >`select coalesce(max(seq), 0) as seq from audit_events`;
+    const evil = { origin: 'https://evil.example' };
+    for (const path of ['/oauth/authorize', `/approvals/${id}/decide`, '/logout']) {
+      const res = await post(path, cookie, { _csrf: csrf, decision: 'approve' }, evil);
+      expect([res.status, await res.text()]).toEqual([403, 'Cross-origin form refused.']);
+    }
+    const sameSite = await post('/logout', cookie, { _csrf: csrf }, { 'sec-fetch-site': 'same-site' });
+    expect(sameSite.status).toBe(403);
+    const events = await db.sql<{ method: string; outcome: string; args: unknown; summary: unknown }[]>`
+      select method, outcome, arguments as args, result_summary as summary from audit_events
+      where seq > ${seq} and server = 'console' and outcome = 'forbidden' and result_summary->>'path' is not null
+      order by seq`;
+    expect(events).toEqual([
+      {
+        method: 'oauth/authorize',
+        outcome: 'forbidden',
+        args: { source: '127.0.0.1' },
+        summary: {
+          reason: 'cross_origin',
+          path: '/oauth/authorize',
+          origin: 'https://evil.example',
+          sec_fetch_site: null,
+        },
+      },
+      {
+        method: 'approvals/decide',
+        outcome: 'forbidden',
+        args: { source: '127.0.0.1', approval_id: id },
+        summary: {
+          reason: 'cross_origin',
+          path: `/approvals/${id}/decide`,
+          origin: 'https://evil.example',
+          sec_fetch_site: null,
+        },
+      },
+      {
+        method: 'console/logout',
+        outcome: 'forbidden',
+        args: { source: '127.0.0.1' },
+        summary: {
+          reason: 'cross_origin',
+          path: '/logout',
+          origin: 'https://evil.example',
+          sec_fetch_site: null,
+        },
+      },
+      {
+        method: 'console/logout',
+        outcome: 'forbidden',
+        args: { source: '127.0.0.1' },
+        summary: { reason: 'cross_site', path: '/logout', origin: null, sec_fetch_site: 'same-site' },
+      },
+    ]);
+    expect((await getApproval(db.sql, id))!.status).toBe('pending');
+  });
+
+  it('a client that closes mid-body gets no stack trace logged and no 500', async () => {
+    const lines: { level: number; msg: string; err?: unknown }[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(JSON.parse(chunk.toString()));
+        done();
+      },
+    });
+    const own = createConsoleApp({
+      sql: consoleSql,
+      logger: pino({ level: 'info' }, sink),
+      publicUrl: 'http://127.0.0.1',
+      signInPolicy: { failures: 1000, windowSeconds: 60 },
+    });
+    const server = serve({ fetch: own.app.fetch, port: 0, hostname: '127.0.0.1' });
+    await new Promise<void>((resolve) => server.once('listening', resolve));
+    const { cookie } = await signIn();
+    const id = await request('Abandon me');
+    const statuses: string[] = [];
+    for (const path of [`/approvals/${id}/decide`, '/oauth/authorize', '/login']) {
+      const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+      socket.on('data', (d: Buffer) => statuses.push(d.toString().split('\r\n')[0]!));
+      await new Promise((resolve) => socket.once('connect', resolve));
+      socket.write(
+        `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: ${cookie}\r\nContent-Type: application/x-www-form-urlencoded\r\n` +
+          `Content-Length: 1000\r\n\r\n_csrf=abc&decision=`,
+      );
+      await sleep(50);
+      socket.destroy();
+    }
+    await expect
+      .poll(() => lines.filter((l) => l.msg === 'client closed the connection mid-body').length)
+      .toBe(3);
+    await new Promise((resolve) => server.close(resolve));
+    await own.close();
+    expect(lines.filter((l) => l.level >= 50 || l.err !== undefined)).toEqual([]);
+    expect(statuses.filter((s) => s.includes(' 500 '))).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 import { randomUUID } from 'node:crypto';
 import { createAuditWriter, type AuditWriter, type Outcome } from '@bulkhead/audit';
-import { type Logger } from '@bulkhead/core';
+import { bodyAborted, createRefusalLog, type Logger } from '@bulkhead/core';
 import {
   APPROVAL_ID,
   APPROVAL_STATUSES,
@@ -76,6 +76,14 @@ type Ctx = Context<{ Variables: { approver: Approver } }>;
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 const OAUTH_API = /^\/oauth\/(token|register|revoke)$/;
 
+/** The audit method of a form a POST was refused for: the method its own event would have. */
+function formMethod(path: string): string {
+  if (path === '/oauth/authorize') return 'oauth/authorize';
+  if (/^\/approvals\/[^/]+\/decide$/.test(path)) return 'approvals/decide';
+  if (path === '/logout') return 'console/logout';
+  return 'console/form';
+}
+
 /** Where to go after signing in: only back to an OAuth authorization request of this console. */
 function nextPath(value: string | undefined): string | undefined {
   return value && value.startsWith('/oauth/authorize?') ? value : undefined;
@@ -136,6 +144,9 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
     approvals: true,
   });
   const audit = metrics.audited(options.audit ?? createAuditWriter(sql));
+  // Anyone can post from another site: the first refusals of a minute per source are audited one
+  // by one, the rest summed up, as the MCP servers do with requests that carry no valid token.
+  const refusals = createRefusalLog(audit, 'console', logger);
   const publicUrl = new URL(options.publicUrl);
   const secure = publicUrl.protocol === 'https:';
   const SESSION = secure ? '__Host-bh_session' : 'bh_session';
@@ -217,8 +228,38 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
     // Forms are only accepted from the console's own pages (SameSite=Strict and CSRF tokens stand behind
     // this). The sign-in form checks the same itself, so that a refused sign-in is counted and audited.
     // The OAuth token, registration and revocation endpoints are APIs for clients, browser-based ones too.
-    if (c.req.method === 'POST' && c.req.path !== '/login' && !OAUTH_API.test(c.req.path) && foreignPost(c))
+    const foreign =
+      c.req.method === 'POST' && c.req.path !== '/login' && !OAUTH_API.test(c.req.path)
+        ? foreignPost(c)
+        : undefined;
+    if (foreign) {
+      const source = sourceAddress(c, proxyHops);
+      const id = /^\/approvals\/([^/]{1,100})\/decide$/.exec(c.req.path)?.[1];
+      await refusals
+        .record(
+          {
+            server: 'console',
+            method: formMethod(c.req.path),
+            outcome: 'forbidden',
+            requestId: randomUUID(),
+            durationMs: 0,
+            clientName: c.req.header('user-agent')?.slice(0, 200) ?? null,
+            arguments: { source, ...(id ? { approval_id: id } : {}) },
+            resultSummary: {
+              reason: foreign,
+              path: c.req.path.slice(0, 200),
+              origin: c.req.header('origin')?.slice(0, 200) ?? null,
+              sec_fetch_site: c.req.header('sec-fetch-site')?.slice(0, 50) ?? null,
+            },
+          },
+          { authenticated: false, source },
+        )
+        .catch((err: unknown) =>
+          logger.error({ err }, 'audit event for a refused form could not be written'),
+        );
+      logger.info({ source, reason: foreign, path: c.req.path }, 'cross-origin form refused');
       return c.text('Cross-origin form refused.', 403);
+    }
     return next();
   });
   app.use(bodyLimit({ maxSize: FORM_LIMIT, onError: (c) => c.text('Form too large.', 413) }));
@@ -452,6 +493,20 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
     if (decision !== 'approve' && decision !== 'reject')
       return detail(c, id, { error: 'Choose Approve or Reject.', reason }, 400);
     const approver = c.var.approver;
+    // The hash of the arguments the page showed: without it, arguments changed after the page was
+    // drawn would be approved as changed.
+    const hash = field(form, 'hash');
+    if (!hash || !/^[0-9a-f]{64}$/.test(hash))
+      return detail(
+        c,
+        id,
+        {
+          error:
+            'The form did not say which arguments you were shown. Reload the page, review it and decide again.',
+          reason,
+        },
+        400,
+      );
     try {
       await decideApproval(sql, audit, {
         id,
@@ -459,7 +514,7 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
         reason,
         via: 'console',
         approver: { tokenId: approver.tokenId, label: approver.label, owner: approver.owner },
-        expectedHash: field(form, 'hash'),
+        expectedHash: hash,
         allowSelfApproval: options.allowSelfApproval ?? false,
       });
     } catch (err) {
@@ -521,9 +576,20 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
 
   app.notFound((c) => c.text('Not found.', 404));
   app.onError((err, c) => {
+    if (bodyAborted(err, c.req.raw)) {
+      // The client's doing, not the console's: no stack trace, and nobody is there to read the answer.
+      logger.info({ path: c.req.path, method: c.req.method }, 'client closed the connection mid-body');
+      return c.text('The request body ended early.', 400);
+    }
     logger.error({ err }, 'console request failed');
     return c.text('Something went wrong; the details are in the console log.', 500);
   });
 
-  return { app, close: () => verifier.close() };
+  return {
+    app,
+    close: async () => {
+      await refusals.close();
+      await verifier.close();
+    },
+  };
 }

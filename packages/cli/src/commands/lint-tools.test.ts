@@ -199,7 +199,7 @@ describe('bulkhead lint-tools --url', () => {
     expect(run).toEqual({
       code: 1,
       stdout: '',
-      stderr: `bulkhead lint-tools: ${cleanServer.url} refused the request (403): this token or origin is not allowed there.\n`,
+      stderr: `bulkhead lint-tools: ${cleanServer.url} refused the request (401): the token is missing, wrong, expired or issued for another server. Pass it with --header "Authorization: Bearer <token>".\n`,
     });
     expect(run.stderr).not.toContain(poisonedToken);
   });

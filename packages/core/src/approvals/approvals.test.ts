@@ -610,7 +610,7 @@ describe('who sees what', () => {
     expect((await status(id)).isError).toBe(true);
   });
 
-  it('an approver token is refused at /mcp with 403 invalid_token', async () => {
+  it('an approver token is refused at /mcp with 401 invalid_token', async () => {
     const { token: approver } = await issueToken(db.sql, {
       kind: 'approver',
       server: 'console',
@@ -628,7 +628,7 @@ describe('who sees what', () => {
       },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
-    expect(res.status).toBe(403);
+    expect(res.status).toBe(401);
     expect(await res.json()).toEqual({
       error: 'invalid_token',
       error_description:

@@ -23,6 +23,7 @@ import {
   wireTask,
   type TaskWire,
 } from './task-state.ts';
+import type { ResultWaits } from './result-waits.ts';
 import { findTask, listTasks, withdrawTask, type TaskOwner } from './task-store.ts';
 
 /** The task methods of both wires; every one is answered, and audited, by this module. */
@@ -53,6 +54,8 @@ export interface TaskHandlerOptions {
   client: (ctx: ServerContext) => { name: string | null; version: string | null };
   /** False on a server without gated tools: no task ever exists there, and every task method says so. */
   runsTasks: boolean;
+  /** Caps on open `tasks/result` waits, shared by the process's requests; none when absent. */
+  resultWaits?: ResultWaits | undefined;
 }
 
 /** A refusal: the JSON-RPC error the client gets, and what the audit log records of it. */
@@ -78,6 +81,9 @@ interface Answer {
 }
 
 const MAX_TASK_ID = 100;
+
+/** The JSON-RPC error of a `tasks/result` refused because the caps on open waits are reached (server error range). */
+export const RESULT_WAITS_FULL = -32000;
 
 function notFound(id: string, server: string): TaskRefusal {
   return new TaskRefusal(
@@ -252,6 +258,27 @@ export function registerTaskHandlers(server: KitServer, options: TaskHandlerOpti
     if (!a) throw notFound(id, kit.server);
     return a;
   };
+  /** A place for one open `tasks/result` wait; past a cap, a refusal that says to poll instead. */
+  const enterWait = (tokenId: string, a: ApprovalRecord, wire: TaskWire): (() => void) | undefined => {
+    const waits = options.resultWaits;
+    if (!waits) return undefined;
+    const place = waits.enter(tokenId);
+    if (place.ok) return place.release;
+    const { perToken, total } = waits.limits;
+    const cap =
+      place.full === 'token'
+        ? `this token already holds ${perToken} open tasks/result requests`
+        : `this server already holds ${total} open tasks/result requests`;
+    throw new TaskRefusal(
+      new ProtocolError(
+        RESULT_WAITS_FULL,
+        `Task ${a.id} is still ${taskState(a, wire).status}, and ${cap}. Poll tasks/get for its status (every few seconds) and ask tasks/result once it is completed, failed or cancelled.`,
+        { taskId: a.id, retryWith: 'tasks/get' },
+      ),
+      'rate_limited',
+      { reason: 'result_waits', full: place.full, ...summaryOf(a, wire) },
+    );
+  };
   const summaryOf = (a: ApprovalRecord, wire: TaskWire) => ({
     task_status: taskState(a, wire).status,
     approval_status: a.status,
@@ -269,16 +296,22 @@ export function registerTaskHandlers(server: KitServer, options: TaskHandlerOpti
 
   handle('tasks/result', async (input) => {
     let a = await found('tasks/result', input);
-    // 2025-11-25: the answer waits until the task is final (the client may go away meanwhile).
-    for (let pause = 250; !taskState(a, input.wire).final; pause = Math.min(pause * 2, 2000)) {
-      await sleep(pause, undefined, { signal: input.ctx.mcpReq.signal }).catch(() => {
-        throw new TaskRefusal(
-          new ProtocolError(ProtocolErrorCode.InternalError, 'The request was cancelled.'),
-          'cancelled',
-          { reason: 'client_went_away' },
-        );
-      });
-      a = (await findTask(kit.sql, input.owner, a.id)) ?? a;
+    // 2025-11-25: the answer waits until the task is final (the client may go away meanwhile), in
+    // one of the few places a token and the process have for waits.
+    const place = taskState(a, input.wire).final ? undefined : enterWait(input.owner.tokenId, a, input.wire);
+    try {
+      for (let pause = 250; !taskState(a, input.wire).final; pause = Math.min(pause * 2, 2000)) {
+        await sleep(pause, undefined, { signal: input.ctx.mcpReq.signal }).catch(() => {
+          throw new TaskRefusal(
+            new ProtocolError(ProtocolErrorCode.InternalError, 'The request was cancelled.'),
+            'cancelled',
+            { reason: 'client_went_away' },
+          );
+        });
+        a = (await findTask(kit.sql, input.owner, a.id)) ?? a;
+      }
+    } finally {
+      place?.();
     }
     const state = taskState(a, input.wire);
     return {

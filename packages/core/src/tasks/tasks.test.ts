@@ -576,6 +576,77 @@ describe('a gated call made as a task by a raw 2025-11-25 client', () => {
   });
 });
 
+describe('open tasks/result waits are capped per token and per process', () => {
+  it('past a cap, tasks/result is answered at once with -32000 saying to poll tasks/get; audited', async () => {
+    const capped = await startTestServer(def, { db, taskResultWaits: { perToken: 2, total: 3 } });
+    const third = await issueTestToken(db.sql, def, { label: 'A third client' });
+    const at = (bearer: string, method: string, params: Record<string, unknown>) =>
+      rawRequest(capped.url, bearer, method, params);
+    const created = await at(token, 'tools/call', {
+      name: 'send_note',
+      arguments: { text: 'wait for me' },
+      task: { ttl: 60_000 },
+    });
+    const id = (created.result!.task as { taskId: string }).taskId;
+    const other = await at(stranger, 'tools/call', {
+      name: 'send_note',
+      arguments: { text: 'me too' },
+      task: { ttl: 60_000 },
+    });
+    const otherId = (other.result!.task as { taskId: string }).taskId;
+    const held = new AbortController();
+    const open = (bearer: string, taskId: string) =>
+      rawRequest(capped.url, bearer, 'tasks/result', { taskId }, undefined, held.signal).catch(
+        () => undefined,
+      );
+    try {
+      // Three waits of one token: two are held, one is refused at once (whichever arrives last).
+      const refusedForToken = await Promise.race([open(token, id), open(token, id), open(token, id)]);
+      expect(refusedForToken?.error).toEqual({
+        code: -32000,
+        message: `Task ${id} is still working, and this token already holds 2 open tasks/result requests. Poll tasks/get for its status (every few seconds) and ask tasks/result once it is completed, failed or cancelled.`,
+        data: { taskId: id, retryWith: 'tasks/get' },
+      });
+      // Another token fills the process's third place; a fourth wait from anyone is refused.
+      const refusedForProcess = await Promise.race([open(stranger, otherId), open(stranger, otherId)]);
+      expect(refusedForProcess?.error?.message).toContain(
+        'this server already holds 3 open tasks/result requests',
+      );
+      const refusedThird = await at(third, 'tasks/result', { taskId: id });
+      // Not its task: the cap on waits is never reached, the lookup answers first.
+      expect(refusedThird.error?.code).toBe(-32602);
+      // tasks/get still answers while the caps are full.
+      expect((await at(token, 'tasks/get', { taskId: id })).result).toMatchObject({ status: 'working' });
+    } finally {
+      held.abort();
+    }
+    const refusals = await db.sql<{ summary: Record<string, unknown> }[]>`
+      select result_summary as summary from audit_events
+      where server = ${def.name} and method = 'tasks/result' and outcome = 'rate_limited' order by seq`;
+    expect(refusals.map((r) => [r.summary.reason, r.summary.full])).toEqual([
+      ['result_waits', 'token'],
+      ['result_waits', 'process'],
+    ]);
+    // Once the held requests are gone their places are free again: a wait is taken and held.
+    const again = new AbortController();
+    let taken = false;
+    for (let i = 0; i < 50 && !taken; i++) {
+      const probe = rawRequest(
+        capped.url,
+        token,
+        'tasks/result',
+        { taskId: id },
+        undefined,
+        again.signal,
+      ).catch(() => undefined);
+      taken = (await Promise.race([probe, sleep(200).then(() => 'held' as const)])) === 'held';
+    }
+    again.abort();
+    expect(taken).toBe(true);
+    await capped.close();
+  });
+});
+
 describe('every task request is audited like a tool call', () => {
   it('one event per request, with the method, token, client, task id, outcome and task status', async () => {
     const client = await connectTaskClient(server.url, token, 'audit-probe');

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
 import type { Sql } from '@bulkhead/db';
+import ipaddr from 'ipaddr.js';
 
 /** An OAuth client as the console knows it: registered here, or described by its metadata document. */
 export interface OAuthClient {
@@ -18,6 +18,8 @@ export class ClientMetadataError extends Error {
   constructor(
     readonly error: 'invalid_client_metadata' | 'invalid_redirect_uri' | 'invalid_client',
     message: string,
+    /** What went wrong, for the audit log only, where the message must not say it. */
+    readonly detail?: string,
   ) {
     super(message);
   }
@@ -31,10 +33,30 @@ export function isLoopbackHttp(url: URL): boolean {
   return url.protocol === 'http:' && LOOPBACK.has(url.hostname);
 }
 
+/** A private-use URI scheme (RFC 8252 7.1): reverse domain name notation, so at least one dot. */
+const PRIVATE_SCHEME = /^[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+$/;
+
+/** https, http on loopback, or a private-use scheme in reverse domain notation. */
+function allowedScheme(url: URL): boolean {
+  const scheme = url.protocol.slice(0, -1);
+  return scheme === 'https' || isLoopbackHttp(url) || PRIVATE_SCHEME.test(scheme);
+}
+
+/**
+ * Why `value` cannot be a redirect URI in any form, or null: a fragment (even an empty one, which
+ * `URL` drops) or credentials in the authority (`http://user@127.0.0.1/`, `http://@…`).
+ */
+function redirectFormProblem(value: string): string | null {
+  if (value.includes('#')) return 'a redirect URI has no fragment';
+  const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(value)?.[1];
+  if (authority?.includes('@')) return 'a redirect URI has no user name or password';
+  return null;
+}
+
 /**
  * A redirect URI a client may register: https, http on loopback (native apps, RFC 8252), or a
- * private-use scheme with a dot in it (`com.example.app:/cb`, `cursor://…`); never a fragment,
- * never `javascript:` or `data:`.
+ * private-use scheme in reverse domain notation (`com.example.app:/cb`: it must contain a dot, so
+ * `ws:`, `mailto:` or `view-source:` are not one); never a fragment, never a user name or password.
  */
 export function checkRedirectUri(value: unknown): string {
   if (typeof value !== 'string' || value.length > 2000)
@@ -45,16 +67,12 @@ export function checkRedirectUri(value: unknown): string {
   } catch {
     throw new ClientMetadataError('invalid_redirect_uri', `${JSON.stringify(value)} is not a URL`);
   }
-  if (url.hash) throw new ClientMetadataError('invalid_redirect_uri', 'a redirect URI has no fragment');
-  const scheme = url.protocol.slice(0, -1);
-  const ok =
-    scheme === 'https' ||
-    isLoopbackHttp(url) ||
-    (scheme !== 'http' && !['javascript', 'data', 'file', 'blob', 'vbscript'].includes(scheme));
-  if (!ok)
+  const problem = redirectFormProblem(value);
+  if (problem) throw new ClientMetadataError('invalid_redirect_uri', problem);
+  if (!allowedScheme(url))
     throw new ClientMetadataError(
       'invalid_redirect_uri',
-      `${value}: redirect URIs are https, http on loopback, or an app's own scheme`,
+      `${value}: redirect URIs are https, http on loopback, or an app's own scheme in reverse domain notation (com.example.app:/callback)`,
     );
   return value;
 }
@@ -117,40 +135,34 @@ export function isMetadataDocumentId(clientId: string): boolean {
   return (url.protocol === 'https:' || isLoopbackHttp(url)) && url.pathname !== '/' && !url.hash;
 }
 
-/**
- * Where a metadata document is never fetched from: addresses that are not on the public internet
- * (this host, private and shared networks, link-local — the cloud metadata service —, multicast,
- * reserved), so that a `client_id` cannot make the console request something inside its network.
- * IPv4-mapped IPv6 addresses count as the IPv4 address they carry.
- */
-const NOT_PUBLIC = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 3],
-] as const)
-  NOT_PUBLIC.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['64:ff9b::', 96],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const)
-  NOT_PUBLIC.addSubnet(net, prefix, 'ipv6');
+/** Extra IPv6 ranges that are not on the public internet, beyond those `ipaddr.js` names. */
+const NOT_GLOBAL_V6 = [
+  ipaddr.parseCIDR('3fff::/20'), // documentation (RFC 9637)
+  ipaddr.parseCIDR('5f00::/16'), // segment routing SIDs (RFC 9602)
+] as const;
 
-/** True for an address on the public internet (see NOT_PUBLIC). */
+/**
+ * True for an address on the public internet, parsed with `ipaddr.js`, so that every written form
+ * counts (`::127.0.0.1`, `::ffff:0:7f00:1`, `[64:ff9b:1::7f00:1]`, a 6to4 `2002:7f00:1::`). An
+ * IPv4 address (or one mapped into IPv6) must be in none of the special ranges: this host,
+ * private and shared networks, link-local (the cloud metadata service), multicast, reserved,
+ * documentation. An IPv6 address must be global unicast (2000::/3) and in none of its special
+ * ranges; that leaves out site-local `fec0::/10`, NAT64 prefixes and the transition forms that
+ * carry an IPv4 address (6to4, Teredo), whatever address they carry.
+ */
 export function isPublicAddress(address: string): boolean {
-  const family = isIP(address);
-  return family !== 0 && !NOT_PUBLIC.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  if (!ipaddr.isValid(address)) return false;
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.process(address);
+  } catch {
+    return false;
+  }
+  if (parsed.kind() === 'ipv4') return parsed.range() === 'unicast';
+  const v6 = parsed as ipaddr.IPv6;
+  if (v6.range() !== 'unicast' || !v6.match(ipaddr.parseCIDR('2000::/3') as [ipaddr.IPv6, number]))
+    return false;
+  return !NOT_GLOBAL_V6.some((range) => v6.match(range as [ipaddr.IPv6, number]));
 }
 
 /**
@@ -160,7 +172,7 @@ export function isPublicAddress(address: string): boolean {
  */
 async function assertPublicHost(url: URL): Promise<void> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  const addresses = isIP(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
+  const addresses = ipaddr.isValid(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
   const inside = addresses.find((a) => !isPublicAddress(a));
   if (inside !== undefined) throw new Error(`${url.hostname} is not a public address (${inside})`);
 }
@@ -206,9 +218,28 @@ export async function findClient(sql: Sql, clientId: string): Promise<OAuthClien
     if (!row) throw new ClientMetadataError('invalid_client', 'this client is not registered here');
     return row;
   }
+  // A loopback http client_id is allowed on purpose (a client under development on this machine).
+  // What went wrong there is not told: the answer would show the start of whatever local service
+  // answers on that port, and which ports are open.
+  if (isLoopbackHttp(new URL(clientId))) {
+    try {
+      return await fetchClient(sql, clientId);
+    } catch (err) {
+      if (!(err instanceof ClientMetadataError)) throw err;
+      throw new ClientMetadataError(
+        'invalid_client',
+        'the metadata document at this loopback address could not be used (no detail is given for loopback addresses)',
+        err.message,
+      );
+    }
+  }
+  return fetchClient(sql, clientId);
+}
+
+/** The client of a metadata document, fetched and checked, and kept (see {@link findClient}). */
+async function fetchClient(sql: Sql, clientId: string): Promise<OAuthClient> {
   let body: unknown;
   try {
-    // A loopback http client_id is allowed on purpose (a client under development on this machine).
     const url = new URL(clientId);
     if (!isLoopbackHttp(url)) await assertPublicHost(url);
     const res = await fetch(clientId, {
@@ -240,13 +271,16 @@ export async function findClient(sql: Sql, clientId: string): Promise<OAuthClien
  * redirect may use any port (RFC 8252 7.3: native apps listen on a port of their choosing).
  */
 export function registeredRedirect(client: OAuthClient, redirectUri: string): boolean {
-  if (client.redirectUris.includes(redirectUri)) return true;
+  // Never one with a fragment, credentials or another scheme, whatever was registered before these were refused.
+  if (redirectFormProblem(redirectUri)) return false;
   let given: URL;
   try {
     given = new URL(redirectUri);
   } catch {
     return false;
   }
+  if (!allowedScheme(given)) return false;
+  if (client.redirectUris.includes(redirectUri)) return true;
   if (!isLoopbackHttp(given)) return false;
   return client.redirectUris.some((r) => {
     const u = new URL(r);

@@ -335,7 +335,11 @@ describe('the consent page', () => {
         headers: { cookie: granter.cookie },
       });
       expect(res.status).toBe(400);
-      expect(await res.text()).toContain('could not be read (larger than 64 KiB)');
+      // A loopback document's failure is not described on the page; the audit log keeps the detail.
+      expect(await res.text()).toContain('could not be used (no detail is given for loopback addresses)');
+      expect((await lastEvent('oauth/authorize')).summary.detail).toContain(
+        'could not be read (larger than 64 KiB)',
+      );
       await expect.poll(() => hungUp.has(path)).toBe(true);
     }
   });
@@ -346,6 +350,11 @@ describe('the consent page', () => {
       ['https://10.1.2.3/client.json', '10.1.2.3'],
       ['https://169.254.169.254/latest/meta-data/client', '169.254.169.254'],
       ['https://[::1]/client.json', '::1'],
+      ['https://[::127.0.0.1]/client.json', '::7f00:1'],
+      ['https://[::ffff:0:7f00:1]/client.json', '::ffff:0:7f00:1'],
+      ['https://[64:ff9b:1::7f00:1]/client.json', '64:ff9b:1::7f00:1'],
+      ['https://[fec0::1]/client.json', 'fec0::1'],
+      ['https://[2002:7f00:1::1]/client.json', '2002:7f00:1::1'],
       ['https://localhost/client.json', /127\.0\.0\.1|::1/],
     ] as const) {
       const res = await request(`/oauth/authorize?${authorizeQuery(clientId, pkce().challenge)}`, {
@@ -380,6 +389,18 @@ describe('the consent page', () => {
       '::ffff:10.0.0.1',
       '::ffff:127.0.0.1',
       '64:ff9b::a00:1',
+      '::127.0.0.1',
+      '::7f00:1',
+      '::ffff:0:7f00:1',
+      '64:ff9b:1::7f00:1',
+      'fec0::1',
+      '2002:7f00:1::1',
+      '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+      '2001:db8::1',
+      '3fff::1',
+      '100::1',
+      '192.0.2.1',
+      '240.0.0.1',
     ];
     expect(publicOnes.filter((a) => !isPublicAddress(a))).toEqual([]);
     expect(inside.filter((a) => isPublicAddress(a))).toEqual([]);
@@ -414,19 +435,114 @@ describe('the consent page', () => {
     });
   });
 
-  it('refuses a request without PKCE S256 back to the client', async () => {
+  it('refuses a request without PKCE S256 on a page; back to the client only once it holds a grant', async () => {
     const clientId = await register();
-    const res = await request(
-      `/oauth/authorize?${authorizeQuery(clientId, 'x'.repeat(43), { code_challenge_method: 'plain' })}`,
-      { headers: { cookie: granter.cookie } },
+    const plain = `/oauth/authorize?${authorizeQuery(clientId, 'x'.repeat(43), { code_challenge_method: 'plain' })}`;
+    // Registration is open to anyone: a client no one has granted is never trusted with a redirect.
+    const shown = await request(plain, { headers: { cookie: granter.cookie } });
+    expect(shown.status).toBe(400);
+    expect(shown.headers.get('location')).toBeNull();
+    expect(await shown.text()).toContain(
+      `request cannot be granted (invalid_request): PKCE is required: code_challenge with code_challenge_method=S256. Nothing was granted; the client was not sent back to ${REDIRECT}.`,
     );
+    expect(await lastEvent('oauth/authorize')).toEqual({
+      outcome: 'bad_request',
+      summary: { reason: 'pkce', redirected: false },
+    });
+    await consent(clientId, pkce().challenge);
+    const res = await request(plain, { headers: { cookie: granter.cookie } });
     expect(res.status).toBe(303);
     const location = new URL(res.headers.get('location')!);
     expect(location.searchParams.get('error')).toBe('invalid_request');
     expect(await lastEvent('oauth/authorize')).toEqual({
       outcome: 'bad_request',
-      summary: { reason: 'pkce' },
+      summary: { reason: 'pkce', redirected: true },
     });
+  });
+
+  it('registers only https, loopback http or a reverse-domain private scheme; never a fragment or credentials', async () => {
+    const refused = [
+      'ws://example.com/cb',
+      'mailto:someone@example.com',
+      'view-source:https://example.com/',
+      'javascript:alert(1)',
+      'myapp:/cb',
+      'https://example.com/cb#',
+      'https://example.com/cb#frag',
+      'https://user@example.com/cb',
+      'https://@example.com/cb',
+      'http://user:pw@127.0.0.1:9999/callback',
+    ];
+    for (const uri of refused) {
+      const res = await request('/oauth/register', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ redirect_uris: [uri] }),
+      });
+      expect([uri, res.status, ((await res.json()) as { error: string }).error]).toEqual([
+        uri,
+        400,
+        'invalid_redirect_uri',
+      ]);
+    }
+    await register(['com.example.app:/callback', 'https://app.example.com/cb', REDIRECT]);
+  });
+
+  it('refuses at authorize a loopback redirect URI with a fragment or a user name, on a page', async () => {
+    const clientId = await register();
+    for (const uri of [
+      'http://127.0.0.1:5555/callback#x',
+      'http://127.0.0.1:5555/callback#',
+      'http://user@127.0.0.1:5555/callback',
+      'http://@127.0.0.1:9999/callback',
+    ]) {
+      const res = await request(
+        `/oauth/authorize?${authorizeQuery(clientId, pkce().challenge, { redirect_uri: uri })}`,
+        { headers: { cookie: granter.cookie } },
+      );
+      expect([uri, res.status, res.headers.get('location')]).toEqual([uri, 400, null]);
+      expect(await res.text()).toContain('Redirect address not registered');
+    }
+    // A client registered before these rules, with a scheme no app owns: its redirect is not used either.
+    await db.sql`insert into bulkhead_oauth_clients (client_id, source, redirect_uris)
+      values ('bhc_old_ws_client', 'registered', ${['ws://evil.example/cb']})`;
+    const old = await request(
+      `/oauth/authorize?${authorizeQuery('bhc_old_ws_client', pkce().challenge, { redirect_uri: 'ws://evil.example/cb' })}`,
+      { headers: { cookie: granter.cookie } },
+    );
+    expect([old.status, old.headers.get('location')]).toEqual([400, null]);
+    expect(await old.text()).toContain('Redirect address not registered');
+  });
+
+  it('tells nothing of what a loopback address answered when its metadata document fails', async () => {
+    // A port that was open a moment ago and is closed now.
+    const gone = createHttpServer();
+    await new Promise<void>((resolve) => gone.listen(0, '127.0.0.1', resolve));
+    const closedPort = `http://127.0.0.1:${(gone.address() as AddressInfo).port}/client.json`;
+    await new Promise((resolve) => gone.close(resolve));
+    const pages: string[] = [];
+    const live = createHttpServer((_req, res) => {
+      res.setHeader('content-type', 'text/html');
+      res.end('<html>SSH-2.0-OpenSSH_9.6 internal admin panel</html>');
+    });
+    await new Promise<void>((resolve) => live.listen(0, '127.0.0.1', resolve));
+    const livePort = `http://127.0.0.1:${(live.address() as AddressInfo).port}/client.json`;
+    try {
+      for (const clientId of [livePort, closedPort]) {
+        const res = await request(`/oauth/authorize?${authorizeQuery(clientId, pkce().challenge)}`, {
+          headers: { cookie: granter.cookie },
+        });
+        expect(res.status).toBe(400);
+        pages.push((await res.text()).replaceAll(clientId, 'CLIENT'));
+      }
+    } finally {
+      await new Promise((resolve) => live.close(resolve));
+    }
+    expect(pages[0]).not.toContain('SSH-2.0');
+    expect(pages[0]).not.toContain('not valid JSON');
+    expect(pages[0]).toContain('could not be used (no detail is given for loopback addresses)');
+    // An open port and a closed one read the same.
+    expect(pages[0]).toBe(pages[1]);
   });
 
   it('binds a customer-server grant to the customer chosen on the page', async () => {

@@ -25,6 +25,7 @@ import {
   customerChoices,
   customerExists,
   grantOfRefresh,
+  hasLiveGrant,
   issueTokens,
   pkceMatches,
   revokeGrant,
@@ -264,8 +265,11 @@ export function mountOAuth(app: Hono<Env>, deps: OAuthDeps): void {
 
   /**
    * Checks an authorization request. A bad client or redirect URI is shown to the person (the
-   * request cannot be answered at a URI the client did not register); anything else goes back to
-   * the client as `error=…` on its redirect URI.
+   * request cannot be answered at a URI the client did not register). Anything else goes back to
+   * the client as `error=…` on its redirect URI only when the client is known and trusted: its
+   * redirect URI checked against its registration, and a live grant a person gave it before.
+   * Registration is open to anyone, so without that a crafted link would bounce a signed-in
+   * granter, without a click, to any address a stranger registered; the error is shown on a page.
    */
   const checkRequest = async (
     c: Context,
@@ -287,7 +291,7 @@ export function mountOAuth(app: Hono<Env>, deps: OAuthDeps): void {
         'authorize',
         'bad_request',
         started,
-        { reason: 'unknown_client', detail: err.message },
+        { reason: 'unknown_client', detail: err.detail ?? err.message },
         { clientId },
       );
       return {
@@ -330,8 +334,18 @@ export function mountOAuth(app: Hono<Env>, deps: OAuthDeps): void {
       return c.redirect(url.toString(), 303);
     };
     const refuse = async (error: string, description: string, reason: string) => {
-      await record(c, 'authorize', 'bad_request', started, { reason }, { clientId });
-      return { ok: false as const, response: back(error, description) };
+      const trusted = await hasLiveGrant(sql, client.clientId);
+      await record(c, 'authorize', 'bad_request', started, { reason, redirected: trusted }, { clientId });
+      if (trusted) return { ok: false as const, response: back(error, description) };
+      return {
+        ok: false as const,
+        response: refusalPage(
+          c,
+          'Authorization request refused',
+          `The client's request cannot be granted (${error}): ${description} Nothing was granted; the client was not sent back to ${redirectUri}.`,
+          400,
+        ),
+      };
     };
     if (q.response_type !== 'code')
       return refuse('unsupported_response_type', 'Only response_type=code is served.', 'response_type');

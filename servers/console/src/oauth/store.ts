@@ -180,6 +180,16 @@ export async function grantOfRefresh(sql: Sql, token: string): Promise<string | 
   return row?.grantId;
 }
 
+/**
+ * Whether a person has granted `clientId` access before and the grant still stands: only then is
+ * the client trusted with an error sent to its redirect URI (see `/oauth/authorize`).
+ */
+export async function hasLiveGrant(sql: Sql, clientId: string): Promise<boolean> {
+  const [row] = await sql`
+    select 1 from bulkhead_oauth_grants where client_id = ${clientId} and revoked_at is null limit 1`;
+  return row !== undefined;
+}
+
 /** Whether an approver token may grant OAuth access (`approvers add --can-grant`). */
 export async function canGrant(sql: Sql, tokenId: string): Promise<boolean> {
   const [row] = await sql<{ ok: boolean }[]>`select bulkhead_approver_can_grant(${tokenId}) as ok`;

@@ -37,20 +37,26 @@ const STATIC_DESCRIPTION =
  * A refusal never says which of the reasons it was (that would tell whether a
  * token exists); the audit event does.
  *
- * A missing token, or a refused one from an OAuth grant (`bho_…`), is 401 with
- * the protected-resource metadata: the client can get a new token by OAuth. A
- * refused static token (`bh_…`, pasted into a client's configuration) is 403
- * `invalid_token`: no OAuth flow can mend a configuration, and clients that
- * start one on every 401 (mcp-remote) show a 403's error and description instead.
+ * Any refused token is 401 `invalid_token` (the MCP authorization specification: "Invalid or
+ * expired tokens MUST receive a HTTP 401 response"; 403 is for insufficient scope, which this
+ * server answers as an unknown tool instead), with the protected-resource metadata where OAuth is
+ * configured. A refused static token (`bh_…`, pasted into a client's configuration) gets a
+ * description that says how a new one is issued.
  */
 export function bearerAuth(verifier: TokenVerifier, challenge: Challenge): MiddlewareHandler<McpEnv> {
-  const unauthorized = (reason: string, tokenId?: string) =>
+  const unauthorized = (reason: string, tokenId?: string, description = DESCRIPTION) =>
     new Refusal(
       401,
       'unauthorized',
-      { error: 'invalid_token', error_description: `${DESCRIPTION}. Present a valid token for this server.` },
       {
-        headers: { 'WWW-Authenticate': bearerChallenge(challenge, DESCRIPTION) },
+        error: 'invalid_token',
+        error_description:
+          description === DESCRIPTION
+            ? `${DESCRIPTION}. Present a valid token for this server.`
+            : `${description}.`,
+      },
+      {
+        headers: { 'WWW-Authenticate': bearerChallenge(challenge, description) },
         summary: { reason, ...(tokenId ? { presented_token_id: tokenId } : {}) },
       },
     );
@@ -80,21 +86,7 @@ export function bearerAuth(verifier: TokenVerifier, challenge: Challenge): Middl
     if (!verdict.ok) {
       if (verdict.tokenId && verdict.label !== undefined)
         c.set('presented', { tokenId: verdict.tokenId, label: verdict.label });
-      if (verdict.oauth === false)
-        throw new Refusal(
-          403,
-          'unauthorized',
-          { error: 'invalid_token', error_description: `${STATIC_DESCRIPTION}.` },
-          {
-            headers: {
-              'WWW-Authenticate': bearerChallenge({ realm: challenge.realm }, STATIC_DESCRIPTION),
-            },
-            summary: {
-              reason: verdict.reason,
-              ...(verdict.tokenId ? { presented_token_id: verdict.tokenId } : {}),
-            },
-          },
-        );
+      if (verdict.oauth === false) throw unauthorized(verdict.reason, verdict.tokenId, STATIC_DESCRIPTION);
       throw unauthorized(verdict.reason, verdict.tokenId);
     }
     c.set('access', verdict.access);

@@ -1,5 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
+import { ARGUMENT_LIMITS, argumentsOverLimit } from '../../argument-limits.ts';
 import { TASK_METHODS } from '../../tasks/task-handlers.ts';
+import { bodyAborted } from '../aborted.ts';
 import { Refusal, rpcError } from '../refusal.ts';
 import type { McpEnv, RpcMessage } from '../state.ts';
 
@@ -63,6 +65,69 @@ export function unserved(m: RpcMessage): string | null {
 }
 
 /**
+ * The most keys a `tools/call`'s arguments object may hold at its top level to be passed on. The MCP
+ * layer copies that level key by key before any tool sees it (60,000 keys cost a third of a second
+ * and 100 MB); below this, the call pipeline refuses too many keys itself, naming them.
+ */
+export const MAX_ARGUMENT_KEYS = 10 * ARGUMENT_LIMITS.values;
+
+/** Whether `args` is an object with more than `max` keys of its own, counted without copying them. */
+function moreKeysThan(args: unknown, max: number): boolean {
+  if (!args || typeof args !== 'object' || Array.isArray(args)) return false;
+  let n = 0;
+  for (const _key in args) if (++n > max) return true;
+  return false;
+}
+
+/**
+ * Refuses a request whose params pass the structural limits before the MCP layer walks them: a
+ * cheap walk that stops at the first bound, answered -32602 with the limits. A `tools/call`'s
+ * arguments are left to the call pipeline, which walks them the same way and answers an `isError`
+ * result that names the argument, as it does for every other argument it refuses; only a key
+ * count past {@link MAX_ARGUMENT_KEYS} is refused here.
+ */
+function oversizedParams(messages: unknown[]): void {
+  for (const m of messages) {
+    const message = m as { method?: unknown; id?: unknown; params?: unknown } | null;
+    if (!message || typeof message.params !== 'object' || message.params === null) continue;
+    const id =
+      messages.length === 1 && (typeof message.id === 'string' || typeof message.id === 'number')
+        ? message.id
+        : null;
+    let params = message.params as Record<string, unknown>;
+    if (message.method === 'tools/call') {
+      const { arguments: args, ...rest } = params;
+      if (moreKeysThan(args, MAX_ARGUMENT_KEYS))
+        throw new Refusal(
+          400,
+          'invalid_arguments',
+          rpcError(
+            -32602,
+            `Invalid params: the arguments hold more than ${MAX_ARGUMENT_KEYS} keys; a tool's arguments hold at most ${ARGUMENT_LIMITS.values} values. Nothing was done; call again with the arguments the tool's input schema describes.`,
+            id,
+          ),
+          { summary: { reason: 'arguments_too_large', problem: `more than ${MAX_ARGUMENT_KEYS} keys` } },
+        );
+      params = rest;
+    }
+    const over = argumentsOverLimit(params);
+    if (!over) continue;
+    const { values, depth, chars } = ARGUMENT_LIMITS;
+    const where = over.field === null ? 'the params hold' : `params.${over.field.slice(0, 100)} holds`;
+    throw new Refusal(
+      400,
+      'bad_request',
+      rpcError(
+        -32602,
+        `Invalid params: ${where} ${over.problem}. A request's params hold at most ${values} values, ${depth} levels deep and ${chars} characters of text; nothing was done.`,
+        id,
+      ),
+      { summary: { reason: 'params_too_large', field: over.field, problem: over.problem } },
+    );
+  }
+}
+
+/**
  * Reads a POST body within the size limit (the `Content-Length` is checked
  * before the token, the actual bytes here), parses it, and classifies its
  * message: the method and, for `tools/call`, the tool and whether the params
@@ -81,7 +146,22 @@ export function jsonBody(maxBytes: number): MiddlewareHandler<McpEnv> {
     );
   return async (c, next) => {
     if (c.req.method !== 'POST') return next();
-    const bytes = await readLimited(c.req.raw, maxBytes);
+    let bytes: Uint8Array | 'too_large';
+    try {
+      bytes = await readLimited(c.req.raw, maxBytes);
+    } catch (err) {
+      if (!bodyAborted(err, c.req.raw)) throw err;
+      // Nobody reads this answer; it is for the audit event, which says the client left, not that the server failed.
+      throw new Refusal(
+        400,
+        'bad_request',
+        rpcError(
+          -32600,
+          'The request body ended early: the client closed the connection before sending it all.',
+        ),
+        { summary: { reason: 'body_aborted' } },
+      );
+    }
     if (bytes === 'too_large') throw tooLarge();
     let body: unknown;
     try {
@@ -121,8 +201,10 @@ export function jsonBody(maxBytes: number): MiddlewareHandler<McpEnv> {
         { summary: { reason: 'not_object', type: body === null ? 'null' : typeof body } },
       );
     }
+    const list: unknown[] = Array.isArray(body) ? body : [body];
     c.set('body', body);
-    c.set('messages', (Array.isArray(body) ? body : [body]).map(classify));
+    c.set('messages', list.map(classify));
+    oversizedParams(list);
     await next();
   };
 }
