@@ -1,5 +1,6 @@
 import { isConnectionError, type Sql } from '@bulkhead/db';
 import { timeoutSetting, type ReadLanes, type ReadSettings } from './read-lanes.ts';
+import { waitAtMost } from './time-limit.ts';
 
 /** postgres.js's transaction type, reached through `begin` so that core needs no direct dependency on postgres. */
 export type TransactionSql = Parameters<Parameters<Sql['begin']>[1]>[0];
@@ -59,6 +60,8 @@ export async function openCallTransaction(
 /** The settings of one read-only call, and where it says which backend a withdrawn call may cancel. */
 export interface CallSettings extends ReadSettings {
   onStoppable: (pid: () => number | undefined) => void;
+  /** The client withdrew the call: stop waiting for a connection. */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -78,8 +81,21 @@ export async function withReadConnection<T>(
   settings: CallSettings,
   fn: (conn: Sql) => Promise<T>,
 ): Promise<T> {
-  if (reads) return reads.run(settings, fn, settings.onStoppable);
-  const conn = await sql.reserve();
+  if (reads) return reads.run(settings, fn, settings.onStoppable, settings.signal);
+  // Waiting for a connection counts against the call's time limit; one that comes later goes straight back.
+  const reserving = sql.reserve();
+  const conn = await waitAtMost(
+    reserving,
+    performance.now() + settings.timeoutMs,
+    settings.timeoutMs,
+    settings.signal,
+  ).catch((err: unknown) => {
+    reserving.then(
+      (late) => late.release(),
+      () => {},
+    );
+    throw err;
+  });
   let pid: number | undefined;
   settings.onStoppable(() => pid);
   try {

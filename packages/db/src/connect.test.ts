@@ -81,3 +81,61 @@ it('a reserved connection whose backend dies is not handed out again once releas
     await sql.end({ timeout: 1 });
   }
 });
+
+// postgres.js 3.4.9 hands a reservation that waits when a connection closes to that connection as it
+// reopens, then drops the hand-off while the new session fetches its types: the reservation is never
+// answered (seen as a customer's reads hanging for good after its backends were terminated). The
+// patch hands the connection over once the types are fetched.
+it('a reservation waiting when the reserved connection’s backend dies gets the reopened connection', async () => {
+  const sql = createSql(db.url, { max: 1 });
+  try {
+    const first = await sql.reserve();
+    const [row] = await first<{ pid: number }[]>`select pg_backend_pid() as pid`;
+    const second = sql.reserve();
+    await db.sql`select pg_terminate_backend(${row!.pid})`;
+    const timeout = new Promise<string>((r) => setTimeout(() => r('never answered'), 3_000));
+    const got = await Promise.race([second, timeout]);
+    expect(got).not.toBe('never answered');
+    const reserved = got as Awaited<typeof second>;
+    const [again] = await reserved<{ pid: number }[]>`select pg_backend_pid() as pid`;
+    expect(again!.pid).not.toBe(row!.pid);
+    reserved.release();
+    first.release();
+    expect(await sql`select 42 as n`).toEqual([{ n: 42 }]);
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+});
+
+// Since the patch hands a connection that opened for a reservation straight to it, postgres.js must not
+// also queue that reservation (3.4.9 did both): queued, it would be handed a second connection, never used
+// again, and one whose connection could not open (the role's connection limit) would stay queued after
+// its rejection. A pool of one shows either: its next query would wait forever.
+it('a reservation whose connection cannot open fails; the next one gets a connection, which serves again once released', async () => {
+  const role = `bh_limit_${Math.random().toString(36).slice(2, 10)}`;
+  await db.admin.unsafe(`create role ${role} login password 'limit' connection limit 0`);
+  await db.admin.unsafe(`grant connect on database ${new URL(db.url).pathname.slice(1)} to ${role}`);
+  const url = new URL(db.url);
+  url.username = role;
+  url.password = 'limit';
+  const sql = createSql(url.toString(), { max: 1 });
+  try {
+    await expect(sql.reserve()).rejects.toMatchObject({ code: '53300' });
+    await db.admin.unsafe(`alter role ${role} connection limit -1`);
+    const timeout = new Promise<string>((r) => setTimeout(() => r('never answered'), 3_000));
+    const got = await Promise.race([sql.reserve(), timeout]);
+    expect(got).not.toBe('never answered');
+    const reserved = got as Awaited<ReturnType<typeof sql.reserve>>;
+    expect(await reserved`select 42 as n`).toEqual([{ n: 42 }]);
+    reserved.release();
+    const after = await Promise.race([
+      sql`select 43 as n`,
+      new Promise((r) => setTimeout(() => r('never answered'), 3_000)),
+    ]);
+    expect(after).toEqual([{ n: 43 }]);
+  } finally {
+    await sql.end({ timeout: 1 });
+    await db.admin.unsafe(`drop owned by ${role}`);
+    await db.admin.unsafe(`drop role ${role}`);
+  }
+});
