@@ -60,9 +60,12 @@ afterAll(async () => {
   await db.drop();
 });
 
-/** Sleeping queries of this test's database still running, as the database sees them. */
+/**
+ * Sleeping queries of this test's database still running, as the database sees them: asked as the
+ * superuser, since the schema owner (no superuser) sees no other role's query or state.
+ */
 async function sleepers(): Promise<number> {
-  const [row] = await db.sql<{ n: number }[]>`
+  const [row] = await db.admin<{ n: number }[]>`
     select count(*)::int as n from pg_stat_activity
     where datname = current_database() and state = 'active' and query like '%pg_sleep%'
       and pid <> pg_backend_pid()`;
