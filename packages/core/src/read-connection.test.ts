@@ -129,7 +129,10 @@ describe('a read-only call', () => {
     });
     const stuck = await startTestServer(def, { db, reads });
     try {
-      const client = await connectTestClient(stuck.url, await issueTestToken(db.sql, def, { customerId: 'C-1001' }));
+      const client = await connectTestClient(
+        stuck.url,
+        await issueTestToken(db.sql, def, { customerId: 'C-1001' }),
+      );
       const started = performance.now();
       const result = await client.callTool({ name: 'peek_settings', arguments: {} });
       const took = performance.now() - started;

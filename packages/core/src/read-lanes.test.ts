@@ -193,7 +193,9 @@ describe('read lanes', () => {
     endHolder();
     await holder;
     // The connection that came late for the lane given up on went back to the pool: the next call gets it.
-    expect(await lanes.run({ customerId: 'C-1002', timeoutMs: 2_000 }, seen)).toMatchObject({ customer: 'C-1002' });
+    expect(await lanes.run({ customerId: 'C-1002', timeoutMs: 2_000 }, seen)).toMatchObject({
+      customer: 'C-1002',
+    });
     await pause(20);
     expect(lanes.usage).toEqual({ lanes: 0, calls: 0 });
   });

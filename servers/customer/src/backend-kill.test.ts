@@ -146,55 +146,51 @@ async function gone(pids: number[]) {
 }
 
 describe('the customer server under terminated backends', () => {
-  it(
-    `answers every one of ${CONCURRENT} concurrent reads of ${CUSTOMERS.length} customers while its backends are killed, ${ROUNDS} rounds over, and serves every customer after`,
-    async () => {
-      const answers: Answer[] = [];
-      const after: Answer[] = [];
-      let kills = 0;
-      for (let round = 0; round < ROUNDS; round++) {
-        const until = performance.now() + ROUND_MS;
-        // 48 callers, each with one call in flight at a time until the round ends: customers by turns.
-        const callers = Array.from({ length: CONCURRENT }, async (_, i) => {
-          const customer = CUSTOMERS[i % CUSTOMERS.length]!;
-          for (let n = 0; performance.now() < until; n++)
-            answers.push(await read(customer, READS[(i + n) % READS.length]!));
-        });
-        // One to five kills at random moments of the round.
-        const times = 1 + Math.floor(Math.random() * 5);
-        const killed: number[] = [];
-        const killer = (async () => {
-          for (let k = 0; k < times; k++) {
-            await pause(Math.random() * (ROUND_MS / times));
-            killed.push(...(await killBackends()));
-            kills++;
-          }
-        })();
-        await Promise.all([...callers, killer]);
-        await gone(killed);
-        // Every customer, right after: its read succeeds.
-        after.push(...(await Promise.all(CUSTOMERS.map((c) => read(c, READS[0]!)))));
-        expect(exited, output).toBeUndefined();
-      }
-      const hungAfter = after.filter((a) => a.hung);
-      const hung = answers.filter((a) => a.hung).length + hungAfter.length;
-      const failed = answers.filter((a) => !a.ok && !a.hung);
-      const texts = [...new Set(failed.map((a) => a.text.replace(/incident \w+/, 'incident …')))];
-      console.log(
-        `backend kills: ${kills} in ${ROUNDS} rounds; ${answers.length} calls during them, ` +
-          `${failed.length} answered with an error, ${hung} hung (${hungAfter.length} of the ${after.length} after the kills, ` +
-          `customers ${[...new Set(hungAfter.map((a) => a.customer))].join(' ')}); ` +
-          `slowest answer ${Math.round(Math.max(...answers.filter((a) => !a.hung).map((a) => a.ms)))} ms; errors: ${texts.join(' | ')}`,
-      );
-      expect(hung).toBe(0);
-      // Every error said what happened and that the call may be repeated (none an internal error).
-      for (const a of failed) expect(a.text).toMatch(CLEAR_ERROR);
-      for (const a of after) expect(a, a.text).toMatchObject({ ok: true });
+  it(`answers every one of ${CONCURRENT} concurrent reads of ${CUSTOMERS.length} customers while its backends are killed, ${ROUNDS} rounds over, and serves every customer after`, async () => {
+    const answers: Answer[] = [];
+    const after: Answer[] = [];
+    let kills = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      const until = performance.now() + ROUND_MS;
+      // 48 callers, each with one call in flight at a time until the round ends: customers by turns.
+      const callers = Array.from({ length: CONCURRENT }, async (_, i) => {
+        const customer = CUSTOMERS[i % CUSTOMERS.length]!;
+        for (let n = 0; performance.now() < until; n++)
+          answers.push(await read(customer, READS[(i + n) % READS.length]!));
+      });
+      // One to five kills at random moments of the round.
+      const times = 1 + Math.floor(Math.random() * 5);
+      const killed: number[] = [];
+      const killer = (async () => {
+        for (let k = 0; k < times; k++) {
+          await pause(Math.random() * (ROUND_MS / times));
+          killed.push(...(await killBackends()));
+          kills++;
+        }
+      })();
+      await Promise.all([...callers, killer]);
+      await gone(killed);
+      // Every customer, right after: its read succeeds.
+      after.push(...(await Promise.all(CUSTOMERS.map((c) => read(c, READS[0]!)))));
       expect(exited, output).toBeUndefined();
-      // Nor did a connection error escape unhandled (the server logs one and serves on; it ended the process before).
-      expect(output).not.toContain('unhandled database connection error');
-      expect((await fetch(new URL('/readyz', url))).status).toBe(200);
-    },
-    240_000,
-  );
+    }
+    const hungAfter = after.filter((a) => a.hung);
+    const hung = answers.filter((a) => a.hung).length + hungAfter.length;
+    const failed = answers.filter((a) => !a.ok && !a.hung);
+    const texts = [...new Set(failed.map((a) => a.text.replace(/incident \w+/, 'incident …')))];
+    console.log(
+      `backend kills: ${kills} in ${ROUNDS} rounds; ${answers.length} calls during them, ` +
+        `${failed.length} answered with an error, ${hung} hung (${hungAfter.length} of the ${after.length} after the kills, ` +
+        `customers ${[...new Set(hungAfter.map((a) => a.customer))].join(' ')}); ` +
+        `slowest answer ${Math.round(Math.max(...answers.filter((a) => !a.hung).map((a) => a.ms)))} ms; errors: ${texts.join(' | ')}`,
+    );
+    expect(hung).toBe(0);
+    // Every error said what happened and that the call may be repeated (none an internal error).
+    for (const a of failed) expect(a.text).toMatch(CLEAR_ERROR);
+    for (const a of after) expect(a, a.text).toMatchObject({ ok: true });
+    expect(exited, output).toBeUndefined();
+    // Nor did a connection error escape unhandled (the server logs one and serves on; it ended the process before).
+    expect(output).not.toContain('unhandled database connection error');
+    expect((await fetch(new URL('/readyz', url))).status).toBe(200);
+  }, 240_000);
 });
