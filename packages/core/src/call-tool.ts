@@ -98,7 +98,8 @@ const WITHHELD =
  * request) on a connection of its own whose settings carry the customer the
  * row policies fence on and the tool's time limit as the statement timeout:
  * in a transaction when the tool may change something, else in read-only mode
- * outside any (`withReadConnection`).
+ * outside any (`withReadConnection`). The tool's time limit covers the whole call, waiting for the
+ * connection included: a call that gets none in time answers that the database could not be reached.
  *
  * No effect without its event: a write tool's audit event is inserted in the
  * same transaction as its effects, and a gated call's request with its

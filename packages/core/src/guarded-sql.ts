@@ -73,7 +73,8 @@ export interface CallSettings extends ReadSettings {
  * connection of `sql`: one statement sets the customer, the time limit and read-only mode for the
  * session, sent in the same write as the handler's first query (postgres.js pipelines the queries of
  * one connection), and `RESET ALL` puts it back as it was before it returns to the pool (without the
- * caller waiting for it). Either way a write slipping into a read-only tool fails in the database.
+ * caller waiting for it). Either way a write slipping into a read-only tool fails in the database,
+ * and the call waits for its connection no longer than its time limit (`NoConnectionInTime`).
  */
 export async function withReadConnection<T>(
   sql: Sql,

@@ -73,6 +73,13 @@ export interface ReadLanes {
  * What sharing costs: a slow query delays the calls of the same customer queued behind it on its lane
  * (never another customer's), and a withdrawn call's query is cancelled only while the call has its
  * lane to itself (otherwise it runs until it finishes or hits the statement timeout).
+ *
+ * When a connection dies: the calls on its lane fail with a connection error (postgres.js fails what
+ * was sent on it, and refuses what a reservation whose connection closed is given), the first such
+ * error marks the lane broken, so that no call joins it again, and the lane goes back to the pool
+ * with its last call. A call never waits longer than its time limit for a lane's connection: past
+ * it, it fails (`NoConnectionInTime`, "could not reach the database; try again") and marks the lane
+ * broken too; a connection that comes for a lane nobody holds any more is released at once.
  */
 export function createReadLanes(reads: Sql, max: number): ReadLanes {
   const byKey = new Map<string, Lane[]>();
