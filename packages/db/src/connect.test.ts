@@ -1,3 +1,6 @@
+import { connect as tcpConnect, type Socket } from 'node:net';
+import { once } from 'node:events';
+import postgres from 'postgres';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createSql } from './connect.ts';
 import { createTestDatabase, type TestDatabase } from './test-database.ts';
@@ -137,5 +140,54 @@ it('a reservation whose connection cannot open fails; the next one gets a connec
     await sql.end({ timeout: 1 });
     await db.admin.unsafe(`drop owned by ${role}`);
     await db.admin.unsafe(`drop role ${role}`);
+  }
+});
+
+// postgres.js 3.4.9 fetches the array types on every new session without handling the fetch's failure:
+// a connection that closes during the fetch (a backend terminated while it opened) rejected a promise
+// nobody awaited, and Node ended the process (seen as the customer server exiting on "terminating
+// connection due to administrator command" / CONNECTION_CLOSED). The patch catches it; the connection
+// opens again for whoever waited for it.
+it('a connection that closes while it fetches its types opens again for its reservation, and nothing goes unhandled', async () => {
+  const target = new URL(db.url);
+  const unhandled: unknown[] = [];
+  const onUnhandled = (err: unknown) => unhandled.push(err);
+  process.on('unhandledRejection', onUnhandled);
+  let cut = true;
+  const sockets: Socket[] = [];
+  const sql = postgres(db.url, {
+    max: 1,
+    onnotice: () => {},
+    // The first session's socket is cut right after the type fetch is written to it.
+    socket: async () => {
+      const socket = tcpConnect(Number(target.port || 5432), target.hostname);
+      sockets.push(socket);
+      await once(socket, 'connect');
+      const write = socket.write.bind(socket) as (chunk: Buffer, ...rest: unknown[]) => boolean;
+      socket.write = ((chunk: Buffer, ...rest: unknown[]) => {
+        const sent = write(chunk, ...rest);
+        if (cut && Buffer.from(chunk).includes('typarray')) {
+          cut = false;
+          setImmediate(() => socket.destroy());
+        }
+        return sent;
+      }) as typeof socket.write;
+      return socket;
+    },
+  });
+  try {
+    const timeout = new Promise<string>((r) => setTimeout(() => r('never answered'), 3_000));
+    const got = await Promise.race([sql.reserve(), timeout]);
+    expect(got).not.toBe('never answered');
+    expect(cut).toBe(false);
+    const reserved = got as Awaited<ReturnType<typeof sql.reserve>>;
+    expect(await reserved`select 42 as n`).toEqual([{ n: 42 }]);
+    reserved.release();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(unhandled).toEqual([]);
+    expect(sockets.length).toBe(2);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+    await sql.end({ timeout: 1 });
   }
 });
