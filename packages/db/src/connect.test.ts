@@ -155,7 +155,8 @@ it('a connection that closes while it fetches its types opens again for its rese
   process.on('unhandledRejection', onUnhandled);
   let cut = true;
   const sockets: Socket[] = [];
-  const sql = postgres(db.url, {
+  // `socket` (a connected socket of one's own) is an option postgres.js has and its types do not declare.
+  const options = {
     max: 1,
     onnotice: () => {},
     // The first session's socket is cut right after the type fetch is written to it.
@@ -174,7 +175,8 @@ it('a connection that closes while it fetches its types opens again for its rese
       }) as typeof socket.write;
       return socket;
     },
-  });
+  };
+  const sql = postgres(db.url, options);
   try {
     const timeout = new Promise<string>((r) => setTimeout(() => r('never answered'), 3_000));
     const got = await Promise.race([sql.reserve(), timeout]);
