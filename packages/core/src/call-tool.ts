@@ -17,7 +17,7 @@ import { NO_PROGRESS, type ProgressReporter } from './progress.ts';
 import { shapeResult, type ShapedResult } from './result.ts';
 import { maskSecrets, redactArguments } from './secret.ts';
 import { ARGUMENT_LIMITS, argumentsOverLimit, type OverLimit } from './argument-limits.ts';
-import { Cancelled, TimeLimitExceeded, withTimeLimit } from './time-limit.ts';
+import { Cancelled, NoConnectionInTime, TimeLimitExceeded, waitAtMost, withTimeLimit } from './time-limit.ts';
 
 /** The default time limit of a tool call. */
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -106,7 +106,8 @@ const WITHHELD =
  * request) on a connection of its own whose settings carry the customer the
  * row policies fence on and the tool's time limit as the statement timeout:
  * in a transaction when the tool may change something, else in read-only mode
- * outside any (`withReadConnection`).
+ * outside any (`withReadConnection`). The tool's time limit covers the whole call, waiting for the
+ * connection included: a call that gets none in time answers that the database could not be reached.
  *
  * No effect without its event: a write tool's audit event is inserted in the
  * same transaction as its effects, and a gated call's request with its
@@ -203,6 +204,8 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
   if (textError) return refuse('invalid_arguments', textError);
 
   const timeoutMs = tool.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  // One time limit for the whole call: waiting for a connection counts against it too.
+  const deadline = performance.now() + timeoutMs;
   const writes = !tool.annotations.readOnlyHint || Boolean(tool.approval);
   /** The backend a withdrawn call may cancel, once known (none while it shares a read lane). */
   let target: () => number | undefined = () => undefined;
@@ -218,7 +221,7 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
     /** The call itself, on the connection `q` whose settings `opened` sends (pipelined with the handler's first query). */
     const run = async (q: TransactionSql | Sql, opened: Promise<unknown>) => {
       const shaped: ShapedResult & { approvalId?: string; outcome: Outcome } = await withTimeLimit(
-        timeoutMs,
+        Math.max(1, deadline - performance.now()),
         async (signal) => {
           const ctx: ToolContext = {
             access: req.access,
@@ -260,7 +263,7 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
     };
     const settings = { customerId: req.access.customerId, timeoutMs };
     const outcome = writes
-      ? await kit.sql.begin((tx: TransactionSql) => {
+      ? await transaction((tx: TransactionSql) => {
           // Sent without waiting for its answer: the handler's first query follows it on the same connection.
           const opened = openCallTransaction(tx, settings).then((pid) => {
             target = () => pid;
@@ -271,7 +274,7 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
       : await withReadConnection(
           kit.sql,
           kit.reads,
-          { ...settings, onStoppable: (t) => (target = t) },
+          { ...settings, onStoppable: (t) => (target = t), signal: req.signal },
           (conn) => run(conn, Promise.resolve()),
         );
     return writes ? outcome.shaped.result : release(outcome.done, outcome.shaped.result);
@@ -299,6 +302,30 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
     return finish('internal_error', errorResult(text), { resultSummary: { error: text, incident } });
   } finally {
     req.signal?.removeEventListener('abort', stop);
+  }
+
+  /**
+   * `kit.sql.begin(fn)`, waiting for its connection no longer than the call's time limit (or until
+   * the client withdraws the call): a transaction given up on before it began rolls back at once,
+   * before `fn` runs. Once `fn` runs, its own time limit holds.
+   */
+  async function transaction<T>(fn: (tx: TransactionSql) => Promise<T>): Promise<T> {
+    let abandoned = false;
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const done = kit.sql.begin((tx: TransactionSql) => {
+      if (abandoned) throw new NoConnectionInTime(timeoutMs);
+      entered();
+      return fn(tx);
+    }) as Promise<T>;
+    done.catch(() => {});
+    try {
+      await waitAtMost(Promise.race([inside, done]), deadline, timeoutMs, req.signal);
+    } catch (err) {
+      abandoned = true;
+      throw err;
+    }
+    return done;
   }
 
   function cancelled() {

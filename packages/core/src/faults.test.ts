@@ -1,5 +1,6 @@
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createAuditWriter } from '@bulkhead/audit';
 import { createSql } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +11,8 @@ import { connectTestClient, issueTestToken, startTestServer, type TestServer } f
 // Each tool's time limit must reach the database, and a withdrawn call must stop its query:
 // these tools sleep in Postgres, where only the database can stop them.
 const LIMIT_MS = 500;
+/** Calls of `sleep_then_change` whose handler began. */
+let changesBegun = 0;
 const def = createServer({
   name: 'faults-test',
   version: '1.0.0',
@@ -43,6 +46,45 @@ const def = createServer({
         return { slept: seconds };
       },
     }),
+    defineTool({
+      name: 'sleep_then_change',
+      title: 'Sleep, then change',
+      description: 'Sleeps in Postgres inside its transaction, as a tool that changes something.',
+      scope: 'sleep:write',
+      input: z.object({ seconds: z.number().min(0).max(30) }),
+      output: z.object({ slept: z.number() }),
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
+      timeoutMs: LIMIT_MS,
+      handler: async ({ seconds }, ctx) => {
+        changesBegun++;
+        await ctx.sql`select pg_sleep(${seconds})`;
+        return { slept: seconds };
+      },
+    }),
+    defineTool({
+      name: 'sleep_long_then_change',
+      title: 'Sleep long, then change',
+      description: 'Sleeps in Postgres inside its transaction, with a long time limit.',
+      scope: 'sleep:write',
+      input: z.object({ seconds: z.number().min(0).max(30) }),
+      output: z.object({ slept: z.number() }),
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
+      timeoutMs: 15_000,
+      handler: async ({ seconds }, ctx) => {
+        await ctx.sql`select pg_sleep(${seconds})`;
+        return { slept: seconds };
+      },
+    }),
   ],
 });
 
@@ -60,9 +102,12 @@ afterAll(async () => {
   await db.drop();
 });
 
-/** Sleeping queries of this test's database still running, as the database sees them. */
+/**
+ * Sleeping queries of this test's database still running, as the database sees them: asked as the
+ * superuser, since the schema owner (no superuser) sees no other role's query or state.
+ */
 async function sleepers(): Promise<number> {
-  const [row] = await db.sql<{ n: number }[]>`
+  const [row] = await db.admin<{ n: number }[]>`
     select count(*)::int as n from pg_stat_activity
     where datname = current_database() and state = 'active' and query like '%pg_sleep%'
       and pid <> pg_backend_pid()`;
@@ -263,6 +308,45 @@ describe('the pool', () => {
       );
       expect(results.filter((r) => r.isError)).toEqual([]);
       expect(Date.now() - started).toBeLessThan(5000);
+      await client.close();
+    } finally {
+      await single.close();
+      await one.end();
+    }
+  });
+
+  it('answers a call that waits for a connection past its time limit, and runs none of it later', async () => {
+    const own = await db.as(def.name);
+    const one = createSql(own.url, { max: 1 });
+    // Calls wait for the one connection; their events go through another pool, or the answers would wait too.
+    const single = await startTestServer(def, {
+      db,
+      sql: one,
+      audit: createAuditWriter(own.sql),
+      rateLimitPerMinute: 0,
+    });
+    try {
+      const client = await connectTestClient(single.url, token);
+      // The one connection is held by a change that takes 2 s.
+      const holder = client.callTool({ name: 'sleep_long_then_change', arguments: { seconds: 2 } });
+      await eventually(sleepers, (n) => n > 0);
+      const begun = changesBegun;
+      const started = Date.now();
+      const [change, read] = await Promise.all([
+        client.callTool({ name: 'sleep_then_change', arguments: { seconds: 0 } }),
+        client.callTool({ name: 'sleep_in_database', arguments: { seconds: 0 } }),
+      ]);
+      // Both waited for the connection: each answered at its limit (0.5 s), saying to try again.
+      expect(Date.now() - started).toBeLessThan(LIMIT_MS + 1000);
+      for (const result of [change, read]) {
+        expect(result.isError).toBe(true);
+        expect(JSON.stringify(result.content)).toContain('could not reach the database');
+      }
+      expect((await holder).isError).toBeFalsy();
+      // The change given up on never ran once the connection came free, and the connection serves on.
+      const after = await client.callTool({ name: 'sleep_then_change', arguments: { seconds: 0 } });
+      expect(after.isError).toBeFalsy();
+      expect(changesBegun).toBe(begun + 1);
       await client.close();
     } finally {
       await single.close();

@@ -1,5 +1,6 @@
 import { isConnectionError, type Sql } from '@bulkhead/db';
 import { timeoutSetting, type ReadLanes, type ReadSettings } from './read-lanes.ts';
+import { waitAtMost } from './time-limit.ts';
 
 /** postgres.js's transaction type, reached through `begin` so that core needs no direct dependency on postgres. */
 export type TransactionSql = Parameters<Parameters<Sql['begin']>[1]>[0];
@@ -59,6 +60,8 @@ export async function openCallTransaction(
 /** The settings of one read-only call, and where it says which backend a withdrawn call may cancel. */
 export interface CallSettings extends ReadSettings {
   onStoppable: (pid: () => number | undefined) => void;
+  /** The client withdrew the call: stop waiting for a connection. */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -70,7 +73,8 @@ export interface CallSettings extends ReadSettings {
  * connection of `sql`: one statement sets the customer, the time limit and read-only mode for the
  * session, sent in the same write as the handler's first query (postgres.js pipelines the queries of
  * one connection), and `RESET ALL` puts it back as it was before it returns to the pool (without the
- * caller waiting for it). Either way a write slipping into a read-only tool fails in the database.
+ * caller waiting for it). Either way a write slipping into a read-only tool fails in the database,
+ * and the call waits for its connection no longer than its time limit (`NoConnectionInTime`).
  */
 export async function withReadConnection<T>(
   sql: Sql,
@@ -78,8 +82,21 @@ export async function withReadConnection<T>(
   settings: CallSettings,
   fn: (conn: Sql) => Promise<T>,
 ): Promise<T> {
-  if (reads) return reads.run(settings, fn, settings.onStoppable);
-  const conn = await sql.reserve();
+  if (reads) return reads.run(settings, fn, settings.onStoppable, settings.signal);
+  // Waiting for a connection counts against the call's time limit; one that comes later goes straight back.
+  const reserving = sql.reserve();
+  const conn = await waitAtMost(
+    reserving,
+    performance.now() + settings.timeoutMs,
+    settings.timeoutMs,
+    settings.signal,
+  ).catch((err: unknown) => {
+    reserving.then(
+      (late) => late.release(),
+      () => {},
+    );
+    throw err;
+  });
   let pid: number | undefined;
   settings.onStoppable(() => pid);
   try {

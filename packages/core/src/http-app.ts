@@ -149,11 +149,12 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
       ...(options.allowedOrigins ?? []).map((o) => originHostname(o)!),
     ]),
   ];
+  const reads = options.reads ? createReadLanes(options.reads, options.reads.options.max) : undefined;
   const kit: CallKit = {
     server: def.name,
     catalog: def.catalog,
     sql,
-    ...(options.reads ? { reads: createReadLanes(options.reads, options.reads.options.max) } : {}),
+    ...(reads ? { reads } : {}),
     logger,
     audit,
     auditFullResults: options.auditFullResults ?? false,
@@ -197,11 +198,13 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
 
   const app = new Hono<McpEnv>();
   app.get('/healthz', (c) => c.json({ status: 'ok', server: def.name }));
-  app.get('/readyz', async (c) =>
-    (await isReachable(sql, 2000))
-      ? c.json({ status: 'ready', server: def.name })
-      : c.json({ status: 'unavailable', server: def.name, reason: 'database unreachable' }, 503),
-  );
+  // Ready when both pools serve: the main one (tokens, events, writes) and the read pool (read-only calls).
+  app.get('/readyz', async (c) => {
+    const [main, read] = await Promise.all([isReachable(sql, 2000), reads ? reads.serves(2000) : true]);
+    if (main && read) return c.json({ status: 'ready', server: def.name });
+    const reason = main ? 'read pool cannot serve' : 'database unreachable';
+    return c.json({ status: 'unavailable', server: def.name, reason }, 503);
+  });
 
   app.get('/metrics', metricsRoute(metrics, options.metricsToken, sourceOf));
   const resource = `${publicUrl.origin}${publicUrl.pathname.replace(/\/$/, '')}/mcp`;

@@ -1,3 +1,5 @@
+import { createServer as createTcpServer, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { createSql } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -112,6 +114,50 @@ describe('a read-only call', () => {
     } finally {
       await single.close();
       await one.end();
+    }
+  });
+
+  it('answers within its time limit when the read pool gets no connection, and /readyz says the read pool cannot serve', async () => {
+    // A "database" that takes connections and never answers: the read pool's connections never open.
+    const sockets: Socket[] = [];
+    const silent = createTcpServer((socket) => sockets.push(socket));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const reads = createSql(`postgres://nobody@127.0.0.1:${(silent.address() as AddressInfo).port}/none`, {
+      max: 2,
+      readOnly: true,
+      connectTimeout: 30,
+    });
+    const stuck = await startTestServer(def, { db, reads });
+    try {
+      const client = await connectTestClient(
+        stuck.url,
+        await issueTestToken(db.sql, def, { customerId: 'C-1001' }),
+      );
+      const started = performance.now();
+      const result = await client.callTool({ name: 'peek_settings', arguments: {} });
+      const took = performance.now() - started;
+      await client.close();
+      expect(result.isError).toBe(true);
+      expect(JSON.stringify(result.content)).toContain('could not reach the database');
+      // Its time limit is 1.5 s: waiting for the connection counted against it.
+      expect(took).toBeLessThan(2_500);
+      const [event] = await db.sql<{ outcome: string }[]>`
+        select outcome from audit_events where tool = 'peek_settings' order by seq desc limit 1`;
+      expect(event!.outcome).toBe('unavailable');
+      const ready = await fetch(new URL('/readyz', stuck.url));
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toEqual({
+        status: 'unavailable',
+        server: def.name,
+        reason: 'read pool cannot serve',
+      });
+      // The same server with a read pool that serves is ready.
+      expect((await fetch(new URL('/readyz', server.url))).status).toBe(200);
+    } finally {
+      await stuck.close();
+      await reads.end({ timeout: 0 });
+      for (const socket of sockets) socket.destroy();
+      await new Promise((r) => silent.close(r));
     }
   });
 });

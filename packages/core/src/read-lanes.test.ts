@@ -2,6 +2,7 @@ import { createSql, isConnectionError, type Sql } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createReadLanes, type ReadSettings } from './read-lanes.ts';
+import { NoConnectionInTime } from './time-limit.ts';
 
 // Lanes share a connection between the calls of one customer: these tests hold them to never letting a
 // query run under another call's settings, however calls interleave.
@@ -166,6 +167,57 @@ describe('read lanes', () => {
     const next = await lanes.run({ customerId: 'C-1001', timeoutMs: 2_000 }, seen);
     expect(next.customer).toBe('C-1001');
     expect(next.pid).not.toBe(first.pid);
+  });
+
+  it('give up on a connection that does not come within the call’s time limit, and join that lane no more', async () => {
+    const lanes = lanesOf(1);
+    // C-1001 holds the pool's one connection past the others' time limit.
+    let endHolder!: () => void;
+    let holderPid: number | undefined;
+    const holder = lanes.run({ customerId: 'C-1001', timeoutMs: 5_000 }, async (conn) => {
+      holderPid = (await seen(conn)).pid;
+      await new Promise<void>((r) => (endHolder = r));
+    });
+    while (holderPid === undefined) await pause(5);
+    const started = performance.now();
+    const waited = await lanes
+      .run({ customerId: 'C-1002', timeoutMs: 300 }, seen)
+      .catch((err: unknown) => err);
+    expect(waited).toBeInstanceOf(NoConnectionInTime);
+    expect(isConnectionError(waited)).toBe(true);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    // The lane given up on is gone: C-1001's next call shares the busy lane at once instead of queueing behind it.
+    expect(lanes.usage).toEqual({ lanes: 1, calls: 1 });
+    const joined = await lanes.run({ customerId: 'C-1001', timeoutMs: 5_000 }, seen);
+    expect(joined.pid).toBe(holderPid);
+    endHolder();
+    await holder;
+    // The connection that came late for the lane given up on went back to the pool: the next call gets it.
+    expect(await lanes.run({ customerId: 'C-1002', timeoutMs: 2_000 }, seen)).toMatchObject({
+      customer: 'C-1002',
+    });
+    await pause(20);
+    expect(lanes.usage).toEqual({ lanes: 0, calls: 0 });
+  });
+
+  it('stop waiting for a connection when the call is withdrawn', async () => {
+    const lanes = lanesOf(1);
+    let endHolder!: () => void;
+    const holder = lanes.run({ customerId: 'C-1001', timeoutMs: 5_000 }, async (conn) => {
+      await seen(conn);
+      await new Promise<void>((r) => (endHolder = r));
+    });
+    while (!endHolder) await pause(5);
+    const withdraw = new AbortController();
+    const waiting = lanes
+      .run({ customerId: 'C-1002', timeoutMs: 5_000 }, seen, undefined, withdraw.signal)
+      .catch((err: unknown) => err);
+    await pause(50);
+    withdraw.abort();
+    expect(await waiting).toMatchObject({ name: 'Cancelled' });
+    endHolder();
+    await holder;
+    expect(await lanes.serves(2_000)).toBe(true);
   });
 
   it('name the backend a withdrawn call may cancel only while the call has its lane to itself', async () => {

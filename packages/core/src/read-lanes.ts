@@ -1,4 +1,5 @@
 import { isConnectionError, type Sql } from '@bulkhead/db';
+import { waitAtMost } from './time-limit.ts';
 
 /** The settings a read-only call runs under: the customer the row policies fence on, and its time limit. */
 export interface ReadSettings {
@@ -21,7 +22,13 @@ interface Lane {
   holders: number;
   /** Its connection is reserved (until then the lane waits for one, like any reservation). */
   ready: boolean;
-  /** Its connection was lost, or its settings could not be set: it takes no more calls, and goes back to the pool once its calls are done. */
+  /** Counted among the lanes waiting for a connection: until it has one, or is closed without. */
+  waiting: boolean;
+  /**
+   * Its connection was lost, its settings could not be set, or a call waited for either past its time
+   * limit: it takes no more calls, and goes back to the pool once its calls are done (or, if its
+   * connection comes only after that, as soon as it comes).
+   */
   broken: boolean;
 }
 
@@ -31,12 +38,19 @@ export interface ReadLanes {
    * Runs `fn` on a lane whose session carries `settings`, and returns its value only once the
    * statement that set them has succeeded. `onStoppable` receives how to find the backend a withdrawn
    * call may cancel: the lane's, while this call is its only one; none while others share it.
+   *
+   * Waiting for the lane's connection, and for the statement that sets its settings, is bounded by
+   * `settings.timeoutMs` from the start of the call (a `NoConnectionInTime` then) and by
+   * `signal` (a `Cancelled`); `fn` bounds its own work.
    */
   run<T>(
     settings: ReadSettings,
     fn: (conn: Sql) => Promise<T>,
     onStoppable?: (pid: () => number | undefined) => void,
+    signal?: AbortSignal,
   ): Promise<T>;
+  /** True when a call of no customer is served within `timeoutMs` (`/readyz`). */
+  serves(timeoutMs: number): Promise<boolean>;
   /** Lanes reserved or waiting for a connection now, and the calls on them (for tests). */
   readonly usage: { lanes: number; calls: number };
 }
@@ -59,6 +73,13 @@ export interface ReadLanes {
  * What sharing costs: a slow query delays the calls of the same customer queued behind it on its lane
  * (never another customer's), and a withdrawn call's query is cancelled only while the call has its
  * lane to itself (otherwise it runs until it finishes or hits the statement timeout).
+ *
+ * When a connection dies: the calls on its lane fail with a connection error (postgres.js fails what
+ * was sent on it, and refuses what a reservation whose connection closed is given), the first such
+ * error marks the lane broken, so that no call joins it again, and the lane goes back to the pool
+ * with its last call. A call never waits longer than its time limit for a lane's connection: past
+ * it, it fails (`NoConnectionInTime`, "could not reach the database; try again") and marks the lane
+ * broken too; a connection that comes for a lane nobody holds any more is released at once.
  */
 export function createReadLanes(reads: Sql, max: number): ReadLanes {
   const byKey = new Map<string, Lane[]>();
@@ -82,16 +103,18 @@ export function createReadLanes(reads: Sql, max: number): ReadLanes {
       bound: conn.then(async () => (await statement!)[0]!.pid),
       holders: 0,
       ready: false,
+      waiting: true,
       broken: false,
     };
     waiting++;
     conn.then(
       () => {
         lane.ready = true;
-        waiting--;
+        stopWaiting(lane);
       },
       () => {
-        waiting--;
+        lane.broken = true;
+        stopWaiting(lane);
       },
     );
     lane.bound.then(
@@ -104,11 +127,19 @@ export function createReadLanes(reads: Sql, max: number): ReadLanes {
     return lane;
   };
 
+  const stopWaiting = (lane: Lane) => {
+    if (!lane.waiting) return;
+    lane.waiting = false;
+    waiting--;
+  };
+
   const close = (lane: Lane) => {
     const rest = (byKey.get(lane.key) ?? []).filter((l) => l !== lane);
     if (rest.length) byKey.set(lane.key, rest);
     else byKey.delete(lane.key);
     usage.lanes--;
+    // A lane given up before its connection came waits no more: calls may join ready lanes again.
+    stopWaiting(lane);
     lane.conn.then(
       (c) => c.release(),
       () => {},
@@ -138,26 +169,39 @@ export function createReadLanes(reads: Sql, max: number): ReadLanes {
     return open(key, settings);
   };
 
+  const run: ReadLanes['run'] = async (settings, fn, onStoppable, signal) => {
+    const deadline = performance.now() + settings.timeoutMs;
+    const lane = choose(settings);
+    lane.holders++;
+    usage.calls++;
+    onStoppable?.(() => (lane.holders === 1 ? lane.pid : undefined));
+    try {
+      const conn = await waitAtMost(lane.conn, deadline, settings.timeoutMs, signal);
+      const value = await fn(conn);
+      await waitAtMost(lane.bound, deadline, settings.timeoutMs, signal);
+      return value;
+    } catch (err) {
+      // A lane that lost its connection, or kept a call waiting past its limit, is joined no more.
+      if (isConnectionError(err)) lane.broken = true;
+      throw err;
+    } finally {
+      lane.holders--;
+      usage.calls--;
+      if (lane.holders === 0) close(lane);
+    }
+  };
+
   return {
     usage,
-    async run(settings, fn, onStoppable) {
-      const lane = choose(settings);
-      lane.holders++;
-      usage.calls++;
-      onStoppable?.(() => (lane.holders === 1 ? lane.pid : undefined));
-      try {
-        const conn = await lane.conn;
-        const value = await fn(conn);
-        await lane.bound;
-        return value;
-      } catch (err) {
-        if (isConnectionError(err)) lane.broken = true;
-        throw err;
-      } finally {
-        lane.holders--;
-        usage.calls--;
-        if (lane.holders === 0) close(lane);
-      }
-    },
+    run,
+    serves: (timeoutMs) =>
+      waitAtMost(
+        run({ customerId: null, timeoutMs }, (conn) => conn`select 1`),
+        performance.now() + timeoutMs,
+        timeoutMs,
+      ).then(
+        () => true,
+        () => false,
+      ),
   };
 }

@@ -5,6 +5,7 @@ import {
   connectedAsOwner,
   createSql,
   discoverDeployables,
+  isConnectionError,
   migrate,
   openDatabase,
   roleSpecs,
@@ -83,6 +84,13 @@ export async function checkRole(sql: Sql, deployable: string, allowOwner: boolea
  */
 export async function runServer(def: ServerDefinition, { env, stdio }: RunOptions): Promise<void> {
   const logger = createLogger({ level: env.LOG_LEVEL, name: def.name, stderr: stdio });
+  // A lost connection is an outage of the moment, not a fault of the process: should one ever escape
+  // unhandled (the postgres.js type fetch did, on a backend terminated while a connection opened), it is
+  // logged and the server serves on; any other unhandled rejection still ends the process, as by default.
+  process.on('unhandledRejection', (err) => {
+    if (!isConnectionError(err)) throw err;
+    logger.error({ err }, 'unhandled database connection error; serving on');
+  });
   const db = await openDatabase({
     ...(env.DATABASE_URL ? { databaseUrl: env.DATABASE_URL } : {}),
     dataDir: env.BULKHEAD_DATA_DIR,

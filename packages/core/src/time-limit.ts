@@ -50,3 +50,51 @@ export async function withTimeLimit<T>(
     if (onParentAbort) parent?.removeEventListener('abort', onParentAbort);
   }
 }
+
+/**
+ * A call got no database connection (or no answer to the statement that set it up) within its time
+ * limit: the database is away, or every connection is taken. A connection error (`CONNECT_TIMEOUT`),
+ * so that the call answers that the database could not be reached and to try again.
+ */
+export class NoConnectionInTime extends Error {
+  override readonly name = 'NoConnectionInTime';
+  readonly code = 'CONNECT_TIMEOUT';
+  constructor(readonly ms: number) {
+    super(`no database connection within the call's time limit of ${ms} ms`);
+  }
+}
+
+/**
+ * `work` raced against the time left until `deadline` (a `performance.now()` time; none if not finite) and against
+ * `signal`: rejects with {@link NoConnectionInTime} at the deadline, or {@link Cancelled} on abort.
+ * What `work` does later is left to it (its rejection is handled).
+ */
+export async function waitAtMost<T>(
+  work: Promise<T>,
+  deadline: number,
+  limitMs: number,
+  signal?: AbortSignal,
+): Promise<T> {
+  work.catch(() => {});
+  if (signal?.aborted) throw new Cancelled(signal.reason);
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  try {
+    return await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        // No finite deadline (a time limit that is no number): no timer, which would fire at once.
+        if (Number.isFinite(deadline))
+          timer = setTimeout(
+            () => reject(new NoConnectionInTime(limitMs)),
+            Math.max(0, deadline - performance.now()),
+          );
+        onAbort = () => reject(new Cancelled(signal?.reason));
+        signal?.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
+  }
+}

@@ -1,3 +1,6 @@
+import { connect as tcpConnect, type Socket } from 'node:net';
+import { once } from 'node:events';
+import postgres from 'postgres';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createSql } from './connect.ts';
 import { createTestDatabase, type TestDatabase } from './test-database.ts';
@@ -78,6 +81,115 @@ it('a reserved connection whose backend dies is not handed out again once releas
     expect(outcomes.slice(1)).toEqual(['ok', 'ok', 'ok', 'ok', 'ok']);
     expect(await sql`select 42 as n`).toEqual([{ n: 42 }]);
   } finally {
+    await sql.end({ timeout: 1 });
+  }
+});
+
+// postgres.js 3.4.9 hands a reservation that waits when a connection closes to that connection as it
+// reopens, then drops the hand-off while the new session fetches its types: the reservation is never
+// answered (seen as a customer's reads hanging for good after its backends were terminated). The
+// patch hands the connection over once the types are fetched.
+it('a reservation waiting when the reserved connection’s backend dies gets the reopened connection', async () => {
+  const sql = createSql(db.url, { max: 1 });
+  try {
+    const first = await sql.reserve();
+    const [row] = await first<{ pid: number }[]>`select pg_backend_pid() as pid`;
+    const second = sql.reserve();
+    await db.sql`select pg_terminate_backend(${row!.pid})`;
+    const timeout = new Promise<string>((r) => setTimeout(() => r('never answered'), 3_000));
+    const got = await Promise.race([second, timeout]);
+    expect(got).not.toBe('never answered');
+    const reserved = got as Awaited<typeof second>;
+    const [again] = await reserved<{ pid: number }[]>`select pg_backend_pid() as pid`;
+    expect(again!.pid).not.toBe(row!.pid);
+    reserved.release();
+    first.release();
+    expect(await sql`select 42 as n`).toEqual([{ n: 42 }]);
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+});
+
+// Since the patch hands a connection that opened for a reservation straight to it, postgres.js must not
+// also queue that reservation (3.4.9 did both): queued, it would be handed a second connection, never used
+// again, and one whose connection could not open (the role's connection limit) would stay queued after
+// its rejection. A pool of one shows either: its next query would wait forever.
+it('a reservation whose connection cannot open fails; the next one gets a connection, which serves again once released', async () => {
+  const role = `bh_limit_${Math.random().toString(36).slice(2, 10)}`;
+  await db.admin.unsafe(`create role ${role} login password 'limit' connection limit 0`);
+  await db.admin.unsafe(`grant connect on database ${new URL(db.url).pathname.slice(1)} to ${role}`);
+  const url = new URL(db.url);
+  url.username = role;
+  url.password = 'limit';
+  const sql = createSql(url.toString(), { max: 1 });
+  try {
+    await expect(sql.reserve()).rejects.toMatchObject({ code: '53300' });
+    await db.admin.unsafe(`alter role ${role} connection limit -1`);
+    const timeout = new Promise<string>((r) => setTimeout(() => r('never answered'), 3_000));
+    const got = await Promise.race([sql.reserve(), timeout]);
+    expect(got).not.toBe('never answered');
+    const reserved = got as Awaited<ReturnType<typeof sql.reserve>>;
+    expect(await reserved`select 42 as n`).toEqual([{ n: 42 }]);
+    reserved.release();
+    const after = await Promise.race([
+      sql`select 43 as n`,
+      new Promise((r) => setTimeout(() => r('never answered'), 3_000)),
+    ]);
+    expect(after).toEqual([{ n: 43 }]);
+  } finally {
+    await sql.end({ timeout: 1 });
+    await db.admin.unsafe(`drop owned by ${role}`);
+    await db.admin.unsafe(`drop role ${role}`);
+  }
+});
+
+// postgres.js 3.4.9 fetches the array types on every new session without handling the fetch's failure:
+// a connection that closes during the fetch (a backend terminated while it opened) rejected a promise
+// nobody awaited, and Node ended the process (seen as the customer server exiting on "terminating
+// connection due to administrator command" / CONNECTION_CLOSED). The patch catches it; the connection
+// opens again for whoever waited for it.
+it('a connection that closes while it fetches its types opens again for its reservation, and nothing goes unhandled', async () => {
+  const target = new URL(db.url);
+  const unhandled: unknown[] = [];
+  const onUnhandled = (err: unknown) => unhandled.push(err);
+  process.on('unhandledRejection', onUnhandled);
+  let cut = true;
+  const sockets: Socket[] = [];
+  // `socket` (a connected socket of one's own) is an option postgres.js has and its types do not declare.
+  const options = {
+    max: 1,
+    onnotice: () => {},
+    // The first session's socket is cut right after the type fetch is written to it.
+    socket: async () => {
+      const socket = tcpConnect(Number(target.port || 5432), target.hostname);
+      sockets.push(socket);
+      await once(socket, 'connect');
+      const write = socket.write.bind(socket) as (chunk: Buffer, ...rest: unknown[]) => boolean;
+      socket.write = ((chunk: Buffer, ...rest: unknown[]) => {
+        const sent = write(chunk, ...rest);
+        if (cut && Buffer.from(chunk).includes('typarray')) {
+          cut = false;
+          setImmediate(() => socket.destroy());
+        }
+        return sent;
+      }) as typeof socket.write;
+      return socket;
+    },
+  };
+  const sql = postgres(db.url, options);
+  try {
+    const timeout = new Promise<string>((r) => setTimeout(() => r('never answered'), 3_000));
+    const got = await Promise.race([sql.reserve(), timeout]);
+    expect(got).not.toBe('never answered');
+    expect(cut).toBe(false);
+    const reserved = got as Awaited<ReturnType<typeof sql.reserve>>;
+    expect(await reserved`select 42 as n`).toEqual([{ n: 42 }]);
+    reserved.release();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(unhandled).toEqual([]);
+    expect(sockets.length).toBe(2);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
     await sql.end({ timeout: 1 });
   }
 });
