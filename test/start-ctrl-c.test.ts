@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -73,5 +73,62 @@ it('pnpm start exits 0 on Ctrl-C (SIGINT to its process group), with everything 
     await expect(fetch(admin)).rejects.toThrow();
   } finally {
     if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
+  }
+}, 300_000);
+
+// Issue 31: a server killed outright (SIGKILL, the OOM killer) has no exit code, only a signal; the
+// stack used to wait for it forever at "Stopping the servers...". Now it stops everything and exits 1.
+it('pnpm start stops everything and exits 1 when a server is killed with SIGKILL', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'bulkhead-sigkill-'));
+  const offset = await freeOffset();
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    BULKHEAD_DATA_DIR: dir,
+    LOG_LEVEL: 'warn',
+  };
+  delete env.DATABASE_URL;
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(root, 'packages/cli/src/main.ts'),
+      'start',
+      '--port-offset',
+      String(offset),
+      '--quiet',
+    ],
+    { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    const deadline = Date.now() + 150_000;
+    while (!output.includes('Ctrl-C stops everything')) {
+      if (child.exitCode !== null) throw new Error(`start exited early:\n${output}`);
+      if (Date.now() > deadline) throw new Error(`start did not come up:\n${output}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    // The admin server is a child process of the CLI: find it by its command line.
+    const children = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(child.pid)], {
+      encoding: 'utf8',
+    });
+    const admin = /^\s*(\d+) .*servers\/admin\/src\/main\.ts/m.exec(children)?.[1];
+    expect(admin, children).toBeDefined();
+    process.kill(Number(admin), 'SIGKILL');
+    const code = await Promise.race([
+      exited,
+      new Promise<string>((r) => setTimeout(() => r('still running after 60 s'), 60_000)),
+    ]);
+    expect({ code, output }).toEqual({ code: 1, output });
+    expect(output).toContain('admin exited (SIGKILL); stopping everything.');
+    expect(output).toContain('Stopping the embedded PostgreSQL...');
+    expect(existsSync(join(dir, 'database.url'))).toBe(false);
+    await expect(fetch(`http://127.0.0.1:${3103 + offset}/healthz`)).rejects.toThrow();
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
   }
 }, 300_000);

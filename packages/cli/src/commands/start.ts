@@ -31,7 +31,7 @@ async function waitHealthy(
   timeoutMs = 90_000,
 ): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline && child.exitCode === null) {
+  while (Date.now() < deadline && child.exitCode === null && child.signalCode === null) {
     try {
       const res = await fetch(`http://127.0.0.1:${server.port}/healthz`);
       if (res.ok) return true;
@@ -103,7 +103,8 @@ Options:
         [...children.values()].map(
           (child) =>
             new Promise<void>((resolve) => {
-              if (child.exitCode !== null) return resolve();
+              // A child ended by a signal has no exit code, only a signal code: both mean gone.
+              if (child.exitCode !== null || child.signalCode !== null) return resolve();
               child.once('exit', () => resolve());
               child.kill('SIGTERM');
               setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
