@@ -53,7 +53,8 @@ export async function spawnServer(
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   const deadline = Date.now() + 30_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`${name} exited early: ${output}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${name} exited early: ${output}`);
     try {
       if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) break;
     } catch {
@@ -68,9 +69,53 @@ export async function spawnServer(
     output: () => output,
     stop: (signal = 'SIGTERM') =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
         child.kill(signal);
       }),
   };
+}
+
+/** `bulkhead start` as its own process, on the embedded database in `dataDir`. */
+export interface StartedStack {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+}
+
+/**
+ * Runs `bulkhead start --port-offset <offset> --quiet` on the embedded database kept in `dataDir`
+ * (DATABASE_URL unset) and waits until it says it is running.
+ */
+export async function startStack(dataDir: string, offset: number): Promise<StartedStack> {
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    BULKHEAD_DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+  };
+  delete env.DATABASE_URL;
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      `${root}packages/cli/src/main.ts`,
+      'start',
+      '--port-offset',
+      String(offset),
+      '--quiet',
+    ],
+    { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const deadline = Date.now() + 150_000;
+  while (!out.includes('Ctrl-C stops everything')) {
+    if (child.exitCode !== null) throw new Error(`start exited: ${err}`);
+    if (Date.now() > deadline) throw new Error(`start did not come up: ${out}\n${err}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { child, stdout: () => out, stderr: () => err };
 }

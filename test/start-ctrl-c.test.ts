@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { root } from './helpers.ts';
+import { root, startStack } from './helpers.ts';
 
 let dataDir = '';
 afterAll(async () => {
@@ -81,36 +81,11 @@ it('pnpm start exits 0 on Ctrl-C (SIGINT to its process group), with everything 
 it('pnpm start stops everything and exits 1 when a server is killed with SIGKILL', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'bulkhead-sigkill-'));
   const offset = await freeOffset();
-  const env: Record<string, string | undefined> = {
-    ...process.env,
-    BULKHEAD_DATA_DIR: dir,
-    LOG_LEVEL: 'warn',
-  };
-  delete env.DATABASE_URL;
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      join(root, 'packages/cli/src/main.ts'),
-      'start',
-      '--port-offset',
-      String(offset),
-      '--quiet',
-    ],
-    { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let output = '';
-  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const stack = await startStack(dir, offset);
+  const child = stack.child;
+  const output = () => stack.stdout() + stack.stderr();
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   try {
-    const deadline = Date.now() + 150_000;
-    while (!output.includes('Ctrl-C stops everything')) {
-      if (child.exitCode !== null) throw new Error(`start exited early:\n${output}`);
-      if (Date.now() > deadline) throw new Error(`start did not come up:\n${output}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
     // The admin server is a child process of the CLI: find it by its command line.
     const children = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(child.pid)], {
       encoding: 'utf8',
@@ -122,9 +97,9 @@ it('pnpm start stops everything and exits 1 when a server is killed with SIGKILL
       exited,
       new Promise<string>((r) => setTimeout(() => r('still running after 60 s'), 60_000)),
     ]);
-    expect({ code, output }).toEqual({ code: 1, output });
-    expect(output).toContain('admin exited (SIGKILL); stopping everything.');
-    expect(output).toContain('Stopping the embedded PostgreSQL...');
+    expect({ code, output: output() }).toEqual({ code: 1, output: output() });
+    expect(output()).toContain('admin exited (SIGKILL); stopping everything.');
+    expect(output()).toContain('Stopping the embedded PostgreSQL...');
     expect(existsSync(join(dir, 'database.url'))).toBe(false);
     await expect(fetch(`http://127.0.0.1:${3103 + offset}/healthz`)).rejects.toThrow();
   } finally {

@@ -1,11 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, expect, it } from 'vitest';
-import { root } from './helpers.ts';
+import { startStack, type StartedStack } from './helpers.ts';
 import { discoverMcpServers } from './servers.ts';
 
 const OFFSET = 1000;
@@ -14,50 +13,7 @@ afterAll(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
-interface Started {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-}
-
-async function start(): Promise<Started> {
-  const env: Record<string, string | undefined> = {
-    ...process.env,
-    BULKHEAD_DATA_DIR: dataDir,
-    LOG_LEVEL: 'warn',
-  };
-  delete env.DATABASE_URL;
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      join(root, 'packages/cli/src/main.ts'),
-      'start',
-      '--port-offset',
-      String(OFFSET),
-      '--quiet',
-    ],
-    {
-      cwd: root,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const deadline = Date.now() + 150_000;
-  while (!out.includes('Ctrl-C stops everything')) {
-    if (child.exitCode !== null) throw new Error(`start exited: ${err}`);
-    if (Date.now() > deadline) throw new Error(`start did not come up: ${out}\n${err}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return { child, stdout: () => out, stderr: () => err };
-}
-
-async function stop(s: Started): Promise<number | null> {
+async function stop(s: StartedStack): Promise<number | null> {
   const exited = new Promise<number | null>((resolve) => s.child.once('exit', (code) => resolve(code)));
   s.child.kill('SIGINT');
   return exited;
@@ -65,7 +21,7 @@ async function stop(s: Started): Promise<number | null> {
 
 it('pnpm start brings up the embedded database, demo data and every server, and stops them cleanly', async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'bulkhead-start-'));
-  const first = await start();
+  const first = await startStack(dataDir, OFFSET);
   const out = first.stdout();
   for (const { name, port } of discoverMcpServers()) {
     expect(out).toMatch(new RegExp(`^ {2}${name} +http://127\\.0\\.0\\.1:${port + OFFSET}/mcp `, 'm'));
@@ -97,7 +53,7 @@ it('pnpm start brings up the embedded database, demo data and every server, and 
   await expect(fetch(`http://127.0.0.1:${3103 + OFFSET}/healthz`)).rejects.toThrow();
 
   // A second start reuses the data: no demo data or tokens again, and the old token still works.
-  const second = await start();
+  const second = await startStack(dataDir, OFFSET);
   expect(second.stdout()).not.toContain('Demo tokens');
   const res = await fetch(`http://127.0.0.1:${3103 + OFFSET}/mcp`, {
     method: 'POST',

@@ -1,22 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import type { Client } from '@modelcontextprotocol/client';
 import { connectTestClient, issueTestToken } from '@bulkhead/core/testing';
 import { loginRole } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { seedDemo } from '@bulkhead/demo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { customerServer } from './server.ts';
+import { customerServer } from '../servers/customer/src/server.ts';
+import { spawnServer, type ServerProcess } from './helpers.ts';
 
 // Issue 31, item 5: the customer server's backends are terminated (as an administrator would, or a
 // failover does) while 48 read calls of 10 customers are in flight, several rounds over since the
 // races are timing-dependent. Every call must be answered within its time limit (a result, or an
 // error that says to try again), every customer's next read must succeed, and the process must live.
 // The server runs as `pnpm start` runs it: its own process, its own login role, over real HTTP.
-
-const main = fileURLToPath(new URL('./main.ts', import.meta.url));
-const root = fileURLToPath(new URL('../../../', import.meta.url));
 
 const CUSTOMERS = Array.from({ length: 10 }, (_, i) => `C-${1001 + i}`);
 const CONCURRENT = 48;
@@ -35,56 +30,18 @@ const READS = [
 const CLEAR_ERROR = /could not reach the database|did not finish within|try again|retry in a few seconds/i;
 
 let db: TestDatabase;
-let child: ChildProcess;
-let output = '';
-let exited: number | null | undefined;
+let server: ServerProcess;
 let url: URL;
 const clients = new Map<string, Client>();
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
+/** The server's exit code or signal once it has ended; undefined while it runs. */
+const exited = () => server.child.exitCode ?? server.child.signalCode ?? undefined;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   await seedDemo(db.sql);
   const own = await db.as(customerServer.name);
-  const port = await freePort();
-  child = spawn(process.execPath, ['--import', 'tsx', main], {
-    cwd: root,
-    env: {
-      ...process.env,
-      DATABASE_URL: own.url,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      BULKHEAD_MIGRATE: 'false',
-      BULKHEAD_RATE_LIMIT_PER_MINUTE: '0',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  child.once('exit', (code) => (exited = code));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (exited !== undefined) throw new Error(`the server exited early: ${output}`);
-    const up = await fetch(`http://127.0.0.1:${port}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (up) break;
-    if (Date.now() > deadline) throw new Error(`the server did not start: ${output}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  url = new URL(`http://127.0.0.1:${port}/mcp`);
+  server = await spawnServer('customer', own.url, { BULKHEAD_RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: 'warn' });
+  url = server.url;
   for (const customerId of CUSTOMERS)
     clients.set(
       customerId,
@@ -94,11 +51,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([...clients.values()].map((c) => c.close().catch(() => {})));
-  if (child && exited === undefined) {
-    const gone = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await gone;
-  }
+  await server?.stop();
   await db?.drop();
 });
 
@@ -172,7 +125,7 @@ describe('the customer server under terminated backends', () => {
       await gone(killed);
       // Every customer, right after: its read succeeds.
       after.push(...(await Promise.all(CUSTOMERS.map((c) => read(c, READS[0]!)))));
-      expect(exited, output).toBeUndefined();
+      expect(exited(), server.output()).toBeUndefined();
     }
     const hungAfter = after.filter((a) => a.hung);
     const hung = answers.filter((a) => a.hung).length + hungAfter.length;
@@ -188,9 +141,9 @@ describe('the customer server under terminated backends', () => {
     // Every error said what happened and that the call may be repeated (none an internal error).
     for (const a of failed) expect(a.text).toMatch(CLEAR_ERROR);
     for (const a of after) expect(a, a.text).toMatchObject({ ok: true });
-    expect(exited, output).toBeUndefined();
+    expect(exited(), server.output()).toBeUndefined();
     // Nor did a connection error escape unhandled (the server logs one and serves on; it ended the process before).
-    expect(output).not.toContain('unhandled database connection error');
+    expect(server.output()).not.toContain('unhandled database connection error');
     expect((await fetch(new URL('/readyz', url))).status).toBe(200);
   }, 240_000);
 });
