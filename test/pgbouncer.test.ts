@@ -116,17 +116,18 @@ async function startPgBouncer(
 }
 
 /**
- * Starts the customer server as its own process and waits up to `limitMs` for it to exit; asks
+ * Starts a server (the customer server unless told) as its own process and waits up to `limitMs` for it to exit; asks
  * /readyz meanwhile. A server still running then is stopped, and reported with code null.
  */
 async function startExpectingExit(
   databaseUrl: string,
+  name = 'customer',
   limitMs = 20_000,
 ): Promise<{ code: number | null; output: string; saidReady: boolean }> {
   const port = await freePort();
   let output = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', `${root}servers/customer/src/main.ts`], {
-    cwd: `${root}servers/customer`,
+  const child = spawn(process.execPath, ['--import', 'tsx', `${root}servers/${name}/src/main.ts`], {
+    cwd: `${root}servers/${name}`,
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,
@@ -182,6 +183,21 @@ describe('PgBouncer in transaction mode', () => {
         await pooler.stop();
       }
     }, 40_000);
+
+  it('the console, too, refuses to start with the same sentence', async () => {
+    const pooler = await startPgBouncer((await db.as('console')).url, 'transaction', true);
+    try {
+      const { code, output, saidReady } = await startExpectingExit(
+        pooler.through((await db.as('console')).url),
+        'console',
+      );
+      expect(saidReady).toBe(false);
+      expect(code, output).toBe(1);
+      expect(output).toMatch(REFUSAL);
+    } finally {
+      await pooler.stop();
+    }
+  }, 40_000);
 });
 
 it('PgBouncer in session mode that refuses the read pool’s startup parameter: refused at start with the same fix', async () => {

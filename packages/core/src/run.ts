@@ -81,7 +81,7 @@ export async function checkRole(sql: Sql, deployable: string, allowOwner: boolea
  * of its own.
  */
 export const POOLER_NEEDS =
-  'Bulkhead keeps settings in each connection\'s session and LISTENs for token revocations, so it needs a session of its own ' +
+  "Bulkhead keeps settings in each connection's session and LISTENs for token revocations, so it needs a session of its own " +
   'for every connection: use PgBouncer with `pool_mode = session` (and `ignore_startup_parameters = default_transaction_read_only`), ' +
   'or connect to PostgreSQL directly';
 
