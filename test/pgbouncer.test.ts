@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createReadLanes } from '../packages/core/src/read-lanes.ts';
+import { createReadLanes } from '@bulkhead/core';
 import { parseToken, revokeToken } from '@bulkhead/core/operator';
 import { callFlat, connectTestClient, issueTestToken } from '@bulkhead/core/testing';
 import { createSql } from '@bulkhead/db';

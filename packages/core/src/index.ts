@@ -30,6 +30,7 @@ export { createHttpApp, type HttpApp, type HttpAppOptions } from './http-app.ts'
 export { bodyAborted } from './http/aborted.ts';
 export { createRefusalLog, type RefusalLog } from './http/refusal-log.ts';
 export { serveStdio, StartupError, type StdioOptions } from './stdio.ts';
+export { createReadLanes, type ReadLanes, type ReadSettings } from './read-lanes.ts';
 export {
   runServer,
   checkRole,
