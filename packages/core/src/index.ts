@@ -30,7 +30,17 @@ export { createHttpApp, type HttpApp, type HttpAppOptions } from './http-app.ts'
 export { bodyAborted } from './http/aborted.ts';
 export { createRefusalLog, type RefusalLog } from './http/refusal-log.ts';
 export { serveStdio, StartupError, type StdioOptions } from './stdio.ts';
-export { runServer, checkRole, POOL_MAX, READ_POOL_MAX, SHUTDOWN_GRACE_MS, type RunOptions } from './run.ts';
+export { createReadLanes, type ReadLanes, type ReadSettings } from './read-lanes.ts';
+export {
+  runServer,
+  checkRole,
+  checkPooler,
+  POOLER_NEEDS,
+  POOL_MAX,
+  READ_POOL_MAX,
+  SHUTDOWN_GRACE_MS,
+  type RunOptions,
+} from './run.ts';
 export { ToolError } from './errors.ts';
 export { secret } from './secret.ts';
 export { untrusted, untrustedTextSchema, type UntrustedText } from './untrusted.ts';

@@ -91,8 +91,11 @@ export function createReadLanes(reads: Sql, max: number): ReadLanes {
     let statement: Promise<{ pid: number }[]> | undefined;
     const conn = reads.reserve().then((c) => {
       // Executed at once, so that it is queued on the connection before anything a call can send on it.
+      // Read-only again, in the session: a pooler may drop the startup parameter that opened it so
+      // (PgBouncer's `ignore_startup_parameters`), and a read lane must never write.
       statement = c<{ pid: number }[]>`
         select pg_backend_pid() as pid,
+          set_config('default_transaction_read_only', 'on', false),
           set_config('bulkhead.customer_id', ${settings.customerId ?? ''}, false),
           set_config('statement_timeout', ${timeoutSetting(settings.timeoutMs)}, false)`.execute();
       return c;

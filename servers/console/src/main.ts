@@ -1,5 +1,12 @@
 import { serve } from '@hono/node-server';
-import { checkRole, ConfigError, createLogger, StartupError, workspaceRoot } from '@bulkhead/core';
+import {
+  checkPooler,
+  checkRole,
+  ConfigError,
+  createLogger,
+  StartupError,
+  workspaceRoot,
+} from '@bulkhead/core';
 import { discoverDeployables, migrate, openDatabase, roleSpecs } from '@bulkhead/db';
 import { createConsoleApp } from './app.tsx';
 import { loadEnv } from './env.ts';
@@ -15,6 +22,13 @@ try {
     log: (line) => logger.info(line),
     deployable: { name: 'console', roles: roleSpecs(deployables) },
   });
+  try {
+    // First: behind a pooler that loses sessions, even the migration's lock would not hold.
+    await checkPooler(db.sql);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
   if (env.BULKHEAD_MIGRATE) {
     const { applied } = await migrate(db.sql);
     if (applied.length) logger.info({ applied }, 'migrations applied');
