@@ -3,6 +3,7 @@ import {
   checkPooler,
   checkRole,
   ConfigError,
+  connectFailure,
   createLogger,
   StartupError,
   workspaceRoot,
@@ -27,7 +28,7 @@ try {
     await checkPooler(db.sql);
   } catch (err) {
     await db.close();
-    throw err;
+    throw connectFailure(err, db.url, 'console');
   }
   if (env.BULKHEAD_MIGRATE) {
     const { applied } = await migrate(db.sql);
