@@ -247,6 +247,10 @@ describe('capacity', () => {
     );
     const running = replicas.slice(1);
     expect(running).toHaveLength(3);
+    // What starting takes: the pooler probe's two connections of the main pool, one of the read pool, LISTEN.
+    const atStart = await held();
+    console.log(`three replicas started: ${JSON.stringify(atStart)}`);
+    expect(atStart.total).toBeLessThanOrEqual(3 * 4);
     const { answers, peak } = await load(byReplica.slice(1));
     const hung = answers.filter((a) => a.hung);
     const failed = answers.filter((a) => !a.ok && !a.hung);
