@@ -42,6 +42,8 @@ const WRITE = {
 const CLEAR_ERROR = /could not reach the database|did not finish within|try again|retry in a few seconds/i;
 
 const login = `bh_cap_${randomBytes(4).toString('hex')}`;
+/** A login of the console's, for the start with no connection left. */
+const consoleLogin = `${login}_console`;
 let db: TestDatabase;
 let loginUrl: string;
 const replicas: ServerProcess[] = [];
@@ -67,7 +69,9 @@ afterAll(async () => {
   await Promise.all([...clients.values()].map((c) => c.close().catch(() => {})));
   await Promise.all(replicas.map((r) => r.stop()));
   // The role is the cluster's: dropped once its processes are gone (it owns nothing).
-  if (db) await db.admin.unsafe(`drop role if exists ${login}`).catch(() => {});
+  if (db)
+    for (const role of [login, consoleLogin])
+      await db.admin.unsafe(`drop role if exists ${role}`).catch(() => {});
   await db?.drop();
 });
 
@@ -331,10 +335,34 @@ describe('capacity', () => {
     expect(stderr.trim()).toMatch(
       new RegExp(`^customer: could not connect to PostgreSQL as "${login}": too many connections for role`),
     );
-    expect(stderr).toContain('--connection-limit');
+    expect(stderr).toContain(`one customer process holds up to ${PER_REPLICA}`);
+    expect(stderr).toContain(`--login customer ${login} --connection-limit`);
     expect(stderr).not.toMatch(/\n\s+at /);
-    // The running replicas were not disturbed: each still serves (on the connections it holds).
-    await db.admin.unsafe(`alter role ${login} connection limit ${LIMIT}`);
+    // The running replicas were not disturbed: each still serves, on the connections it holds.
     for (const r of replicas.slice(1)) expect(exited(r), r.output()).toBeUndefined();
+    for (const own of byReplica.slice(1)) {
+      const answer = await call(own.get(CUSTOMERS[0]!)!, READS[0]!);
+      expect(answer, answer.text).toMatchObject({ ok: true });
+    }
+
+    // The console says the same, under a login of its own with no connection to give.
+    await ensureLogin(db.admin, 'console', consoleLogin, 'bulkhead-test', { connectionLimit: 0 });
+    const url = new URL(loginUrl);
+    url.username = consoleLogin;
+    const console_ = run(
+      ['src/main.ts'],
+      { DATABASE_URL: url.toString(), PORT: String(await freePort()) },
+      `${root}servers/console`,
+    );
+    const consoleCode = await console_.exit(20_000);
+    console.log(`console started with no connection left: exit ${consoleCode}: ${console_.output().trim()}`);
+    expect(consoleCode).toBe(1);
+    expect(console_.output().trim()).toMatch(
+      new RegExp(
+        `^console: could not connect to PostgreSQL as "${consoleLogin}": too many connections for role`,
+      ),
+    );
+    expect(console_.output()).toContain('one console process holds up to 11');
+    expect(console_.output()).toContain(`--login console ${consoleLogin} --connection-limit`);
   }, 60_000);
 });

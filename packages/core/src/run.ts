@@ -80,9 +80,10 @@ export async function checkRole(sql: Sql, deployable: string, allowOwner: boolea
 /**
  * A start-up step that could not connect, as one sentence: which role, what PostgreSQL said, and, when
  * no connection was left (53300: the login role's `CONNECTION LIMIT` or the server's `max_connections`
- * used up), what to do. Any other error is returned as it is.
+ * used up), what to do; `holds` is how many connections one such process holds at most. Any other error
+ * is returned as it is.
  */
-export function connectFailure(err: unknown, url: string, deployable: string): unknown {
+export function connectFailure(err: unknown, url: string, deployable: string, holds: number): unknown {
   if (err instanceof StartupError || !isConnectionError(err)) return err;
   let role = '';
   try {
@@ -95,7 +96,7 @@ export function connectFailure(err: unknown, url: string, deployable: string): u
   return new StartupError(
     `could not connect to PostgreSQL${role ? ` as "${role}"` : ''}: ${message}` +
       (full
-        ? ` (the login role's CONNECTION LIMIT or PostgreSQL's max_connections is used up; a server replica holds up to ${POOL_MAX + READ_POOL_MAX + 1}). ` +
+        ? ` (the login role's CONNECTION LIMIT or PostgreSQL's max_connections is used up; one ${deployable} process holds up to ${holds}). ` +
           `Raise the login's limit (\`bulkhead db roles --login ${deployable} ${role || '<login-role>'} --connection-limit N\`) ` +
           "or PostgreSQL's max_connections, or run fewer replicas"
         : '; check DATABASE_URL and that PostgreSQL is up'),
@@ -234,7 +235,7 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
   process.once('SIGTERM', () => void stop(0));
   /** A start-up step that failed: a `StartupError` is one sentence on stderr and exit 1; anything else is thrown on. */
   const startupFailed = async (err: unknown): Promise<never> => {
-    err = connectFailure(err, db.url, def.name);
+    err = connectFailure(err, db.url, def.name, POOL_MAX + READ_POOL_MAX + 1);
     if (err instanceof StartupError) {
       process.stderr.write(`${def.name}: ${err.message}\n`);
       await stop(1);
