@@ -317,6 +317,29 @@ describe('capacity', () => {
     }
   }, 60_000);
 
+  it('a gated server (token cache and approvals executor, three channels) LISTENs on one connection', async () => {
+    const adminLogin = (await db.as('admin')).url;
+    const admin = await spawnServer('admin', adminLogin, { LOG_LEVEL: 'warn' });
+    try {
+      const role = new URL(adminLogin).username;
+      // Until the executor's channels are subscribed (its last LISTEN is the outbox's), then a moment more.
+      for (let i = 0; i < 100; i++) {
+        const [row] = await db.admin<{ n: number }[]>`
+          select count(*)::int as n from pg_stat_activity
+          where usename = ${role} and datname = current_database() and query ilike 'listen%outbox%'`;
+        if (row!.n) break;
+        await pause(50);
+      }
+      await pause(300);
+      const now = await held(role);
+      console.log(`admin (gated) at rest: ${JSON.stringify(now)}`);
+      expect(now.listen).toBe(1);
+      expect(now.total).toBeLessThanOrEqual(4);
+    } finally {
+      await admin.stop();
+    }
+  }, 60_000);
+
   it('a replica started while the login has no connection left ends at once, saying so and what to do', async () => {
     // Used up entirely: the running replicas keep what they hold; nobody gets another.
     await db.admin.unsafe(`alter role ${login} connection limit 0`);
