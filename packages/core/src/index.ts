@@ -35,6 +35,7 @@ export {
   runServer,
   checkRole,
   checkPooler,
+  connectFailure,
   POOLER_NEEDS,
   POOL_MAX,
   READ_POOL_MAX,

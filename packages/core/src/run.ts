@@ -13,6 +13,8 @@ import {
   sessionHazards,
   type Sql,
 } from '@bulkhead/db';
+
+type ReservedSql = Awaited<ReturnType<Sql['reserve']>>;
 import { workspaceRoot, type ServerEnv } from './config.ts';
 import { startApprovalExecutor } from './approvals/executor.ts';
 import { hasGatedTools, type ServerDefinition } from './server-definition.ts';
@@ -76,6 +78,32 @@ export async function checkRole(sql: Sql, deployable: string, allowOwner: boolea
 }
 
 /**
+ * A start-up step that could not connect, as one sentence: which role, what PostgreSQL said, and, when
+ * no connection was left (53300: the login role's `CONNECTION LIMIT` or the server's `max_connections`
+ * used up), what to do; `holds` is how many connections one such process holds at most. Any other error
+ * is returned as it is.
+ */
+export function connectFailure(err: unknown, url: string, deployable: string, holds: number): unknown {
+  if (err instanceof StartupError || !isConnectionError(err)) return err;
+  let role = '';
+  try {
+    role = decodeURIComponent(new URL(url).username);
+  } catch {
+    // not a URL: say nothing of the role
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  const full = (err as { code?: unknown }).code === '53300';
+  return new StartupError(
+    `could not connect to PostgreSQL${role ? ` as "${role}"` : ''}: ${message}` +
+      (full
+        ? ` (the login role's CONNECTION LIMIT or PostgreSQL's max_connections is used up; one ${deployable} process holds up to ${holds}). ` +
+          `Raise the login's limit (\`bulkhead db roles --login ${deployable} ${role || '<login-role>'} --connection-limit N\`) ` +
+          "or PostgreSQL's max_connections, or run fewer replicas"
+        : '; check DATABASE_URL and that PostgreSQL is up'),
+  );
+}
+
+/**
  * What a server needs of a connection pooler between it and PostgreSQL, in one sentence: read lanes keep
  * the customer in the session and the token cache LISTENs, so every client connection must be a session
  * of its own.
@@ -99,7 +127,18 @@ export const POOLER_NEEDS =
  * ("prepared statement … does not exist") instead of telling.
  */
 export async function checkPooler(sql: Sql, reads?: Sql): Promise<void> {
-  const [a, b] = await Promise.all([sql.reserve(), sql.reserve()]);
+  // Both settled before going on: when one connection is refused (the login's limit reached), the other is
+  // released rather than kept reserved, and nothing is still connecting when the process stops.
+  const reserved = await Promise.allSettled([sql.reserve(), sql.reserve()]);
+  const refused = reserved.find((r) => r.status === 'rejected');
+  if (refused) {
+    for (const r of reserved) if (r.status === 'fulfilled') r.value.release();
+    throw refused.reason;
+  }
+  const [a, b] = reserved.map((r) => (r as PromiseFulfilledResult<ReservedSql>).value) as [
+    ReservedSql,
+    ReservedSql,
+  ];
   try {
     const once = async (c: typeof a, text: string, params: string[] = []) =>
       (await c.unsafe<{ pid: number; value: string | null }[]>(text, params, { prepare: false }))[0]!;
@@ -196,6 +235,7 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
   process.once('SIGTERM', () => void stop(0));
   /** A start-up step that failed: a `StartupError` is one sentence on stderr and exit 1; anything else is thrown on. */
   const startupFailed = async (err: unknown): Promise<never> => {
+    err = connectFailure(err, db.url, def.name, POOL_MAX + READ_POOL_MAX + 1);
     if (err instanceof StartupError) {
       process.stderr.write(`${def.name}: ${err.message}\n`);
       await stop(1);

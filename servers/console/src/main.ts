@@ -3,6 +3,7 @@ import {
   checkPooler,
   checkRole,
   ConfigError,
+  connectFailure,
   createLogger,
   StartupError,
   workspaceRoot,
@@ -27,7 +28,8 @@ try {
     await checkPooler(db.sql);
   } catch (err) {
     await db.close();
-    throw err;
+    // Its pool (openDatabase's default of 10) and the LISTEN connection of the token cache.
+    throw connectFailure(err, db.url, 'console', 11);
   }
   if (env.BULKHEAD_MIGRATE) {
     const { applied } = await migrate(db.sql);
