@@ -35,12 +35,15 @@ const READS = [
   { name: 'list_my_tickets', arguments: { limit: 5 } },
 ];
 /** What a client sees when its call's replica died under it: HAProxy's 502 or a lost connection. */
-const CLEAR_ERROR = /\b502\b|bad gateway|socket hang up|ECONNRESET|fetch failed|terminated|other side closed/i;
+const CLEAR_ERROR =
+  /\b502\b|bad gateway|socket hang up|ECONNRESET|fetch failed|terminated|other side closed/i;
 
 interface Pair {
   replicas: ServerProcess[];
   ports: number[];
   url: URL;
+  /** HAProxy's view of each replica: its status (UP, DOWN) and how many requests it was sent. */
+  stats: () => Promise<{ status: string; sent: number }[]>;
   haproxy: ChildProcess;
   output: () => string;
   dir: string;
@@ -52,7 +55,7 @@ const pairs: Pair[] = [];
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** HAProxy's configuration: round robin over two replicas, a dead one taken out by /readyz checks, refused connections retried on the other. */
-function config(port: number, ports: number[]): string {
+function config(port: number, statsPort: number, ports: number[]): string {
   return [
     'global',
     '  maxconn 2000',
@@ -73,6 +76,10 @@ function config(port: number, ports: number[]): string {
     '  option httpchk GET /readyz',
     '  default-server inter 500 fall 2 rise 1',
     ...ports.map((p, i) => `  server r${i + 1} 127.0.0.1:${p} check`),
+    'listen stats',
+    `  bind 127.0.0.1:${statsPort}`,
+    '  stats enable',
+    '  stats uri /stats',
     '',
   ].join('\n');
 }
@@ -85,13 +92,37 @@ async function startPair(env: Record<string, string>): Promise<Pair> {
   ]);
   const ports = replicas.map((r) => Number(r.url.port));
   const port = await freePort();
+  const statsPort = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'bulkhead-haproxy-'));
-  await writeFile(join(dir, 'haproxy.cfg'), config(port, ports));
-  const haproxy = spawn(HAPROXY, ['-f', join(dir, 'haproxy.cfg'), '-db'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  await writeFile(join(dir, 'haproxy.cfg'), config(port, statsPort, ports));
+  const haproxy = spawn(HAPROXY, ['-f', join(dir, 'haproxy.cfg'), '-db'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   haproxy.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   haproxy.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const pair: Pair = { replicas, ports, url: new URL(`http://127.0.0.1:${port}/mcp`), haproxy, output: () => out, dir };
+  const stats = async () => {
+    const csv = await (await fetch(`http://127.0.0.1:${statsPort}/stats;csv`)).text();
+    const [head, ...rows] = csv
+      .replace(/^# /, '')
+      .trim()
+      .split('\n')
+      .map((l) => l.split(','));
+    const col = (name: string) => head!.indexOf(name);
+    return ports.map((_, i) => {
+      const row = rows.find((r) => r[col('pxname')] === 'replicas' && r[col('svname')] === `r${i + 1}`)!;
+      return { status: row[col('status')]!, sent: Number(row[col('stot')]) };
+    });
+  };
+  const pair: Pair = {
+    replicas,
+    ports,
+    url: new URL(`http://127.0.0.1:${port}/mcp`),
+    stats,
+    haproxy,
+    output: () => out,
+    dir,
+  };
   pairs.push(pair);
   const deadline = Date.now() + 15_000;
   for (;;) {
@@ -141,7 +172,10 @@ async function read(client: Client, call: (typeof READS)[number]): Promise<Answe
     const text = (result.content as { text?: string }[]).map((c) => c.text ?? '').join('\n');
     return { ok: result.isError !== true, hung: false, text, started, ended: performance.now() };
   } catch (err) {
-    const text = err instanceof Error ? `${err.message} ${String((err as { cause?: unknown }).cause ?? '')}` : String(err);
+    const text =
+      err instanceof Error
+        ? `${err.message} ${String((err as { cause?: unknown }).cause ?? '')}`
+        : String(err);
     return { ok: false, hung: /timed? ?out/i.test(text), text, started, ended: performance.now() };
   }
 }
@@ -163,7 +197,11 @@ describe('two customer replicas behind HAProxy', () => {
     const pair = await startPair({ BULKHEAD_RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: 'warn' });
     const clients = await Promise.all(
       CUSTOMERS.map(async (customerId) =>
-        connectTestClient(pair.url, await issueTestToken(db.sql, customerServer, { customerId }), 'haproxy-test'),
+        connectTestClient(
+          pair.url,
+          await issueTestToken(db.sql, customerServer, { customerId }),
+          'haproxy-test',
+        ),
       ),
     );
     try {
@@ -173,6 +211,9 @@ describe('two customer replicas behind HAProxy', () => {
       let inFlight = 0;
       let inFlightAtKill = -1;
       let killedAt = 0;
+      /** When the killed process had ended: a call started until then may still have been sent to it. */
+      let deadAt = 0;
+      let sentAtRestart = 0;
       const callers = Array.from({ length: CALLERS }, async (_, i) => {
         const client = clients[i % clients.length]!;
         for (let n = 0; performance.now() < until; n++) {
@@ -187,6 +228,7 @@ describe('two customer replicas behind HAProxy', () => {
         inFlightAtKill = inFlight;
         killedAt = performance.now();
         await pair.replicas[0]!.stop('SIGKILL');
+        deadAt = performance.now();
         await pause(RESTART_AFTER_MS);
         pair.replicas[0] = await spawnServer(
           'customer',
@@ -194,10 +236,12 @@ describe('two customer replicas behind HAProxy', () => {
           { BULKHEAD_RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: 'warn' },
           pair.ports[0],
         );
+        sentAtRestart = (await pair.stats())[0]!.sent;
       })();
       await Promise.all([...callers, killer]);
       // After the load: the restarted replica is back in rotation (both answer through the balancer).
       const after = await Promise.all(clients.map((c) => read(c, READS[0]!)));
+      const [restarted, other] = await pair.stats();
 
       const served = answers.filter((a) => a.ok);
       const hung = answers.filter((a) => a.hung);
@@ -217,20 +261,23 @@ describe('two customer replicas behind HAProxy', () => {
       const texts = [...new Set(failed.map((a) => a.text.slice(0, 160)))];
       console.log(
         `haproxy: killed replica under load — ${answers.length} calls attempted by ${CALLERS} callers over ${LOAD_MS / 1000} s, ` +
-          `${served.length} served, ${failed.length} refused with a clear error (${inFlightAtKill} in flight at the kill), ` +
+          `${served.length} served, ${failed.length} refused with a clear error (${inFlightAtKill} in flight at the kill, the process gone ${Math.round(deadAt - killedAt)} ms after the signal), ` +
           `${hung.length} hung, ${recovery.toFixed(2)} s from the kill to 20 successes in a row; ` +
-          `restarted after ${RESTART_AFTER_MS / 1000} s; errors: ${texts.join(' | ') || 'none'}`,
+          `restarted after ${RESTART_AFTER_MS / 1000} s, then sent ${restarted!.sent - sentAtRestart} calls (${restarted!.status}; the other ${other!.sent} in all); ` +
+          `failed calls started at most ${Math.round(Math.max(0, ...failed.map((a) => a.started - killedAt)))} ms after the kill; errors: ${texts.join(' | ') || 'none'}`,
       );
       expect(hung.length).toBe(0);
       for (const a of failed) expect(a.text).toMatch(CLEAR_ERROR);
-      // Only calls in flight at the kill may fail (those on the killed replica): never more than the callers.
-      expect(failed.length).toBeLessThanOrEqual(inFlightAtKill);
-      expect(failed.every((a) => a.started <= killedAt + 50)).toBe(true);
+      // Only calls in flight on the killed replica may fail: never more than the callers, none started after it had ended.
+      expect(failed.length).toBeLessThanOrEqual(CALLERS);
+      expect(failed.filter((a) => a.started > deadAt)).toEqual([]);
       expect(Number.isFinite(recovery)).toBe(true);
       expect(recovery).toBeLessThan(3);
       for (const a of after) expect(a, a.text).toMatchObject({ ok: true });
       // The restarted replica serves directly, and HAProxy had it back (it answers through the balancer).
       expect((await fetch(new URL('/readyz', pair.replicas[0]!.url))).status).toBe(200);
+      expect(restarted!.status).toBe('UP');
+      expect(restarted!.sent - sentAtRestart).toBeGreaterThan(50);
       expect(pair.haproxy.exitCode).toBeNull();
     } finally {
       await Promise.all(clients.map((c) => c.close().catch(() => {})));
