@@ -43,7 +43,7 @@ interface Pair {
   ports: number[];
   url: URL;
   /** HAProxy's view of each replica: its status (UP, DOWN) and how many requests it was sent. */
-  stats: () => Promise<{ status: string; sent: number }[]>;
+  stats: () => Promise<{ status: string; sent: number; failed: number; redispatched: number }[]>;
   haproxy: ChildProcess;
   output: () => string;
   dir: string;
@@ -111,7 +111,13 @@ async function startPair(env: Record<string, string>): Promise<Pair> {
     const col = (name: string) => head!.indexOf(name);
     return ports.map((_, i) => {
       const row = rows.find((r) => r[col('pxname')] === 'replicas' && r[col('svname')] === `r${i + 1}`)!;
-      return { status: row[col('status')]!, sent: Number(row[col('stot')]) };
+      return {
+        status: row[col('status')]!,
+        sent: Number(row[col('stot')]),
+        /** Responses that failed on this replica (its connection lost mid-answer), and requests it refused that went to the other. */
+        failed: Number(row[col('eresp')]) + Number(row[col('srv_abrt')]),
+        redispatched: Number(row[col('wredis')]),
+      };
     });
   };
   const pair: Pair = {
@@ -264,6 +270,7 @@ describe('two customer replicas behind HAProxy', () => {
           `${served.length} served, ${failed.length} refused with a clear error (${inFlightAtKill} in flight at the kill, the process gone ${Math.round(deadAt - killedAt)} ms after the signal), ` +
           `${hung.length} hung, ${recovery.toFixed(2)} s from the kill to 20 successes in a row; ` +
           `restarted after ${RESTART_AFTER_MS / 1000} s, then sent ${restarted!.sent - sentAtRestart} calls (${restarted!.status}; the other ${other!.sent} in all); ` +
+          `HAProxy: ${restarted!.failed} answers lost on the killed replica, ${other!.failed} on the other, ${restarted!.redispatched} refused connections redispatched; ` +
           `failed calls started at most ${Math.round(Math.max(0, ...failed.map((a) => a.started - killedAt)))} ms after the kill; errors: ${texts.join(' | ') || 'none'}`,
       );
       expect(hung.length).toBe(0);
@@ -277,6 +284,8 @@ describe('two customer replicas behind HAProxy', () => {
       // The restarted replica serves directly, and HAProxy had it back (it answers through the balancer).
       expect((await fetch(new URL('/readyz', pair.replicas[0]!.url))).status).toBe(200);
       expect(restarted!.status).toBe('UP');
+      // HAProxy lost no answer of the replica that lived.
+      expect(other!.failed).toBe(0);
       expect(restarted!.sent - sentAtRestart).toBeGreaterThan(50);
       expect(pair.haproxy.exitCode).toBeNull();
     } finally {
