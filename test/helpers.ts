@@ -119,3 +119,15 @@ export async function startStack(dataDir: string, offset: number): Promise<Start
   }
   return { child, stdout: () => out, stderr: () => err };
 }
+
+/** The HTTP status of a raw 2026-07-28 `tools/list` through `url` with `token` (its body read and dropped). */
+export const listStatus = (url: URL, token: string): Promise<number> =>
+  fetch(url, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+  }).then(async (r) => (await r.arrayBuffer(), r.status));

@@ -12,7 +12,7 @@ import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { customerServer } from '../servers/customer/src/server.ts';
-import { freePort, root, spawnServer, type ServerProcess } from './helpers.ts';
+import { freePort, listStatus, root, spawnServer, type ServerProcess } from './helpers.ts';
 
 // A server behind PgBouncer 1.18 (Debian's), the pooler issue 27 was found with: in transaction mode
 // the customer server refuses to start with one sentence naming the fix (with and without the read
@@ -305,16 +305,7 @@ describe('PgBouncer in session mode (default_transaction_read_only ignored)', ()
 
   it('LISTENs through the pooler, and refuses a revoked token within a second', async () => {
     const token = await issueTestToken(db.sql, customerServer, { customerId: 'C-1001', label: 'revoked' });
-    const list = () =>
-      fetch(server.url, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
-      }).then((r) => r.status);
+    const list = () => listStatus(server.url, token);
     for (let i = 0; i < 3; i++) expect(await list()).toBe(200);
     // The token cache's LISTEN runs on a connection of its own, through the pooler, in a session it keeps.
     const role = decodeURIComponent(new URL(login).username);

@@ -3,7 +3,7 @@ import { issueTestToken } from '@bulkhead/core/testing';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { devKnowledgeServer } from '../servers/dev-knowledge/src/server.ts';
-import { spawnServer, type ServerProcess } from './helpers.ts';
+import { listStatus, spawnServer, type ServerProcess } from './helpers.ts';
 
 let db: TestDatabase;
 let replicas: ServerProcess[] = [];
@@ -17,23 +17,12 @@ afterAll(async () => {
   await db.drop();
 });
 
-const list = (url: URL, token: string) =>
-  fetch(url, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${token}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
-  }).then((r) => r.status);
-
 /** Asks every replica until each refuses `token`; returns how long that took. */
 async function untilRefusedEverywhere(token: string, limitMs = 3000): Promise<number> {
   const started = Date.now();
   const refused = new Set<number>();
   while (refused.size < replicas.length && Date.now() - started < limitMs) {
-    const statuses = await Promise.all(replicas.map((r) => list(r.url, token)));
+    const statuses = await Promise.all(replicas.map((r) => listStatus(r.url, token)));
     statuses.forEach((s, i) => s === 401 && refused.add(i));
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -43,7 +32,7 @@ async function untilRefusedEverywhere(token: string, limitMs = 3000): Promise<nu
 
 /** Keeps both replicas' caches warm with `token`, so that a refusal must come from an invalidation. */
 async function warm(token: string): Promise<void> {
-  for (let i = 0; i < 3; i++) for (const r of replicas) expect(await list(r.url, token)).toBe(200);
+  for (let i = 0; i < 3; i++) for (const r of replicas) expect(await listStatus(r.url, token)).toBe(200);
 }
 
 it('a revoked token is refused by every replica within a second (the database announces it)', async () => {
@@ -58,7 +47,7 @@ it('a rotated token is refused by every replica within a second, and its success
   await warm(token);
   const next = (await rotateToken(db.sql, parseToken(token)!.id, 'test'))!;
   expect(await untilRefusedEverywhere(token)).toBeLessThan(1000);
-  for (const r of replicas) expect(await list(r.url, next.token)).toBe(200);
+  for (const r of replicas) expect(await listStatus(r.url, next.token)).toBe(200);
 });
 
 it('even when the announcement is lost, a revoked token is refused within a second (verdicts are kept under a second)', async () => {

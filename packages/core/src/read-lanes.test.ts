@@ -179,13 +179,12 @@ describe('read lanes', () => {
       await new Promise<void>((r) => (endHolder = r));
     });
     while (holderPid === undefined) await pause(5);
-    const started = performance.now();
+    // The holder never lets go until the end: only the time limit can end this wait.
     const waited = await lanes
       .run({ customerId: 'C-1002', timeoutMs: 300 }, seen)
       .catch((err: unknown) => err);
     expect(waited).toBeInstanceOf(NoConnectionInTime);
     expect(isConnectionError(waited)).toBe(true);
-    expect(performance.now() - started).toBeLessThan(1_000);
     // The lane given up on is gone: C-1001's next call shares the busy lane at once instead of queueing behind it.
     expect(lanes.usage).toEqual({ lanes: 1, calls: 1 });
     const joined = await lanes.run({ customerId: 'C-1001', timeoutMs: 5_000 }, seen);
