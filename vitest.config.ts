@@ -7,6 +7,8 @@ export default defineConfig({
   test: {
     ...(report ? { reporters: ['default', 'json'], outputFile: { json: report } } : {}),
     include: ['packages/*/src/**/*.test.{ts,tsx}', 'servers/*/src/**/*.test.{ts,tsx}', 'test/**/*.test.ts'],
+    // test/scale runs on its own: `pnpm test:scale` (vitest.scale.config.ts).
+    exclude: ['**/node_modules/**', 'test/scale/**'],
     globalSetup: ['./test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,

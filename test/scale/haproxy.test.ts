@@ -9,8 +9,9 @@ import { connectTestClient, issueTestToken } from '@bulkhead/core/testing';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { seedDemo } from '@bulkhead/demo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { customerServer } from '../servers/customer/src/server.ts';
-import { freePort, listStatus, spawnServer, type ServerProcess } from './helpers.ts';
+import { customerServer } from '../../servers/customer/src/server.ts';
+import { freePort, listStatus, spawnServer, type ServerProcess } from '../helpers.ts';
+import { recordFigures } from './figures.ts';
 
 // Issue 27, item 3: replicas behind one address. Two replicas of the customer server behind HAProxy
 // (the Debian package, run here as a child process on loopback), real MCP clients connected to
@@ -261,6 +262,15 @@ describe('two customer replicas behind HAProxy', () => {
           `HAProxy: ${restarted!.failed} answers lost on the killed replica, ${other!.failed} on the other, ${restarted!.redispatched} refused connections redispatched; ` +
           `failed calls started at most ${Math.round(Math.max(0, ...failed.map((a) => a.started - killedAt)))} ms after the kill; errors: ${texts.join(' | ') || 'none'}`,
       );
+      recordFigures({
+        scenario: 'HAProxy: customer replica killed (kill -9) under load, restarted',
+        attempted: answers.length,
+        served: served.length,
+        refused: failed.length,
+        hung: hung.length,
+        recoverSeconds: Number(recovery.toFixed(2)),
+        other: { 'in flight at the kill': inFlightAtKill, 'lost on the other replica': other!.failed },
+      });
       expect(hung.length).toBe(0);
       for (const a of failed) expect(a.text).toMatch(CLEAR_ERROR);
       // Only calls in flight on the killed replica may fail: never more than the callers, none started after it had ended.

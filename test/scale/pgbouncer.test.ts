@@ -11,8 +11,8 @@ import { seedDemo } from '@bulkhead/demo';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { customerServer } from '../servers/customer/src/server.ts';
-import { freePort, listStatus, root, spawnServer, type ServerProcess } from './helpers.ts';
+import { customerServer } from '../../servers/customer/src/server.ts';
+import { freePort, listStatus, root, spawnServer, type ServerProcess } from '../helpers.ts';
 
 // A server behind PgBouncer 1.18 (Debian's), the pooler issue 27 was found with: in transaction mode
 // the customer server refuses to start with one sentence naming the fix (with and without the read

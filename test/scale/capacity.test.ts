@@ -7,8 +7,8 @@ import { ensureLogin } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { seedDemo } from '@bulkhead/demo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { customerServer } from '../servers/customer/src/server.ts';
-import { freePort, root, spawnServer, type ServerProcess } from './helpers.ts';
+import { customerServer } from '../../servers/customer/src/server.ts';
+import { freePort, root, spawnServer, type ServerProcess } from '../helpers.ts';
 
 // Issue 27, item 4: capacity. A replica of an MCP server holds at most its main pool, its read pool and
 // the one LISTEN connection of postgres.js; measured here at saturation. Then three replicas under a
