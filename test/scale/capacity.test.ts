@@ -9,6 +9,7 @@ import { seedDemo } from '@bulkhead/demo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { customerServer } from '../../servers/customer/src/server.ts';
 import { freePort, root, spawnServer, type ServerProcess } from '../helpers.ts';
+import { recordFigures } from './figures.ts';
 
 // Issue 27, item 4: capacity. A replica of an MCP server holds at most its main pool, its read pool and
 // the one LISTEN connection of postgres.js; measured here at saturation. Then three replicas under a
@@ -231,6 +232,13 @@ describe('capacity', () => {
       `one replica, ${CALLERS} callers of ${CUSTOMERS.length} customers, reads and writes: ${answers.length} calls, ` +
         `${failed.length} failed; peak connections ${peak} (LISTEN ${peakListen}); after the load: ${JSON.stringify(await held())}`,
     );
+    recordFigures({
+      scenario: `Capacity: one customer replica, ${CALLERS} callers`,
+      attempted: answers.length,
+      served: answers.length - failed.length,
+      refused: failed.length,
+      other: { 'peak connections': peak, 'sealer peak': sealerPeak.peak },
+    });
     expect(failed.map((a) => a.text)).toEqual([]);
     // Saturated: both pools were full at once, with the LISTEN connection beside them; never more.
     expect(peak).toBe(PER_REPLICA);
@@ -265,6 +273,14 @@ describe('capacity', () => {
         `${failed.length} with an error (${unavailable.length} "could not reach the database"), ${hung.length} hung; ` +
         `peak connections ${peak}; slowest answer ${Math.round(Math.max(...answers.map((a) => a.ms)))} ms; errors: ${texts.join(' | ')}`,
     );
+    recordFigures({
+      scenario: `Capacity: three replicas under a ${LIMIT}-connection login limit`,
+      attempted: answers.length,
+      served: answers.filter((a) => a.ok).length,
+      refused: failed.length,
+      hung: hung.length,
+      other: { 'peak connections': peak, 'could not reach the database': unavailable.length },
+    });
     expect(hung.map((a) => a.text)).toEqual([]);
     // The limit was reached (else this tested nothing), and held.
     expect(failed.length).toBeGreaterThan(0);

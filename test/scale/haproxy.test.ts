@@ -5,10 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/client';
 import { parseToken, revokeToken } from '@bulkhead/core/operator';
-import { connectTestClient, issueTestToken } from '@bulkhead/core/testing';
+import { connectTaskClient, connectTestClient, issueTestToken, testApprover } from '@bulkhead/core/testing';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { seedDemo } from '@bulkhead/demo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminServer } from '../../servers/admin/src/server.ts';
 import { customerServer } from '../../servers/customer/src/server.ts';
 import { freePort, listStatus, spawnServer, type ServerProcess } from '../helpers.ts';
 import { recordFigures } from './figures.ts';
@@ -40,6 +41,8 @@ const CLEAR_ERROR =
   /\b502\b|bad gateway|socket hang up|ECONNRESET|fetch failed|terminated|other side closed/i;
 
 interface Pair {
+  server: string;
+  databaseUrl: string;
   replicas: ServerProcess[];
   ports: number[];
   url: URL;
@@ -85,11 +88,15 @@ function config(port: number, statsPort: number, ports: number[]): string {
   ].join('\n');
 }
 
-/** Two replicas of the customer server with `env`, and HAProxy in front of them. */
-async function startPair(env: Record<string, string>): Promise<Pair> {
+/** Two replicas of `server` (the customer server unless said) with `env`, and HAProxy in front of them. */
+async function startPair(
+  env: Record<string, string>,
+  server = 'customer',
+  databaseUrl = customerUrl,
+): Promise<Pair> {
   const replicas = await Promise.all([
-    spawnServer('customer', customerUrl, env),
-    spawnServer('customer', customerUrl, env),
+    spawnServer(server, databaseUrl, env),
+    spawnServer(server, databaseUrl, env),
   ]);
   const ports = replicas.map((r) => Number(r.url.port));
   const port = await freePort();
@@ -122,6 +129,8 @@ async function startPair(env: Record<string, string>): Promise<Pair> {
     });
   };
   const pair: Pair = {
+    server,
+    databaseUrl,
     replicas,
     ports,
     url: new URL(`http://127.0.0.1:${port}/mcp`),
@@ -148,7 +157,7 @@ async function startPair(env: Record<string, string>): Promise<Pair> {
 beforeAll(async () => {
   if (!existsSync(HAPROXY))
     throw new Error(
-      `${HAPROXY} is absent: install HAProxy (Debian: apt-get install haproxy; .ci/run does it) to run test/haproxy.test.ts`,
+      `${HAPROXY} is absent: install HAProxy (Debian: apt-get install haproxy; .ci/run does it) to run test/scale/haproxy.test.ts`,
     );
   db = await createTestDatabase();
   await seedDemo(db.sql);
@@ -341,4 +350,143 @@ describe('two customer replicas behind HAProxy', () => {
       expect(direct).toEqual([401, 401]);
     }, 30_000);
   });
+});
+
+describe('two admin replicas behind HAProxy: gated calls as tasks', () => {
+  /** Gated calls made as tasks, and the pollers asking tasks/get about them through the balancer. */
+  const TASKS = 12;
+  const POLLERS = 4;
+
+  interface Poll {
+    taskId: string;
+    status: string;
+    result: string;
+    started: number;
+    ended: number;
+  }
+
+  it('created, approved and polled through the balancer while a replica is killed and restarted: every task shows one state, each approved action runs once', async () => {
+    const env = { BULKHEAD_RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: 'warn' };
+    const pair = await startPair(env, 'admin', (await db.as(adminServer.name)).url);
+    const token = await issueTestToken(db.sql, adminServer, { label: 'Agent framework (billing)' });
+    const approver = await testApprover(db, 'jonas@example.test');
+    const client = await connectTaskClient(pair.url, token, 'haproxy-tasks');
+    try {
+      const invoices = await db.sql<{ number: string }[]>`
+        select invoice_number as number from invoice_balances
+        where status in ('open', 'overdue') and due_cents >= 5000 order by invoice_number limit ${TASKS}`;
+      expect(invoices).toHaveLength(TASKS);
+      const ids: string[] = [];
+      for (const invoice of invoices) {
+        const created = await client.callToolAsTask('issue_credit_note', {
+          invoice_number: invoice.number,
+          amount_cents: 1000,
+          reason: 'Goodwill credit, asked through the balancer.',
+        });
+        expect(created).toMatchObject({ resultType: 'task', status: 'working' });
+        ids.push(created.taskId as string);
+      }
+
+      const polls: Poll[] = [];
+      let failed = 0;
+      let hung = 0;
+      const errors = new Set<string>();
+      const done = new Set<string>();
+      let next = 0;
+      const pollers = Array.from({ length: POLLERS }, async () => {
+        while (done.size < TASKS) {
+          const taskId = ids[next++ % TASKS]!;
+          if (done.has(taskId)) continue;
+          const started = performance.now();
+          try {
+            const task = await client.task('tasks/get', { taskId });
+            const status = String(task.status);
+            polls.push({
+              taskId,
+              status,
+              result: JSON.stringify(task.result ?? null),
+              ended: performance.now(),
+            });
+            if (status !== 'working') done.add(taskId);
+          } catch (err) {
+            const text = err instanceof Error ? `${err.message} ${String(err.cause ?? '')}` : String(err);
+            if (/timed? ?out/i.test(text)) hung++;
+            else failed++;
+            errors.add(text.slice(0, 160));
+          }
+          await pause(25);
+        }
+      });
+      let killedAt = 0;
+      const approvals = (async () => {
+        for (const [i, id] of ids.entries()) {
+          if (i === TASKS / 2) {
+            killedAt = performance.now();
+            await pair.replicas[0]!.stop('SIGKILL');
+            await pause(RESTART_AFTER_MS);
+            pair.replicas[0] = await spawnServer('admin', pair.databaseUrl, env, pair.ports[0]);
+          }
+          await approver.decide(id, 'approve', { reason: 'Agreed with sales.' });
+          await pause(150);
+        }
+      })();
+      await Promise.all([...pollers, approvals]);
+
+      // Asked once more each, after all is done: the same answer as the first that said completed.
+      const final = new Map<string, string>();
+      for (const id of ids) {
+        const task = await client.task('tasks/get', { taskId: id });
+        expect(task.status, id).toBe('completed');
+        final.set(id, JSON.stringify(task.result));
+      }
+      let regressions = 0;
+      let differentResults = 0;
+      for (const id of ids) {
+        // Polls overlap: one asked before the completion may answer after one asked later. A poll that
+        // went back is one sent after a "completed" answer had arrived and answering otherwise.
+        const mine = polls.filter((p) => p.taskId === id);
+        const completed = mine.filter((p) => p.status === 'completed');
+        expect(completed.length, id).toBeGreaterThan(0);
+        const firstDone = Math.min(...completed.map((p) => p.ended));
+        regressions += mine.filter((p) => p.started > firstDone && p.status !== 'completed').length;
+        differentResults += completed.filter((p) => p.result !== final.get(id)).length;
+      }
+      const notes = await db.sql<{ approvalId: string; n: number }[]>`
+        select approval_id as "approvalId", count(*)::int as n from credit_notes
+        where approval_id in ${db.sql(ids)} group by approval_id`;
+      const executions = await db.sql<{ approvalId: string; n: number }[]>`
+        select approval_id as "approvalId", count(*)::int as n from audit_events
+        where approval_id in ${db.sql(ids)} and method = 'approvals/execute' and outcome = 'executed'
+        group by approval_id`;
+      const twice = notes.filter((r) => r.n > 1).length + executions.filter((r) => r.n > 1).length;
+      const lost = TASKS - notes.length;
+      const withoutEvent = notes.filter((r) => !executions.some((e) => e.approvalId === r.approvalId)).length;
+      console.log(
+        `haproxy: two admin replicas, ${TASKS} credit notes as tasks — ${polls.length + failed + hung} tasks/get polls through the balancer, ` +
+          `${polls.length} answered, ${failed} refused with a clear error (replica killed ${Math.round(killedAt)} ms in), ${hung} hung; ` +
+          `${regressions} answers went back from completed, ${differentResults} completed answers differed from the final one; ` +
+          `credit notes: ${notes.length} tasks with one, ${twice} run twice, ${lost} lost, ${withoutEvent} without their event; errors: ${[...errors].join(' | ') || 'none'}`,
+      );
+      recordFigures({
+        scenario: 'HAProxy: admin replica killed while tasks are approved and polled',
+        attempted: polls.length + failed + hung,
+        served: polls.length,
+        refused: failed,
+        hung,
+        effectsWithoutEvents: withoutEvent,
+        doubleExecutions: twice,
+        other: { tasks: TASKS, lost, 'answers back from completed': regressions },
+      });
+      expect(hung).toBe(0);
+      for (const e of errors) expect(e).toMatch(CLEAR_ERROR);
+      expect(regressions).toBe(0);
+      expect(differentResults).toBe(0);
+      expect(twice).toBe(0);
+      expect(lost).toBe(0);
+      expect(withoutEvent).toBe(0);
+      expect(notes.every((r) => r.n === 1)).toBe(true);
+    } finally {
+      await client.close().catch(() => {});
+    }
+  }, 120_000);
 });

@@ -13,6 +13,7 @@ import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { customerServer } from '../../servers/customer/src/server.ts';
 import { freePort, listStatus, root, spawnServer, type ServerProcess } from '../helpers.ts';
+import { recordFigures } from './figures.ts';
 
 // A server behind PgBouncer 1.18 (Debian's), the pooler issue 27 was found with: in transaction mode
 // the customer server refuses to start with one sentence naming the fix (with and without the read
@@ -298,6 +299,17 @@ describe('PgBouncer in session mode (default_transaction_read_only ignored)', ()
       `pgbouncer session mode: ${CALLS} reads, ${clients.length} customers, ${crossCustomer} cross-customer, ` +
         `${wrong} wrong, ${errors} errors, ${seconds.toFixed(1)} s`,
     );
+    recordFigures({
+      scenario: `PgBouncer (session mode): concurrent reads by ${clients.length} customers`,
+      attempted: CALLS,
+      served: CALLS - errors,
+      refused: errors,
+      other: {
+        'cross-customer answers': crossCustomer,
+        'wrong answers': wrong,
+        seconds: Number(seconds.toFixed(1)),
+      },
+    });
     expect(samples).toEqual([]);
     expect({ crossCustomer, wrong, errors }).toEqual({ crossCustomer: 0, wrong: 0, errors: 0 });
     expect((await fetch(new URL('/readyz', server.url))).status).toBe(200);
@@ -322,6 +334,7 @@ describe('PgBouncer in session mode (default_transaction_read_only ignored)', ()
     }
     const ms = Date.now() - started;
     console.log(`pgbouncer session mode: revoked token refused after ${ms} ms`);
+    recordFigures({ scenario: 'PgBouncer (session mode): revocation', other: { 'ms to refusal': ms } });
     expect(status).toBe(401);
     expect(ms).toBeLessThan(1000);
   });
