@@ -405,6 +405,7 @@ describe('two admin replicas behind HAProxy: gated calls as tasks', () => {
               taskId,
               status,
               result: JSON.stringify(task.result ?? null),
+              started,
               ended: performance.now(),
             });
             if (status !== 'working') done.add(taskId);
