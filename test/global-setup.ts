@@ -2,6 +2,7 @@ import { lstat, mkdtemp, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureEmbedded, type EmbeddedDatabase } from '@bulkhead/db';
+import { ensureBundle } from '@bulkhead/cli/bundle';
 
 /**
  * Gives every test file a Postgres server to create its own databases on:
@@ -9,6 +10,8 @@ import { ensureEmbedded, type EmbeddedDatabase } from '@bulkhead/db';
  * embedded default, started in a temporary data dir and stopped afterwards.
  */
 export default async function setup(): Promise<() => Promise<void>> {
+  // The CLI's bundle, built once here when a source changed, so that no test's run of `bulkhead` builds it.
+  await ensureBundle({ quiet: true });
   // The test harness is a deployable of its own; this is its one environment read.
   const external = process.env.DATABASE_URL;
   if (external) {

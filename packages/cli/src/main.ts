@@ -1,12 +1,10 @@
-import { ConfigError } from '@bulkhead/core';
-import { dropPnpmSeparator, type Command } from './command.ts';
-import { commands } from './commands/index.ts';
-import { loadEnv } from './env.ts';
+import { dropPnpmSeparator } from './command.ts';
+import { commands, type CommandEntry } from './commands/index.ts';
 import { CliError, UsageError, processIo } from './io.ts';
 
 const io = processIo();
 
-function help(list: Command[]): string {
+function help(list: CommandEntry[]): string {
   return [
     'Usage: bulkhead <command> [options]',
     '',
@@ -25,16 +23,20 @@ async function main(argv: string[]): Promise<number> {
     io.out(help(commands));
     return name ? 0 : 2;
   }
-  const command = commands.find((c) => c.name === name);
-  if (!command) {
+  const entry = commands.find((c) => c.name === name);
+  if (!entry) {
     io.err(`bulkhead: unknown command "${name}"\n\n${help(commands)}`);
     return 2;
   }
+  const command = await entry.load();
   if ((rest[0] === '--help' || rest[0] === '-h') && !command.help.includes('<command>')) {
     io.out(command.help);
     return 0;
   }
+  // The kit's configuration errors are told like the CLI's own; loaded with the command, not before.
+  const { ConfigError } = await import('@bulkhead/core');
   try {
+    const { loadEnv } = await import('./env.ts');
     const env = loadEnv();
     // pnpm runs scripts in packages/cli; relative paths (--output, folders) mean where the user typed the command.
     process.chdir(env.cwd);

@@ -1,10 +1,8 @@
 import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 
-const main = fileURLToPath(new URL('./main.ts', import.meta.url));
-// By path, not by name: `--import tsx` would be looked up from the child's working directory.
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+// The `bulkhead` binary as users run it: the launcher and its bundle (built by the tests' global setup).
+const bin = fileURLToPath(new URL('../bin/bulkhead.mjs', import.meta.url));
 
 /** What one CLI run printed and returned. */
 export interface CliRun {
@@ -20,7 +18,7 @@ export function runCli(
   cwd?: string,
 ): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', tsx, main, ...args], {
+    const child = spawn(process.execPath, [bin, ...args], {
       ...(cwd ? { cwd } : {}),
       env: { ...process.env, LOG_LEVEL: 'warn', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -24,7 +24,7 @@ async function cli(args: string[]): Promise<{ code: number; stdout: string; stde
   let stdout = '';
   let stderr = '';
   const io: Io = { out: (l) => (stdout += `${l}\n`), err: (l) => (stderr += `${l}\n`), progress: () => {} };
-  const command = commands.find((c) => c.name === args[0])!;
+  const command = await commands.find((c) => c.name === args[0])!.load();
   try {
     const code = await command.run(args.slice(1), { env: loadEnv(env), io });
     return { code, stdout, stderr };

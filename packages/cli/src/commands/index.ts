@@ -1,28 +1,69 @@
 import type { Command } from '../command.ts';
-import { approvalsCommand } from './approvals.ts';
-import { approversCommand } from './approvers.ts';
-import { auditCommand } from './audit.ts';
-import { dbCommand } from './db.ts';
-import { demoStartHook } from './demo-start.ts';
-import { kbStartHook } from './kb-start.ts';
-import { kbCommand } from './kb.ts';
-import { lintToolsCommand } from './lint-tools.ts';
-import { newCommand } from './new.ts';
-import { startCommand, startHooks } from './start.ts';
-import { tokensCommand } from './tokens.ts';
+
+/**
+ * A top-level command as `bulkhead --help` lists it. Its code (and the kit, the SDK, zod and the
+ * database client behind it) is loaded only when it runs, so `--help` answers at once;
+ * commands.test.ts checks that each summary is the one the loaded command has.
+ */
+export interface CommandEntry {
+  name: string;
+  summary: string;
+  load(): Promise<Command>;
+}
 
 /** Every top-level command, in the order `--help` lists them. */
-export const commands: Command[] = [
-  startCommand,
-  tokensCommand,
-  approvalsCommand,
-  approversCommand,
-  auditCommand,
-  kbCommand,
-  lintToolsCommand,
-  newCommand,
-  dbCommand(),
+export const commands: CommandEntry[] = [
+  {
+    name: 'start',
+    summary: 'start the database (embedded unless DATABASE_URL) and every server',
+    load: async () => {
+      const [{ startCommand, startHooks }, { kbStartHook }, { demoStartHook }] = await Promise.all([
+        import('./start.ts'),
+        import('./kb-start.ts'),
+        import('./demo-start.ts'),
+      ]);
+      for (const hook of [kbStartHook, demoStartHook]) if (!startHooks.includes(hook)) startHooks.push(hook);
+      return startCommand;
+    },
+  },
+  {
+    name: 'tokens',
+    summary: 'Issue, list, rotate and revoke per-client access tokens.',
+    load: async () => (await import('./tokens.ts')).tokensCommand,
+  },
+  {
+    name: 'approvals',
+    summary: 'List, inspect, approve and reject gated actions.',
+    load: async () => (await import('./approvals.ts')).approvalsCommand,
+  },
+  {
+    name: 'approvers',
+    summary: 'Issue, list and revoke approver tokens for the console.',
+    load: async () => (await import('./approvers.ts')).approversCommand,
+  },
+  {
+    name: 'audit',
+    summary: 'Read, export, seal, verify and prune the audit log.',
+    load: async () => (await import('./audit.ts')).auditCommand,
+  },
+  {
+    name: 'kb',
+    summary: 'the engineering knowledge base (dev-knowledge)',
+    load: async () => (await import('./kb.ts')).kbCommand,
+  },
+  {
+    name: 'lint-tools',
+    summary: 'check the tools a running MCP server shows the model',
+    load: async () => (await import('./lint-tools.ts')).lintToolsCommand,
+  },
+  {
+    name: 'new',
+    summary: 'scaffold a new bounded server',
+    load: async () => (await import('./new.ts')).newCommand,
+  },
+  {
+    name: 'db',
+    summary: 'Database schema and data.',
+    load: async () => (await import('./db.ts')).dbCommand(),
+  },
 ];
-
-startHooks.push(kbStartHook);
-startHooks.push(demoStartHook);

@@ -5,7 +5,7 @@ import type { Io } from '../io.ts';
 import { workspaceRoot } from '@bulkhead/core';
 import { kbStartHook } from './kb-start.ts';
 import { startHooks } from './start.ts';
-import './index.ts';
+import { commands } from './index.ts';
 
 let db: TestDatabase;
 
@@ -26,7 +26,8 @@ function bufferIo() {
 describe('the knowledge-base start hook', () => {
   const env = loadEnv({ BULKHEAD_DATA_DIR: '/tmp/unused', INIT_CWD: workspaceRoot() });
 
-  it('is registered with `start`', () => {
+  it('is registered with `start` when start is loaded', async () => {
+    await commands.find((c) => c.name === 'start')!.load();
     expect(startHooks).toContain(kbStartHook);
   });
 

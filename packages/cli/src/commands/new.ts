@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { type ServerDefinition } from '@bulkhead/core';
 import { lintServer } from '@bulkhead/core/operator';
 import type * as Prettier from 'prettier';
@@ -139,7 +139,8 @@ function versions(): NewServer['versions'] {
  * returns its README with the measured figures, exactly as `pnpm figures` writes them.
  */
 async function measuredReadme(s: NewServer, files: Record<string, string>): Promise<string> {
-  const cli = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
+  // From the repository, not from this file: the CLI also runs bundled (packages/cli/dist).
+  const cli = join(repoRoot, 'packages', 'cli');
   const scratch = join(
     cli,
     'node_modules',
@@ -153,10 +154,12 @@ async function measuredReadme(s: NewServer, files: Record<string, string>): Prom
       await mkdir(dirname(join(scratch, path)), { recursive: true });
       await writeFile(join(scratch, path), text);
     }
-    const module = (await import(pathToFileURL(join(scratch, 'src', 'server.ts')).href)) as Record<
-      string,
-      unknown
-    >;
+    // TypeScript, loaded through tsx whether this CLI runs from source or from its bundle.
+    const { tsImport } = await import('tsx/esm/api');
+    const module = (await tsImport(
+      pathToFileURL(join(scratch, 'src', 'server.ts')).href,
+      import.meta.url,
+    )) as Record<string, unknown>;
     const def = Object.values(module).find(
       (v): v is ServerDefinition => typeof v === 'object' && v !== null && 'catalog' in v,
     )!;
