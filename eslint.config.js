@@ -91,6 +91,7 @@ const CORE_LAYERS = [
       'server-definition.ts',
       'time-limit.ts',
       'untrusted.ts',
+      'upstream/',
       'visible.ts',
     ],
   },

@@ -18,6 +18,8 @@ import { shapeResult, type ShapedResult } from './result.ts';
 import { maskSecrets, redactArguments } from './secret.ts';
 import { ARGUMENT_LIMITS, argumentsOverLimit, type OverLimit } from './argument-limits.ts';
 import { Cancelled, NoConnectionInTime, TimeLimitExceeded, waitAtMost, withTimeLimit } from './time-limit.ts';
+import { createUpstreamClient, UpstreamError } from './upstream/client.ts';
+import { createUpstreams, type UpstreamRecord, type Upstreams } from './upstream/upstreams.ts';
 
 /** The default time limit of a tool call. */
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -42,7 +44,11 @@ export interface CallKit {
   audit: AuditWriter;
   approvals?: ApprovalRequester;
   auditFullResults: boolean;
+  /** The upstreams the server declares (`bulkhead.upstreams`); none when absent. */
+  upstreams?: Upstreams;
 }
+
+const NO_UPSTREAMS = createUpstreams();
 
 /** One tool call as it arrives. */
 export interface CallRequest {
@@ -135,11 +141,21 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
     // An unknown tool's arguments are not recorded: which of them are secret is unknown; oversized ones neither.
     arguments: tool && !oversized ? redactArguments(tool.input, req.arguments) : null,
   };
+  /** The call's requests to upstreams, kept in its event (refused ones included). */
+  const upstreamCalls: UpstreamRecord[] = [];
   const event = (outcome: Outcome, extra: Partial<AuditEventInput> = {}): AuditEventInput => ({
     ...base,
     outcome,
     durationMs: performance.now() - started,
     ...extra,
+    ...(upstreamCalls.length
+      ? {
+          resultSummary: {
+            ...(extra.resultSummary as Record<string, unknown> | undefined),
+            upstream: [...upstreamCalls],
+          },
+        }
+      : {}),
   });
   /**
    * Records the outcome on its own (nothing else to commit with it) and answers, or withholds the
@@ -231,6 +247,12 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
             server: kit.server,
             requestId: req.requestId,
             progress: req.progress ?? NO_PROGRESS.report,
+            upstream: (upstreamName) =>
+              createUpstreamClient(kit.upstreams ?? NO_UPSTREAMS, upstreamName, {
+                signal,
+                records: upstreamCalls,
+                readOnly: !writes,
+              }),
           };
           if (tool.approval) {
             if (!kit.approvals)
@@ -285,6 +307,7 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
       return refuse('timeout', text);
     }
     if (err instanceof Cancelled) return cancelled();
+    if (err instanceof UpstreamError) return refuse(err.outcome, err.message);
     if (err instanceof ToolError) return refuse('tool_error', err.message);
     if (isConnectionError(err)) {
       logger.warn({ err }, 'database unavailable');

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { Sql } from '@bulkhead/db';
 import type { Access } from './access.ts';
 import type { ProgressReporter } from './progress.ts';
+import type { UpstreamClient } from './upstream/client.ts';
 
 /** What a handler running an approved action may use for effects outside the database. */
 export interface Outbox {
@@ -37,6 +38,12 @@ export interface ToolContext {
    * nothing. Never throws and never waits: call it freely.
    */
   progress: ProgressReporter;
+  /**
+   * The client of an upstream the server declares in its manifest (`bulkhead.upstreams`): the only way a
+   * handler reaches another system. The call's time limit and cancellation reach its requests, each
+   * is recorded in the call's audit event, and a read-only tool may only read. An undeclared name throws.
+   */
+  upstream: (name: string) => UpstreamClient;
   /** Set only while an approved action runs: effects outside the database go here, in the same transaction. */
   outbox?: Outbox;
   /**

@@ -24,6 +24,7 @@ import { createRefusalLog, type RefusalLog } from './http/refusal-log.ts';
 import { createCancellations } from './http/cancellations.ts';
 import type { McpEnv } from './http/state.ts';
 import { createResultWaits, type ResultWaitLimits } from './tasks/result-waits.ts';
+import type { Upstreams } from './upstream/upstreams.ts';
 
 /** What serving a definition over HTTP needs. */
 export interface HttpAppOptions {
@@ -72,6 +73,8 @@ export interface HttpAppOptions {
    * (RFC 9728) and names it in every 401, so that a client can get a token by OAuth.
    */
   authorizationServer?: string | undefined;
+  /** The upstreams the server declares (`bulkhead.upstreams`, see `resolveUpstreams`); counted on `/metrics`. */
+  upstreams?: Upstreams;
 }
 
 /** A served server: the Hono app and how to release what it holds. */
@@ -149,6 +152,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
       ...(options.allowedOrigins ?? []).map((o) => originHostname(o)!),
     ]),
   ];
+  options.upstreams?.observe(metrics.upstream);
   const reads = options.reads ? createReadLanes(options.reads, options.reads.options.max) : undefined;
   const kit: CallKit = {
     server: def.name,
@@ -158,6 +162,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     logger,
     audit,
     auditFullResults: options.auditFullResults ?? false,
+    ...(options.upstreams ? { upstreams: options.upstreams } : {}),
     ...approvalsFor(def, options),
   };
   const mcp = createMcpHandler(

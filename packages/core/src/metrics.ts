@@ -3,12 +3,15 @@ import { UNSEALED_LIMIT_MS, type AuditEventInput, type AuditWriter } from '@bulk
 import type { Sql } from '@bulkhead/db';
 import type { MiddlewareHandler } from 'hono';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { UpstreamRecord } from './upstream/upstreams.ts';
 
 /** What a deployable exposes on `/metrics` (Prometheus text format), one registry per app. */
 export interface Metrics {
   registry: Registry;
   /** The audit writer, counting every event it writes: one per request, so requests by server, tool and outcome. */
   audited(audit: AuditWriter): AuditWriter;
+  /** Counts one request to an upstream: by upstream and status, errors and refusals apart, and its latency. */
+  upstream(record: UpstreamRecord): void;
 }
 
 /** Where the gauges read from on each scrape. */
@@ -193,6 +196,33 @@ export function createMetrics(sources: MetricsSources): Metrics {
       refusals.inc({ outcome: e.outcome, reason: typeof reason === 'string' ? reason.slice(0, 40) : 'none' });
     }
   };
+  const upstreamRequests = new Counter({
+    name: 'bulkhead_upstream_requests_total',
+    help: 'Requests to a declared upstream, by upstream, method and status class (2xx … 5xx, or none when it gave no answer).',
+    labelNames: ['upstream', 'method', 'status'] as const,
+    registers: [registry],
+  });
+  const upstreamErrors = new Counter({
+    name: 'bulkhead_upstream_errors_total',
+    help: 'Requests to an upstream that failed (no answer, 5xx) or that the kit refused (undeclared host, too large, too slow), by reason.',
+    labelNames: ['upstream', 'reason'] as const,
+    registers: [registry],
+  });
+  const upstreamDuration = new Histogram({
+    name: 'bulkhead_upstream_request_duration_seconds',
+    help: 'Time from a request to an upstream to the end of its answer, by upstream.',
+    labelNames: ['upstream'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const upstream = (r: UpstreamRecord) => {
+    const status = r.status === null ? 'none' : `${Math.floor(r.status / 100)}xx`;
+    upstreamRequests.inc({ upstream: r.upstream, method: r.method, status });
+    const reason =
+      r.refused ?? (r.error ? 'unreachable' : r.status !== null && r.status >= 500 ? status : null);
+    if (reason) upstreamErrors.inc({ upstream: r.upstream, reason });
+    upstreamDuration.observe({ upstream: r.upstream }, r.ms / 1000);
+  };
   let held: { waiting: number; dropped: number } = { waiting: 0, dropped: 0 };
   new Gauge({
     name: 'bulkhead_audit_held_events',
@@ -212,6 +242,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
   });
   return {
     registry,
+    upstream,
     audited: (audit) => {
       held = audit.held;
       return {

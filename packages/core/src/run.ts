@@ -21,12 +21,16 @@ import { hasGatedTools, type ServerDefinition } from './server-definition.ts';
 import { createHttpApp } from './http-app.ts';
 import { createLogger } from './logger.ts';
 import { serveStdio, StartupError } from './stdio.ts';
+import type { UpstreamConfig } from './upstream/config.ts';
+import { createUpstreams } from './upstream/upstreams.ts';
 
 /** How a server process was started. */
 export interface RunOptions {
   env: ServerEnv;
   /** `--stdio`: serve on stdin/stdout instead of HTTP. */
   stdio: boolean;
+  /** The upstreams of the server's manifest, resolved by its `env.ts` (`resolveUpstreams`). */
+  upstreams?: readonly UpstreamConfig[];
 }
 
 /**
@@ -196,8 +200,9 @@ export async function checkPooler(sql: Sql, reads?: Sql): Promise<void> {
  * in-flight calls finish (up to 10 s), stop the executor, write what the audit
  * path still holds, close the pool, exit 0.
  */
-export async function runServer(def: ServerDefinition, { env, stdio }: RunOptions): Promise<void> {
+export async function runServer(def: ServerDefinition, { env, stdio, ...run }: RunOptions): Promise<void> {
   const logger = createLogger({ level: env.LOG_LEVEL, name: def.name, stderr: stdio });
+  const upstreams = createUpstreams(run.upstreams);
   // A lost connection is an outage of the moment, not a fault of the process: should one ever escape
   // unhandled (the postgres.js type fetch did, on a backend terminated while a connection opened), it is
   // logged and the server serves on; any other unhandled rejection still ends the process, as by default.
@@ -213,7 +218,7 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
     log: (line) => logger.info(line),
     deployable: { name: def.name, roles: roleSpecs(discoverDeployables(workspaceRoot())) },
   });
-  const closers: (() => Promise<unknown>)[] = [];
+  const closers: (() => Promise<unknown>)[] = [() => upstreams.close()];
   const reads = createSql(db.url, {
     max: READ_POOL_MAX,
     applicationName: `bulkhead-${def.name}`,
@@ -269,6 +274,7 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
       sql: db.sql,
       logger,
       webhookUrl: env.BULKHEAD_APPROVAL_WEBHOOK_URL,
+      upstreams,
       ...(audit ? { audit } : {}),
     });
     closers.push(() => executor.stop());
@@ -281,6 +287,7 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
         logger,
         token: env.BULKHEAD_TOKEN,
         auditFullResults: env.BULKHEAD_AUDIT_FULL_RESULTS,
+        upstreams,
         ...approvalUrls,
       });
       closers.push(() => handle.close());
@@ -311,6 +318,7 @@ export async function runServer(def: ServerDefinition, { env, stdio }: RunOption
     metricsToken: env.BULKHEAD_METRICS_TOKEN,
     poolMax: POOL_MAX + READ_POOL_MAX,
     authorizationServer: env.BULKHEAD_AUTHORIZATION_SERVER,
+    upstreams,
   });
   const server = serve({ fetch: http.app.fetch, port: env.PORT, hostname: env.HOST }) as NodeServer;
   // A response counts until its last byte is sent: a call answered as an event stream outlives the handler.

@@ -9,6 +9,7 @@ import { approvalsFor } from './approvals/requester.ts';
 import type { ServerDefinition } from './server-definition.ts';
 import { buildMcpServer } from './mcp-server.ts';
 import { createTokenVerifier } from './tokens.ts';
+import type { Upstreams } from './upstream/upstreams.ts';
 
 /** What serving over stdio needs; the token comes from `BULKHEAD_TOKEN`. */
 export interface StdioOptions {
@@ -20,6 +21,8 @@ export interface StdioOptions {
   approvals?: ApprovalRequester;
   approvalWebhookUrl?: string | undefined;
   consoleUrl?: string | undefined;
+  /** The upstreams the server declares (`bulkhead.upstreams`). */
+  upstreams?: Upstreams;
 }
 
 /** The token given to a stdio server was refused: the server must not start. */
@@ -59,6 +62,7 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
     logger: options.logger,
     audit: createAuditWriter(options.sql),
     auditFullResults: options.auditFullResults ?? false,
+    ...(options.upstreams ? { upstreams: options.upstreams } : {}),
     ...approvalsFor(def, options),
   };
   // The connection lives on; the token is checked again on every request, so revocation and expiry hold here too.

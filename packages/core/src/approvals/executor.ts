@@ -29,6 +29,11 @@ import {
   type ApprovalRecord,
 } from './store.ts';
 import { APPROVAL_WEBHOOK, webhookDeliverer } from './webhook.ts';
+import { UPSTREAM_EFFECT, upstreamDeliverer } from './upstream-effect.ts';
+import { createUpstreamClient } from '../upstream/client.ts';
+import { createUpstreams, type UpstreamRecord, type Upstreams } from '../upstream/upstreams.ts';
+
+const NO_UPSTREAMS = createUpstreams();
 
 /** What {@link startApprovalExecutor} needs. */
 export interface ApprovalExecutorOptions {
@@ -37,7 +42,9 @@ export interface ApprovalExecutorOptions {
   audit?: AuditWriter;
   /** `BULKHEAD_APPROVAL_WEBHOOK_URL`; without it queued notifications fail as undeliverable. */
   webhookUrl?: string | undefined;
-  /** Extra or replacement deliverers by outbox kind (defaults: `email` to the log, `approval_webhook`). */
+  /** The server's declared upstreams: `upstream` rows of the outbox are delivered to them. */
+  upstreams?: Upstreams;
+  /** Extra or replacement deliverers by outbox kind (defaults: `email` to the log, `approval_webhook`, `upstream`). */
   deliverers?: Record<string, Deliverer>;
   /** The safety-net sweep interval (default 5 s); NOTIFY normally wakes the executor at once. */
   sweepIntervalMs?: number;
@@ -104,6 +111,7 @@ export function startApprovalExecutor(
   const deliverers: Record<string, Deliverer> = {
     email: logEmail,
     ...(options.webhookUrl ? { [APPROVAL_WEBHOOK]: webhookDeliverer(options.webhookUrl) } : {}),
+    ...(options.upstreams?.byName.size ? { [UPSTREAM_EFFECT]: upstreamDeliverer(options.upstreams) } : {}),
     ...options.deliverers,
   };
 
@@ -151,6 +159,16 @@ export function startApprovalExecutor(
             // Nobody listens: the client that asked is not connected to an approved run.
             progress: NO_PROGRESS.report,
             outbox: createOutbox(guarded, server, a.id),
+            // Reads only: an effect on an upstream is queued in the outbox, delivered after the commit.
+            upstream: (name) => {
+              const records: UpstreamRecord[] = [];
+              log.debug({ upstream: name }, 'upstream read during an approved action');
+              return createUpstreamClient(options.upstreams ?? NO_UPSTREAMS, name, {
+                signal,
+                records,
+                readOnly: true,
+              });
+            },
             approval: { id: a.id, decidedBy: a.decidedBy ?? 'unknown', preview: a.preview },
           };
           return (await tool.handler(args, ctx)) as unknown;

@@ -1,0 +1,403 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { request, type Dispatcher } from 'undici';
+import type { Outcome } from '@bulkhead/audit';
+import { ToolError } from '../errors.ts';
+import { untrusted, type UntrustedText } from '../untrusted.ts';
+import type { UpstreamConfig } from './config.ts';
+import type { UpstreamRecord, Upstreams } from './upstreams.ts';
+
+/** A request the kit refused or an upstream that failed, as a sentence naming the system; the call answers `isError`. */
+export class UpstreamError extends ToolError {
+  constructor(
+    message: string,
+    /** `unavailable` for a system that is down or too slow, `tool_error` for a refusal by the kit. */
+    readonly outcome: Extract<Outcome, 'unavailable' | 'tool_error'>,
+    /** The upstream's status, when it answered. */
+    readonly statusCode?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** Options of one request. `{name}` placeholders in the path are filled from `params`, each encoded. */
+export interface UpstreamRequestOptions {
+  params?: Record<string, string | number>;
+  query?: Record<string, string | number | boolean | undefined>;
+  /** Sent as JSON (`content-type: application/json`). */
+  json?: unknown;
+  headers?: Record<string, string>;
+  /** Sent as `Idempotency-Key` (the outbox id when an approved effect is delivered). */
+  idempotencyKey?: string;
+  /** A POST that only reads (a search): allowed in a read-only tool, and retried as a read. */
+  read?: boolean;
+}
+
+/** An upstream's answer, read whole (up to the upstream's cap). */
+export interface UpstreamResponse {
+  status: number;
+  ok: boolean;
+  headers: Record<string, string>;
+  bytes: number;
+  /** The body as text, marked untrusted (its source names the upstream and the path): data, never instructions. */
+  text(): UntrustedText;
+  /** The body parsed as JSON; free text taken from it goes through `untrusted()` before it reaches a result. */
+  json<T = unknown>(): T;
+}
+
+/** What a handler gets from `ctx.upstream('<name>')`. */
+export interface UpstreamClient {
+  readonly name: string;
+  get(path: string, options?: UpstreamRequestOptions): Promise<UpstreamResponse>;
+  post(path: string, options?: UpstreamRequestOptions): Promise<UpstreamResponse>;
+  put(path: string, options?: UpstreamRequestOptions): Promise<UpstreamResponse>;
+  patch(path: string, options?: UpstreamRequestOptions): Promise<UpstreamResponse>;
+  delete(path: string, options?: UpstreamRequestOptions): Promise<UpstreamResponse>;
+  request(method: string, path: string, options?: UpstreamRequestOptions): Promise<UpstreamResponse>;
+}
+
+/** Where a client runs: in a tool call (read-only or not), or delivering an approved effect from the outbox. */
+export interface UpstreamClientContext {
+  /** The call's (or delivery's) signal: its time limit and cancellation reach the request. */
+  signal: AbortSignal;
+  /** The call's list of requests, which goes into its audit event. */
+  records: UpstreamRecord[];
+  /** A read-only tool: only reads (GET, HEAD, or `read: true`) are sent. */
+  readOnly: boolean;
+}
+
+const READS = new Set(['GET', 'HEAD']);
+const RETRY_STATUS = new Set([502, 503, 504]);
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_CLOSED',
+]);
+const MAX_REDIRECTS = 3;
+const MAX_RECORDS = 50;
+
+function seconds(ms: number): string {
+  return `${Number((ms / 1000).toFixed(ms < 1000 ? 2 : 1))} s`;
+}
+
+function bytesText(n: number): string {
+  return n >= 1024 * 1024 ? `${Number((n / 1024 / 1024).toFixed(1))} MiB` : `${Math.ceil(n / 1024)} KiB`;
+}
+
+/** The URL a path names under the upstream's base URL: a path is appended to the base path; an absolute URL is taken as given (and checked). */
+function target(base: URL, template: string, options: UpstreamRequestOptions): URL {
+  const filled = template.replace(/\{([A-Za-z0-9_]+)\}/g, (_, key: string) => {
+    const value = options.params?.[key];
+    if (value === undefined) throw new Error(`upstream path ${template}: no value for {${key}}`);
+    return encodeURIComponent(String(value));
+  });
+  const url = /^[a-z][a-z0-9+.-]*:/i.test(filled)
+    ? new URL(filled)
+    : new URL(`${base.pathname.replace(/\/+$/, '')}/${filled.replace(/^\/+/, '')}`, base);
+  for (const [k, v] of Object.entries(options.query ?? {}))
+    if (v !== undefined) url.searchParams.set(k, String(v));
+  return url;
+}
+
+/** Text with any of `secrets` replaced: what the kit records and says never carries a credential. */
+function scrub(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) if (s) out = out.split(s).join('[secret]');
+  return out;
+}
+
+/**
+ * The client of one declared upstream. Every request goes to the upstream's own origin (an absolute
+ * URL or a redirect elsewhere is refused); carries the upstream's credentials, which nothing records;
+ * stops when the call's signal aborts (time limit, cancellation) or after the upstream's own time
+ * limit; reads at most `maxResponseBytes`; and is recorded (name, method, path template and path,
+ * status, bytes, milliseconds) for the call's audit event and `/metrics`. A read (GET, HEAD) is retried
+ * on a connection error or 502/503/504 with backoff while the call's time allows; a write never is.
+ */
+export function createUpstreamClient(
+  upstreams: Upstreams,
+  name: string,
+  context: UpstreamClientContext,
+): UpstreamClient {
+  const config = upstreams.byName.get(name);
+  if (!config)
+    throw new Error(
+      `upstream "${name}" is not declared in this server's bulkhead.upstreams (declared: ${[...upstreams.byName.keys()].join(', ') || 'none'})`,
+    );
+  const send = (method: string, path: string, options: UpstreamRequestOptions = {}) =>
+    sendRequest(upstreams, config, context, method.toUpperCase(), path, options);
+  return {
+    name,
+    get: (p, o) => send('GET', p, o),
+    post: (p, o) => send('POST', p, o),
+    put: (p, o) => send('PUT', p, o),
+    patch: (p, o) => send('PATCH', p, o),
+    delete: (p, o) => send('DELETE', p, o),
+    request: send,
+  };
+}
+
+async function sendRequest(
+  upstreams: Upstreams,
+  config: UpstreamConfig,
+  context: UpstreamClientContext,
+  method: string,
+  template: string,
+  options: UpstreamRequestOptions,
+): Promise<UpstreamResponse> {
+  const read = READS.has(method) || options.read === true;
+  const first = target(config.baseUrl, template, options);
+  const record = (r: Omit<UpstreamRecord, 'upstream' | 'method' | 'path_template'>) => {
+    const full: UpstreamRecord = {
+      upstream: config.name,
+      method,
+      path_template: scrub(template.split('?')[0]!, config.secrets),
+      ...r,
+      path: scrub(r.path, config.secrets),
+      ...(r.error ? { error: scrub(r.error, config.secrets).slice(0, 200) } : {}),
+    };
+    if (context.records.length < MAX_RECORDS) context.records.push(full);
+    upstreams.recorded(full);
+  };
+  const refuse = (
+    refused: UpstreamRecord['refused'] & string,
+    path: string,
+    text: string,
+    status: number | null = null,
+  ) => {
+    record({ path, attempt: 1, status, bytes: 0, ms: 0, refused });
+    return new UpstreamError(text, 'tool_error', status ?? undefined);
+  };
+  if (first.origin !== config.baseUrl.origin)
+    throw refuse(
+      'undeclared_host',
+      `${first.host}${first.pathname}`,
+      `The request to ${first.host} was refused: ${config.title} is ${config.baseUrl.host}, and this server may reach only the systems it declares. Nothing was sent.`,
+    );
+  if (context.readOnly && !read)
+    throw refuse(
+      'write_in_read_tool',
+      first.pathname,
+      `A read-only tool may not send ${method} to ${config.title}; an effect on it runs only after approval, from the outbox. Nothing was sent.`,
+    );
+
+  const headers: Record<string, string> = {
+    ...Object.fromEntries(Object.entries(options.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])),
+    ...(options.json !== undefined ? { 'content-type': 'application/json' } : {}),
+    ...(options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : {}),
+  };
+  if (config.auth.type === 'header') headers[config.auth.header] = config.auth.value;
+  const body = options.json !== undefined ? JSON.stringify(options.json) : undefined;
+
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await once(upstreams, config, context, method, first, headers, body, attempt, record);
+    } catch (err) {
+      const retryable = err instanceof Retryable;
+      if (!retryable) throw err;
+      const delay = 100 * 2 ** (attempt - 1);
+      if (!read || attempt > config.retries || context.signal.aborted) throw err.final;
+      // A retry only while the call has time for it: the call's own limit aborts the sleep.
+      try {
+        await sleep(delay, undefined, { signal: context.signal });
+      } catch {
+        throw context.signal.reason as Error;
+      }
+    }
+  }
+}
+
+/** A failure a read may retry; `final` is what the handler gets when no retry is left. */
+class Retryable extends Error {
+  constructor(readonly final: UpstreamError) {
+    super(final.message);
+  }
+}
+
+async function once(
+  upstreams: Upstreams,
+  config: UpstreamConfig,
+  context: UpstreamClientContext,
+  method: string,
+  first: URL,
+  headers: Record<string, string>,
+  body: string | undefined,
+  attempt: number,
+  record: (r: Omit<UpstreamRecord, 'upstream' | 'method' | 'path_template'>) => void,
+): Promise<UpstreamResponse> {
+  const started = performance.now();
+  const ms = () => Math.round(performance.now() - started);
+  const own = AbortSignal.timeout(config.timeoutMs);
+  const signal = AbortSignal.any([context.signal, own]);
+  const write = !READS.has(method);
+  const nothing = write
+    ? 'it may or may not have acted on the request; check before repeating it'
+    : 'nothing was changed';
+  let url = first;
+  let done = false;
+  // The call stopped (time limit, cancellation): the record is written at once, before the call's
+  // event is, since the request's own rejection arrives a moment later.
+  const onCallAbort = () => {
+    if (done) return;
+    done = true;
+    record({
+      path: url.pathname,
+      attempt,
+      status: null,
+      bytes: 0,
+      ms: ms(),
+      error: 'aborted: the call was stopped',
+    });
+  };
+  context.signal.addEventListener('abort', onCallAbort, { once: true });
+  try {
+    for (let hop = 0; ; hop++) {
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await request(url, {
+          method: method as Dispatcher.HttpMethod,
+          headers: { ...headers, host: url.host },
+          ...(body !== undefined ? { body } : {}),
+          signal,
+          dispatcher: upstreams.agent(config.name),
+        });
+      } catch (err) {
+        if (context.signal.aborted) throw context.signal.reason as Error;
+        if (done) throw err;
+        done = true;
+        if (own.aborted) {
+          record({ path: url.pathname, attempt, status: null, bytes: 0, ms: ms(), refused: 'timeout' });
+          throw new Retryable(
+            new UpstreamError(
+              `${capital(config.title)} did not answer within ${seconds(config.timeoutMs)}; ${nothing}. Try again later.`,
+              'unavailable',
+            ),
+          );
+        }
+        const code = (err as { code?: string }).code ?? '';
+        record({ path: url.pathname, attempt, status: null, bytes: 0, ms: ms(), error: code || String(err) });
+        const failure = new UpstreamError(
+          `${capital(config.title)} could not be reached (${CONNECTION_CODES.has(code) ? code : 'connection failed'}); ${nothing}. Try again later.`,
+          'unavailable',
+        );
+        if (CONNECTION_CODES.has(code)) throw new Retryable(failure);
+        throw failure;
+      }
+      if (res.statusCode >= 300 && res.statusCode < 400 && res.headers.location) {
+        await res.body.dump().catch(() => {});
+        const location = String(res.headers.location);
+        const next = new URL(location, url);
+        if (next.origin !== config.baseUrl.origin) {
+          done = true;
+          record({
+            path: url.pathname,
+            attempt,
+            status: res.statusCode,
+            bytes: 0,
+            ms: ms(),
+            refused: 'redirect_to_undeclared_host',
+          });
+          throw new UpstreamError(
+            `${capital(config.title)} redirected the request to ${next.host}, which this server may not reach; the redirect was not followed.`,
+            'tool_error',
+            res.statusCode,
+          );
+        }
+        if (!write && hop < MAX_REDIRECTS) {
+          record({ path: url.pathname, attempt, status: res.statusCode, bytes: 0, ms: ms() });
+          url = next;
+          continue;
+        }
+      }
+      const declared = Number(res.headers['content-length'] ?? NaN);
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      const tooLarge = () => {
+        done = true;
+        record({
+          path: url.pathname,
+          attempt,
+          status: res.statusCode,
+          bytes,
+          ms: ms(),
+          refused: 'too_large',
+        });
+        return new UpstreamError(
+          `${capital(config.title)} answered with more than ${bytesText(config.maxResponseBytes)} (its limit); the answer was cut and not used. Narrow the request.`,
+          'tool_error',
+          res.statusCode,
+        );
+      };
+      if (declared > config.maxResponseBytes) {
+        res.body.destroy();
+        throw tooLarge();
+      }
+      try {
+        for await (const chunk of res.body as AsyncIterable<Buffer>) {
+          bytes += chunk.length;
+          if (bytes > config.maxResponseBytes) {
+            res.body.destroy();
+            throw tooLarge();
+          }
+          chunks.push(chunk);
+        }
+      } catch (err) {
+        if (err instanceof UpstreamError) throw err;
+        if (context.signal.aborted) throw context.signal.reason as Error;
+        if (done) throw err;
+        done = true;
+        record({
+          path: url.pathname,
+          attempt,
+          status: res.statusCode,
+          bytes,
+          ms: ms(),
+          ...(own.aborted ? { refused: 'timeout' as const } : { error: 'body cut off' }),
+        });
+        throw new Retryable(
+          new UpstreamError(
+            own.aborted
+              ? `${capital(config.title)} did not finish its answer within ${seconds(config.timeoutMs)}; ${nothing}. Try again later.`
+              : `${capital(config.title)} broke off its answer; ${nothing}. Try again later.`,
+            'unavailable',
+          ),
+        );
+      }
+      if (done) throw context.signal.reason as Error;
+      done = true;
+      record({ path: url.pathname, attempt, status: res.statusCode, bytes, ms: ms() });
+      if (RETRY_STATUS.has(res.statusCode))
+        throw new Retryable(
+          new UpstreamError(
+            `${capital(config.title)} is unavailable (HTTP ${res.statusCode}); ${nothing}. Try again later.`,
+            'unavailable',
+            res.statusCode,
+          ),
+        );
+      const buffer = Buffer.concat(chunks);
+      const source = `${config.name} ${method} ${url.pathname}`;
+      return {
+        status: res.statusCode,
+        ok: res.statusCode >= 200 && res.statusCode < 300,
+        headers: Object.fromEntries(
+          Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v ?? '')]),
+        ),
+        bytes,
+        text: () => untrusted(buffer.toString('utf8'), { source }),
+        json: <T>() => JSON.parse(buffer.toString('utf8')) as T,
+      };
+    }
+  } finally {
+    context.signal.removeEventListener('abort', onCallAbort);
+  }
+}
+
+function capital(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
