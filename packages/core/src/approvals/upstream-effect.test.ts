@@ -1,0 +1,199 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer as createHttpServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import {
+  connectTestClient,
+  issueTestToken,
+  startTestServer,
+  testApprover,
+  type TestServer,
+} from '../testing.ts';
+import { upstreamFixtureServer } from './fixtures/upstream-server.ts';
+
+const MAIN = fileURLToPath(new URL('./fixtures/upstream-dispatcher-main.ts', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+const CREDENTIAL = 'alerts-api-token-5b1d0c2e9f';
+const LEASE_MS = 1000;
+
+/**
+ * The alerting system: `/silences` honours Idempotency-Key (a repeat gets the first answer and makes
+ * no second silence); `/plain/silences` does not, but lets a caller look a silence up by its key.
+ * `hold` makes the next POST answer its status and head, then wait: the test kills the dispatcher
+ * in that gap, after the upstream answered and before the outbox row could be marked.
+ */
+interface Received {
+  method: string;
+  path: string;
+  key: string | undefined;
+  authorization: string | undefined;
+}
+const received: Received[] = [];
+const effects: { alert: string; key: string | undefined }[] = [];
+const byKey = new Map<string, string>();
+let hold: ((res: ServerResponse) => void) | null = null;
+const upstream = createHttpServer((req, res) => {
+  let body = '';
+  req.on('data', (c: Buffer) => (body += c.toString()));
+  req.on('end', () => {
+    const key = req.headers['idempotency-key'] as string | undefined;
+    received.push({ method: req.method!, path: req.url!, key, authorization: req.headers.authorization });
+    const lookup = req.url!.match(/^\/plain\/silences\/by-key\/(.+)$/);
+    if (req.method === 'GET' && lookup) {
+      const found = byKey.get(decodeURIComponent(lookup[1]!));
+      return found ? res.writeHead(200).end(found) : res.writeHead(404).end();
+    }
+    if (req.method !== 'POST') return res.writeHead(404).end();
+    const honours = req.url === '/silences';
+    if (honours && key && byKey.has(key)) return res.writeHead(201).end(byKey.get(key));
+    const { alert } = JSON.parse(body) as { alert: string };
+    effects.push({ alert, key });
+    const answer = JSON.stringify({ silence: effects.length, alert });
+    if (key) byKey.set(key, answer);
+    if (hold) {
+      const h = hold;
+      hold = null;
+      res.writeHead(201, { 'content-type': 'application/json' });
+      res.write(answer.slice(0, 5));
+      return h(res);
+    }
+    res.writeHead(201).end(answer);
+  });
+});
+
+let db: TestDatabase;
+let fixtureUrl: string;
+let server: TestServer;
+let token: string;
+const children = new Set<ChildProcess>();
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  fixtureUrl = (await db.as('upstream-fixture')).url;
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  server = await startTestServer(upstreamFixtureServer, { db });
+  token = await issueTestToken(db.sql, upstreamFixtureServer, { label: 'exactly-once test' });
+});
+afterAll(async () => {
+  for (const c of children) c.kill('SIGKILL');
+  await server.close();
+  upstream.closeAllConnections();
+  await new Promise((r) => upstream.close(r));
+  await db.drop();
+});
+
+/** Starts the dispatcher as a process of its own and waits until it is ready. */
+async function startDispatcher(): Promise<{ child: ChildProcess; exited: Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DATABASE_URL: fixtureUrl,
+      ALERTS_URL: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+      ALERTS_TOKEN: CREDENTIAL,
+      DELIVERY_LEASE_MS: String(LEASE_MS),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  void exited.then(() => children.delete(child));
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  const ready = new Promise<void>((resolve) =>
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.includes('"dispatcher ready"')) resolve();
+    }),
+  );
+  await Promise.race([
+    ready,
+    exited.then(() => {
+      throw new Error(`dispatcher exited: ${stderr}`);
+    }),
+  ]);
+  return { child, exited };
+}
+
+/** Requests the gated call and has it approved; returns the approval id. */
+async function approvedSilence(alert: string, check: boolean): Promise<string> {
+  const client = await connectTestClient(server.url, token);
+  const result = await client.callTool({ name: 'silence_alert', arguments: { alert, check } });
+  await client.close();
+  const id = (result.structuredContent as { approval_id: string }).approval_id;
+  await (await testApprover(db)).decide(id, 'approve');
+  return id;
+}
+
+async function outboxRow(approvalId: string) {
+  for (let i = 0; i < 400; i++) {
+    const [row] = await db.sql<{ id: string; status: string; attempts: number }[]>`
+      select id, status, attempts from bulkhead_outbox where approval_id = ${approvalId}`;
+    if (row?.status === 'delivered') return row;
+    await sleep(50);
+  }
+  throw new Error('the outbox row was never delivered');
+}
+
+/**
+ * The dispatcher is killed (SIGKILL) after the upstream made the effect and answered, before it could
+ * mark the row; a new dispatcher takes the row once the lease lapses and delivers it again.
+ */
+async function killBetweenAnswerAndMark(alert: string, check: boolean) {
+  let answered!: (res: ServerResponse) => void;
+  const held = new Promise<ServerResponse>((resolve) => (answered = resolve));
+  hold = answered;
+  const first = await startDispatcher();
+  const id = await approvedSilence(alert, check);
+  const res = await held;
+  first.child.kill('SIGKILL');
+  await first.exited;
+  res.end();
+  const second = await startDispatcher();
+  const row = await outboxRow(id);
+  second.child.kill('SIGTERM');
+  await second.exited;
+  return { id, row };
+}
+
+it('an effect on an upstream that honours Idempotency-Key is made once across a SIGKILL between its answer and the marking', async () => {
+  const before = received.length;
+  const { row } = await killBetweenAnswerAndMark('A-7', false);
+  const sent = received.slice(before);
+  expect(sent.map((r) => [r.method, r.path])).toEqual([
+    ['POST', '/silences'],
+    ['POST', '/silences'],
+  ]);
+  expect(sent[0]!.key).toBe(`bulkhead-outbox-${row.id}`);
+  expect(sent[1]!.key).toBe(sent[0]!.key);
+  expect(sent[0]!.authorization).toBe(`Bearer ${CREDENTIAL}`);
+  expect(effects.filter((e) => e.alert === 'A-7')).toHaveLength(1);
+  expect(row).toMatchObject({ status: 'delivered', attempts: 2 });
+  // The killed attempt left no record; the second one is recorded as delivered.
+  const attempts = await db.sql<{ attempt: number; ok: boolean; status_code: number }[]>`
+    select attempt, ok, status_code from bulkhead_outbox_attempts where outbox_id = ${row.id} order by attempt`;
+  expect(attempts).toEqual([{ attempt: 2, ok: true, status_code: 201 }]);
+});
+
+it('for an upstream without idempotency, the deliverer checks before the retry and does not send again', async () => {
+  const before = received.length;
+  const { row } = await killBetweenAnswerAndMark('A-8', true);
+  const sent = received.slice(before);
+  const key = `bulkhead-outbox-${row.id}`;
+  expect(sent.map((r) => [r.method, r.path])).toEqual([
+    ['POST', '/plain/silences'],
+    ['GET', `/plain/silences/by-key/${key}`],
+  ]);
+  expect(effects.filter((e) => e.alert === 'A-8')).toHaveLength(1);
+  expect(row).toMatchObject({ status: 'delivered', attempts: 2 });
+});
+
+it('no audit event and no outbox row carries the credential', async () => {
+  const [row] = await db.sql<{ hits: number }[]>`
+    select (select count(*) from audit_events e where row_to_json(e)::text like ${`%${CREDENTIAL}%`})::int
+      + (select count(*) from bulkhead_outbox o where row_to_json(o)::text like ${`%${CREDENTIAL}%`})::int as hits`;
+  expect(row!.hits).toBe(0);
+});
