@@ -68,7 +68,7 @@ describe('bulkhead new server refuses, writing nothing', () => {
     const run = await runCli(['new', 'server', '--help']);
     expect(run.code).toBe(0);
     for (const line of [
-      'Usage: bulkhead new server <name> [--port <n>] [--customer-bound] [--description <text>] [--json]',
+      'Usage: bulkhead new server <name> [--port <n>] [--customer-bound] [--upstream <name>=<base URL variable>] [--description <text>] [--json]',
       '  servers/<name>/package.json    the manifest, its one source of truth: port, scopes,',
       '  infra/docker/compose.yaml     its service, its login role in setup, its password secret',
       '  --customer-bound       every token of it is bound to one customer (tokens issue',

