@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { hasGatedTools } from '@bulkhead/core';
@@ -20,12 +21,29 @@ it('finds the deployables under servers/, each on a port of its own', () => {
   expect(mcp.length).toBeGreaterThanOrEqual(2);
 });
 
+/**
+ * The variables a deployable's upstreams need (`bulkhead.upstreams`: a base URL and secrets from the
+ * environment), each given a placeholder: a missing one stops the start, which is another test's matter.
+ */
+function upstreamVariables(dir: string): Record<string, string> {
+  const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+    bulkhead?: { upstreams?: Record<string, { baseUrlEnv: string; auth?: Record<string, string> }> };
+  };
+  const env: Record<string, string> = {};
+  for (const u of Object.values(manifest.bulkhead?.upstreams ?? {})) {
+    env[u.baseUrlEnv] = 'http://127.0.0.1:9';
+    for (const [key, value] of Object.entries(u.auth ?? {}))
+      if (key.endsWith('Env')) env[value] = 'placeholder';
+  }
+  return env;
+}
+
 describe.each(deployables.map((d) => [d.name, d] as const))('%s', (_, deployable) => {
   it('listens on its manifest port when PORT is unset (env.ts reads it from package.json)', async () => {
     const env = (await import(pathToFileURL(join(deployable.dir, 'src', 'env.ts')).href)) as {
       loadEnv(env: Record<string, string>): { PORT: number };
     };
-    expect(env.loadEnv({}).PORT).toBe(deployable.port);
+    expect(env.loadEnv(upstreamVariables(deployable.dir)).PORT).toBe(deployable.port);
   });
 });
 

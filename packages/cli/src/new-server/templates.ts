@@ -284,7 +284,7 @@ describe('${tool}', () => {
     expect(seen.at(-1)!.authorization).toBe(\`Bearer \${TOKEN}\`);
   });
 
-  it('records the request in the call\'s audit event, never the token', async () => {
+  it('records the request in its audit event, never the token', async () => {
     const [event] = await db.sql<{ result_summary: { upstream: unknown[] }; text: string }[]>\`
       select result_summary, row_to_json(e)::text as text from audit_events e
       where server = \${${server}.name} and tool = '${tool}' order by seq desc limit 1\`;
