@@ -150,6 +150,41 @@ const coreLayers = {
   },
 };
 
+// A server reaches other systems only through the kit (`ctx.upstream('<name>')`, declared in its
+// manifest): no HTTP client of its own, no bare fetch, outside its tests (which start local servers).
+const HTTP_CLIENTS = [
+  'node:http',
+  'node:https',
+  'node:http2',
+  'node:net',
+  'node:tls',
+  'node:dgram',
+  'http',
+  'https',
+  'http2',
+  'net',
+  'tls',
+  'dgram',
+  'undici',
+  'axios',
+  'got',
+  'ky',
+  'node-fetch',
+  'cross-fetch',
+  'superagent',
+  'request',
+  'ws',
+];
+const NO_HTTP_CLIENT = {
+  paths: HTTP_CLIENTS.map((name) => ({
+    name,
+    message:
+      "A server reaches another system only through ctx.upstream('<name>'), declared in bulkhead.upstreams of its package.json.",
+  })),
+};
+const BARE_FETCH =
+  "A server reaches another system only through ctx.upstream('<name>'), declared in bulkhead.upstreams of its package.json.";
+
 /** The import rules of one layer: its own files, and its tests (which may also use the test helpers and demo data). */
 function layer(name, dir) {
   const above = LAYERS.slice(LAYERS.indexOf(name) + 1).filter((n) => n !== 'servers');
@@ -177,8 +212,21 @@ function layer(name, dir) {
   const own = TEST_ONLY.filter(
     (t) => !t.startsWith(`@bulkhead/${name}`) && !(name === 'cli' && t.startsWith('@bulkhead/demo')),
   );
+  const ownRule = rule([...scoped(above), ...own]);
+  // The MCP servers' sources (not the console, a web app that is no MCP server) also import no HTTP client.
+  const mcpServers =
+    name === 'servers'
+      ? [
+          {
+            files: ['servers/*/src/**'],
+            ignores: [...TESTS, 'servers/console/**'],
+            rules: { 'no-restricted-imports': [ownRule[0], { ...ownRule[1], paths: NO_HTTP_CLIENT.paths }] },
+          },
+        ]
+      : [];
   return [
-    { files: [dir], ignores: TESTS, rules: { 'no-restricted-imports': rule([...scoped(above), ...own]) } },
+    { files: [dir], ignores: TESTS, rules: { 'no-restricted-imports': ownRule } },
+    ...mcpServers,
     {
       files: TESTS.map((t) => [dir, t]),
       rules: { 'no-restricted-imports': rule(scoped(above.filter((n) => n !== 'demo'))) },
@@ -220,5 +268,26 @@ export default tseslint.config(
   ...layer('domain', 'packages/domain/**'),
   ...layer('demo', 'packages/demo/**'),
   ...layer('servers', 'servers/**'),
+  {
+    files: ['servers/*/src/**'],
+    ignores: [...TESTS, 'servers/console/**'],
+    rules: {
+      'no-restricted-globals': [
+        'error',
+        ...['fetch', 'XMLHttpRequest', 'WebSocket', 'EventSource'].map((name) => ({
+          name,
+          message: BARE_FETCH,
+        })),
+      ],
+      'no-restricted-properties': [
+        'error',
+        ...['globalThis', 'global', 'window', 'self'].map((object) => ({
+          object,
+          property: 'fetch',
+          message: BARE_FETCH,
+        })),
+      ],
+    },
+  },
   ...layer('cli', 'packages/cli/**'),
 );

@@ -60,20 +60,20 @@ export { createLogger, type Logger, type LoggerOptions } from './logger.ts';
 /** For a handler's e-mail through `ctx.outbox`: a message checked for header injection. */
 export { addressProblem, emailMessage, type EmailInput } from './approvals/email.ts';
 /** Other systems a server reaches: declared in its manifest (`bulkhead.upstreams`), reached through `ctx.upstream('<name>')`. */
-export {
-  resolveUpstreams,
-  upstreamsManifestSchema,
-  type UpstreamAuth,
-  type UpstreamConfig,
-  type UpstreamManifest,
-} from './upstream/config.ts';
+export { resolveUpstreams, upstreamsManifestSchema, type UpstreamManifest } from './upstream-config.ts';
 export {
   UpstreamError,
   type UpstreamClient,
   type UpstreamRequestOptions,
   type UpstreamResponse,
 } from './upstream/client.ts';
-export { createUpstreams, type UpstreamRecord, type Upstreams } from './upstream/upstreams.ts';
+export {
+  createUpstreams,
+  type UpstreamAuth,
+  type UpstreamConfig,
+  type UpstreamRecord,
+  type Upstreams,
+} from './upstream/upstreams.ts';
 /** For a gated handler's effect on an upstream through `ctx.outbox`, delivered once after approval. */
 export {
   idempotencyKey,

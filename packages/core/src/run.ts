@@ -21,7 +21,7 @@ import { hasGatedTools, type ServerDefinition } from './server-definition.ts';
 import { createHttpApp } from './http-app.ts';
 import { createLogger } from './logger.ts';
 import { serveStdio, StartupError } from './stdio.ts';
-import type { UpstreamConfig } from './upstream/config.ts';
+import type { UpstreamConfig } from './upstream/upstreams.ts';
 import { createUpstreams } from './upstream/upstreams.ts';
 
 /** How a server process was started. */

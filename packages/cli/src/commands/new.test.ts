@@ -40,6 +40,10 @@ describe('bulkhead new server refuses, writing nothing', () => {
       '--description: one line of at most 200 characters, without backticks',
     ],
     [['new', 'server', 'reports', '--gated'], "Unknown option '--gated'"],
+    [
+      ['new', 'server', 'reports', '--upstream', 'alerts'],
+      '--upstream alerts: expected <name>=<base URL variable>, e.g. alerts=ALERTS_URL (a lower-case name; the variable in capitals)',
+    ],
   ])('usage: %j', async (args, message) => {
     const run = await runCli(args);
     expect([run.code, run.stdout, run.stderr]).toEqual([

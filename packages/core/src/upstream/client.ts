@@ -3,8 +3,7 @@ import { request, type Dispatcher } from 'undici';
 import type { Outcome } from '@bulkhead/audit';
 import { ToolError } from '../errors.ts';
 import { untrusted, type UntrustedText } from '../untrusted.ts';
-import type { UpstreamConfig } from './config.ts';
-import type { UpstreamRecord, Upstreams } from './upstreams.ts';
+import type { UpstreamConfig, UpstreamRecord, Upstreams } from './upstreams.ts';
 
 /** A request the kit refused or an upstream that failed, as a sentence naming the system; the call answers `isError`. */
 export class UpstreamError extends ToolError {

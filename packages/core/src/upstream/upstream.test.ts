@@ -15,7 +15,7 @@ import {
   resolveUpstreams,
   untrustedTextSchema,
 } from '../index.ts';
-import { ConfigError } from '../config.ts';
+import type { ConfigError } from '../config.ts';
 import { callFlat, connectTestClient, issueTestToken, startTestServer, type TestServer } from '../testing.ts';
 import type { Upstreams } from './upstreams.ts';
 

@@ -1,5 +1,23 @@
 import { Agent } from 'undici';
-import type { UpstreamConfig } from './config.ts';
+
+/** How the kit authenticates to an upstream, with its secret read. */
+export type UpstreamAuth =
+  | { type: 'none' }
+  | { type: 'header'; header: string; value: string }
+  | { type: 'mtls'; cert: string; key: string; ca?: string };
+
+/** A declared upstream, resolved at start: its base URL, credentials and limits. */
+export interface UpstreamConfig {
+  name: string;
+  title: string;
+  baseUrl: URL;
+  auth: UpstreamAuth;
+  maxResponseBytes: number;
+  timeoutMs: number;
+  retries: number;
+  /** Every secret value, so that nothing the kit records can carry one. */
+  secrets: string[];
+}
 
 /** One outgoing request as the call's audit event keeps it: never a header, a secret or a body. */
 export interface UpstreamRecord {

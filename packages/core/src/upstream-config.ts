@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from './config.ts';
+import type { UpstreamAuth, UpstreamConfig } from './upstream/upstreams.ts';
 
 const NAME = /^[a-z][a-z0-9-]{0,39}$/;
 const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
@@ -63,25 +64,6 @@ export const upstreamsManifestSchema = z.record(
 );
 
 export type UpstreamManifest = z.input<typeof upstreamsManifestSchema>;
-
-/** How the kit authenticates to an upstream, with its secret read. */
-export type UpstreamAuth =
-  | { type: 'none' }
-  | { type: 'header'; header: string; value: string }
-  | { type: 'mtls'; cert: string; key: string; ca?: string };
-
-/** A declared upstream, resolved at start: its base URL, credentials and limits. */
-export interface UpstreamConfig {
-  name: string;
-  title: string;
-  baseUrl: URL;
-  auth: UpstreamAuth;
-  maxResponseBytes: number;
-  timeoutMs: number;
-  retries: number;
-  /** Every secret value, so that nothing the kit records can carry one. */
-  secrets: string[];
-}
 
 /**
  * Resolves `bulkhead.upstreams` against the environment a server's `env.ts` read: each base URL from
