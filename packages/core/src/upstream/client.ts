@@ -282,7 +282,7 @@ async function once(
         const code = (err as { code?: string }).code ?? '';
         record({ path: url.pathname, attempt, status: null, bytes: 0, ms: ms(), error: code || String(err) });
         const failure = new UpstreamError(
-          `${capital(config.title)} could not be reached (${CONNECTION_CODES.has(code) ? code : 'connection failed'}); ${nothing}. Try again later.`,
+          `${capital(config.title)} could not be reached (${CONNECTION_CODES.has(code) ? code : /CERT|SSL|TLS|SIGNATURE/.test(code) ? `TLS: ${code}` : 'connection failed'}); ${nothing}. Try again later.`,
           'unavailable',
         );
         if (CONNECTION_CODES.has(code)) throw new Retryable(failure);
