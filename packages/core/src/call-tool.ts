@@ -251,7 +251,8 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
               createUpstreamClient(kit.upstreams ?? NO_UPSTREAMS, upstreamName, {
                 signal,
                 records: upstreamCalls,
-                readOnly: !writes,
+                // A gated call only files its request here: its effects run after approval, from the outbox.
+                readOnly: tool.annotations.readOnlyHint || Boolean(tool.approval),
               }),
           };
           if (tool.approval) {

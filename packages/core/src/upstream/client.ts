@@ -183,7 +183,7 @@ async function sendRequest(
     throw refuse(
       'write_in_read_tool',
       first.pathname,
-      `A read-only tool may not send ${method} to ${config.title}; an effect on it runs only after approval, from the outbox. Nothing was sent.`,
+      `${method} to ${config.title} was refused: this call may only read; a change to another system is made after approval, from the outbox. Nothing was sent.`,
     );
 
   const headers: Record<string, string> = {

@@ -131,6 +131,23 @@ const def = createServer({
       handler: async (_, ctx) => ({ status: (await ctx.upstream('alerts').post('/ack')).status }),
     }),
     defineTool({
+      name: 'silence_now',
+      title: 'Silence now',
+      description: 'A gated tool whose preview tries a POST before approval. Returns nothing.',
+      scope: 'alerts:write',
+      input: z.object({}),
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: false,
+        openWorldHint: true,
+      },
+      approval: {
+        preview: async (_, ctx) => `Silence (${(await ctx.upstream('alerts').post('/ack')).status}).`,
+      },
+      handler: async () => ({}),
+    }),
+    defineTool({
       name: 'ack_alert',
       title: 'Acknowledge an alert',
       description: 'POSTs an acknowledgement (a write, never retried). Returns its status.',
@@ -307,10 +324,24 @@ describe('ctx.upstream', () => {
     const before = alerts.seen.length;
     const r = await call('post_from_read_tool', {});
     expect(r.isError).toBe(true);
-    expect(r.text).toMatch(/^A read-only tool may not send POST to the alerting system/);
+    expect(r.text).toBe(
+      'POST to the alerting system was refused: this call may only read; a change to another system is made after approval, from the outbox. Nothing was sent.',
+    );
     expect(alerts.seen.length).toBe(before);
     const e = await lastEvent('post_from_read_tool');
     expect(e.result_summary!.upstream).toMatchObject([{ refused: 'write_in_read_tool', status: null }]);
+  });
+
+  it('a gated tool sends no write before its approval', async () => {
+    const before = alerts.seen.length;
+    const r = await call('silence_now', {});
+    expect(r.isError).toBe(true);
+    expect(r.text).toBe(
+      'POST to the alerting system was refused: this call may only read; a change to another system is made after approval, from the outbox. Nothing was sent.',
+    );
+    expect(alerts.seen.length).toBe(before);
+    const [{ n }] = await db.sql<{ n: number }[]>`select count(*)::int as n from bulkhead_approvals`;
+    expect(n).toBe(0);
   });
 
   it('refuses an undeclared host, and a redirect to one, and audits both', async () => {
