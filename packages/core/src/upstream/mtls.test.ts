@@ -16,7 +16,7 @@ import { createUpstreams, type UpstreamRecord } from './upstreams.ts';
 let dir: string;
 let server: Server;
 let url: string;
-const clients: (string | null)[] = [];
+const clients: unknown[] = [];
 
 function openssl(...args: string[]) {
   execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });

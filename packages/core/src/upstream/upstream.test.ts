@@ -340,8 +340,8 @@ describe('ctx.upstream', () => {
       'POST to the alerting system was refused: this call may only read; a change to another system is made after approval, from the outbox. Nothing was sent.',
     );
     expect(alerts.seen.length).toBe(before);
-    const [{ n }] = await db.sql<{ n: number }[]>`select count(*)::int as n from bulkhead_approvals`;
-    expect(n).toBe(0);
+    const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from bulkhead_approvals`;
+    expect(row!.n).toBe(0);
   });
 
   it('refuses an undeclared host, and a redirect to one, and audits both', async () => {
