@@ -231,29 +231,30 @@ async function once(
   record: (r: Omit<UpstreamRecord, 'upstream' | 'method' | 'path_template'>) => void,
 ): Promise<UpstreamResponse> {
   const started = performance.now();
-  const ms = () => Math.round(performance.now() - started);
   const own = AbortSignal.timeout(config.timeoutMs);
   const signal = AbortSignal.any([context.signal, own]);
   const write = !READS.has(method);
+  const title = capital(config.title);
   const nothing = write
     ? 'it may or may not have acted on the request; check before repeating it'
     : 'nothing was changed';
   let url = first;
   let done = false;
+  /** Records this request once (a redirect hop apart), however it ends. */
+  const finish = (
+    r: Pick<UpstreamRecord, 'status' | 'bytes'> & Pick<UpstreamRecord, 'refused' | 'error'>,
+  ) => {
+    done = true;
+    record({ path: url.pathname, attempt, ms: Math.round(performance.now() - started), ...r });
+  };
   // The call stopped (time limit, cancellation): the record is written at once, before the call's
   // event is, since the request's own rejection arrives a moment later.
   const onCallAbort = () => {
-    if (done) return;
-    done = true;
-    record({
-      path: url.pathname,
-      attempt,
-      status: null,
-      bytes: 0,
-      ms: ms(),
-      error: 'aborted: the call was stopped',
-    });
+    if (!done) finish({ status: null, bytes: 0, error: 'aborted: the call was stopped' });
   };
+  /** A failure after the call stopped is the call's own (time limit or cancellation), already recorded. */
+  const stopped = (err: unknown) =>
+    context.signal.aborted ? (context.signal.reason as Error) : done ? err : null;
   context.signal.addEventListener('abort', onCallAbort, { once: true });
   try {
     for (let hop = 0; ; hop++) {
@@ -267,134 +268,171 @@ async function once(
           dispatcher: upstreams.agent(config.name),
         });
       } catch (err) {
-        if (context.signal.aborted) throw context.signal.reason as Error;
-        if (done) throw err;
-        done = true;
-        if (own.aborted) {
-          record({ path: url.pathname, attempt, status: null, bytes: 0, ms: ms(), refused: 'timeout' });
-          throw new Retryable(
-            new UpstreamError(
-              `${capital(config.title)} did not answer within ${seconds(config.timeoutMs)}; ${nothing}. Try again later.`,
-              'unavailable',
-            ),
-          );
-        }
-        const code = (err as { code?: string }).code ?? '';
-        record({ path: url.pathname, attempt, status: null, bytes: 0, ms: ms(), error: code || String(err) });
-        const failure = new UpstreamError(
-          `${capital(config.title)} could not be reached (${CONNECTION_CODES.has(code) ? code : /CERT|SSL|TLS|SIGNATURE/.test(code) ? `TLS: ${code}` : 'connection failed'}); ${nothing}. Try again later.`,
-          'unavailable',
-        );
-        if (CONNECTION_CODES.has(code)) throw new Retryable(failure);
-        throw failure;
+        const theirs = stopped(err);
+        if (theirs) throw theirs;
+        const failed = requestFailure(err, config, own.aborted, nothing);
+        finish({ status: null, bytes: 0, ...failed.record });
+        throw failed.error;
       }
-      if (res.statusCode >= 300 && res.statusCode < 400 && res.headers.location) {
+      const status = res.statusCode;
+      if (status >= 300 && status < 400 && res.headers.location) {
         await res.body.dump().catch(() => {});
-        const location = String(res.headers.location);
-        const next = new URL(location, url);
+        const next = new URL(String(res.headers.location), url);
         if (next.origin !== config.baseUrl.origin) {
-          done = true;
-          record({
-            path: url.pathname,
-            attempt,
-            status: res.statusCode,
-            bytes: 0,
-            ms: ms(),
-            refused: 'redirect_to_undeclared_host',
-          });
+          finish({ status, bytes: 0, refused: 'redirect_to_undeclared_host' });
           throw new UpstreamError(
-            `${capital(config.title)} redirected the request to ${next.host}, which this server may not reach; the redirect was not followed.`,
+            `${title} redirected the request to ${next.host}, which this server may not reach; the redirect was not followed.`,
             'tool_error',
-            res.statusCode,
+            status,
           );
         }
         if (!write && hop < MAX_REDIRECTS) {
-          record({ path: url.pathname, attempt, status: res.statusCode, bytes: 0, ms: ms() });
+          record({
+            path: url.pathname,
+            attempt,
+            status,
+            bytes: 0,
+            ms: Math.round(performance.now() - started),
+          });
           url = next;
           continue;
         }
       }
-      const declared = Number(res.headers['content-length'] ?? NaN);
-      const chunks: Buffer[] = [];
-      let bytes = 0;
-      const tooLarge = () => {
-        done = true;
-        record({
-          path: url.pathname,
-          attempt,
-          status: res.statusCode,
-          bytes,
-          ms: ms(),
-          refused: 'too_large',
-        });
-        return new UpstreamError(
-          `${capital(config.title)} answered with more than ${bytesText(config.maxResponseBytes)} (its limit); the answer was cut and not used. Narrow the request.`,
-          'tool_error',
-          res.statusCode,
-        );
-      };
-      if (declared > config.maxResponseBytes) {
-        res.body.destroy();
-        throw tooLarge();
-      }
+      let read: { buffer: Buffer; bytes: number; over: boolean };
       try {
-        for await (const chunk of res.body as AsyncIterable<Buffer>) {
-          bytes += chunk.length;
-          if (bytes > config.maxResponseBytes) {
-            res.body.destroy();
-            throw tooLarge();
-          }
-          chunks.push(chunk);
-        }
+        read = await readCapped(
+          res.body,
+          Number(res.headers['content-length'] ?? NaN),
+          config.maxResponseBytes,
+        );
       } catch (err) {
-        if (err instanceof UpstreamError) throw err;
-        if (context.signal.aborted) throw context.signal.reason as Error;
-        if (done) throw err;
-        done = true;
-        record({
-          path: url.pathname,
-          attempt,
-          status: res.statusCode,
+        const theirs = stopped(err);
+        if (theirs) throw theirs;
+        const bytes = err instanceof BodyFailed ? err.bytes : 0;
+        finish({
+          status,
           bytes,
-          ms: ms(),
           ...(own.aborted ? { refused: 'timeout' as const } : { error: 'body cut off' }),
         });
         throw new Retryable(
           new UpstreamError(
             own.aborted
-              ? `${capital(config.title)} did not finish its answer within ${seconds(config.timeoutMs)}; ${nothing}. Try again later.`
-              : `${capital(config.title)} broke off its answer; ${nothing}. Try again later.`,
+              ? `${title} did not finish its answer within ${seconds(config.timeoutMs)}; ${nothing}. Try again later.`
+              : `${title} broke off its answer; ${nothing}. Try again later.`,
             'unavailable',
           ),
         );
       }
+      if (read.over) {
+        finish({ status, bytes: read.bytes, refused: 'too_large' });
+        throw new UpstreamError(
+          `${title} answered with more than ${bytesText(config.maxResponseBytes)} (its limit); the answer was cut and not used. Narrow the request.`,
+          'tool_error',
+          status,
+        );
+      }
       if (done) throw context.signal.reason as Error;
-      done = true;
-      record({ path: url.pathname, attempt, status: res.statusCode, bytes, ms: ms() });
-      if (RETRY_STATUS.has(res.statusCode))
+      finish({ status, bytes: read.bytes });
+      if (RETRY_STATUS.has(status))
         throw new Retryable(
           new UpstreamError(
-            `${capital(config.title)} is unavailable (HTTP ${res.statusCode}); ${nothing}. Try again later.`,
+            `${title} is unavailable (HTTP ${status}); ${nothing}. Try again later.`,
             'unavailable',
-            res.statusCode,
+            status,
           ),
         );
-      const buffer = Buffer.concat(chunks);
-      const source = `${config.name} ${method} ${url.pathname}`;
-      return {
-        status: res.statusCode,
-        ok: res.statusCode >= 200 && res.statusCode < 300,
-        headers: Object.fromEntries(
-          Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v ?? '')]),
-        ),
-        bytes,
-        text: () => untrusted(buffer.toString('utf8'), { source }),
-        json: <T>() => JSON.parse(buffer.toString('utf8')) as T,
-      };
+      return upstreamResponse(res, read, `${config.name} ${method} ${url.pathname}`);
     }
   } finally {
     context.signal.removeEventListener('abort', onCallAbort);
   }
+}
+
+/** The answer as a handler gets it: its text marked untrusted, naming `source`. */
+function upstreamResponse(
+  res: Dispatcher.ResponseData,
+  read: { buffer: Buffer; bytes: number },
+  source: string,
+): UpstreamResponse {
+  return {
+    status: res.statusCode,
+    ok: res.statusCode >= 200 && res.statusCode < 300,
+    headers: Object.fromEntries(
+      Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v ?? '')]),
+    ),
+    bytes: read.bytes,
+    text: () => untrusted(read.buffer.toString('utf8'), { source }),
+    json: <T>() => JSON.parse(read.buffer.toString('utf8')) as T,
+  };
+}
+
+/** What failed before an answer came: the upstream's own time limit, a lost connection (both retried for reads), anything else. */
+function requestFailure(
+  err: unknown,
+  config: UpstreamConfig,
+  timedOut: boolean,
+  nothing: string,
+): { error: Error; record: Pick<UpstreamRecord, 'refused' | 'error'> } {
+  const title = capital(config.title);
+  if (timedOut)
+    return {
+      record: { refused: 'timeout' },
+      error: new Retryable(
+        new UpstreamError(
+          `${title} did not answer within ${seconds(config.timeoutMs)}; ${nothing}. Try again later.`,
+          'unavailable',
+        ),
+      ),
+    };
+  const code = (err as { code?: string }).code ?? '';
+  const connection = CONNECTION_CODES.has(code);
+  const why = connection ? code : /CERT|SSL|TLS|SIGNATURE/.test(code) ? `TLS: ${code}` : 'connection failed';
+  const failure = new UpstreamError(
+    `${title} could not be reached (${why}); ${nothing}. Try again later.`,
+    'unavailable',
+  );
+  return { record: { error: code || String(err) }, error: connection ? new Retryable(failure) : failure };
+}
+
+/** A body that failed while it was read, with how much had come. */
+class BodyFailed extends Error {
+  constructor(
+    readonly bytes: number,
+    cause: unknown,
+  ) {
+    super('the body could not be read', { cause });
+  }
+}
+
+/**
+ * Reads a body up to `max` bytes: all of it, or (`over`) as far as the cap, where reading stops and
+ * the connection is dropped, so that an answer far past the cap is never read whole. A body that
+ * declares a length past the cap is not read at all.
+ */
+async function readCapped(
+  body: Dispatcher.ResponseData['body'],
+  declared: number,
+  max: number,
+): Promise<{ buffer: Buffer; bytes: number; over: boolean }> {
+  if (declared > max) {
+    body.destroy();
+    return { buffer: Buffer.alloc(0), bytes: 0, over: true };
+  }
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      bytes += chunk.length;
+      if (bytes > max) {
+        body.destroy();
+        return { buffer: Buffer.alloc(0), bytes, over: true };
+      }
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    throw new BodyFailed(bytes, err);
+  }
+  return { buffer: Buffer.concat(chunks), bytes, over: false };
 }
 
 function capital(text: string): string {
