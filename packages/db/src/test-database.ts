@@ -37,13 +37,15 @@ const password = 'bulkhead-test';
 /**
  * Creates a fresh database on the server behind `BULKHEAD_TEST_ADMIN_URL`
  * (set by the test global setup: the real Postgres in CI or the embedded
- * default), migrates it, gives every deployable's group role its privileges in
+ * default; or `options.adminUrl`, a cluster a test set up itself), migrates it, gives every deployable's group role its privileges in
  * it (creating the roles on the cluster if missing), and returns it. Each test
  * file gets its own, so files can run in parallel without seeing each other's rows.
  */
-export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
+export async function createTestDatabase(
+  options: { migrate?: boolean; adminUrl?: string } = {},
+): Promise<TestDatabase> {
   // The test harness's one handshake with the global setup, which sets these variables.
-  const adminUrl = process.env.BULKHEAD_TEST_ADMIN_URL;
+  const adminUrl = options.adminUrl ?? process.env.BULKHEAD_TEST_ADMIN_URL;
   if (!adminUrl)
     throw new Error('BULKHEAD_TEST_ADMIN_URL is not set: run tests through vitest with the global setup');
   const name = `bh_test_${randomBytes(6).toString('hex')}`;
