@@ -1,3 +1,5 @@
+import { createServer, type Socket } from 'node:net';
+import { createSql } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createAuditWriter } from './writer.ts';
@@ -156,4 +158,31 @@ it('a batch with one event the database refuses still commits the others', async
   const rows =
     await db.sql`select request_id from audit_events where request_id in ('ok-1', 'ok-2', 'refused') order by request_id`;
   expect(rows.map((r) => r.request_id)).toEqual(['ok-1', 'ok-2']);
+});
+
+// A proxy with no primary (HAProxy during a failover) accepts connections and answers nothing until
+// they time out. A refusal's event must not keep its answer waiting for that: keep() resolves after
+// keepWaitMs while the write goes on, and the event is held once the connection is known lost.
+it('keep() does not wait out a database that stalls: it resolves while the write goes on, then holds the event', async () => {
+  const sockets: Socket[] = [];
+  const stall = createServer((s) => sockets.push(s));
+  await new Promise<void>((resolve) => stall.listen(0, '127.0.0.1', resolve));
+  const url = new URL(db.url);
+  url.port = String((stall.address() as { port: number }).port);
+  const sql = createSql(url.toString(), { max: 1, connectTimeout: 60 });
+  const audit = createAuditWriter(sql, { keepWaitMs: 100, retryMs: 60_000 });
+  try {
+    await audit.keep({ ...base, outcome: 'unavailable', requestId: 'stalled' });
+    // Resolved though the connection is still waiting for its first answer: nothing failed, nothing held yet.
+    expect(sockets.length).toBe(1);
+    expect(audit.held.waiting).toBe(0);
+    // The database is gone (the stalled connection lost, new ones refused): the event is held for when it is back.
+    stall.close();
+    for (const s of sockets) s.destroy();
+    for (let i = 0; i < 100 && audit.held.waiting === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(audit.held).toEqual({ waiting: 1, dropped: 0 });
+  } finally {
+    await sql.end({ timeout: 1 });
+    stall.close();
+  }
 });

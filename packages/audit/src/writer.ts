@@ -18,7 +18,8 @@ export interface AuditWriter {
    * Appends an event that must not be lost though its caller cannot wait for the database: a refusal
    * answered while the database is unreachable. If the database cannot be reached the event is held in
    * memory (up to `maxHeld`) and written, marked with when it was held, once the database is back.
-   * Resolves once the event is written or held; rejects only when the database refuses the event.
+   * Resolves once the event is written or held, or after `keepWaitMs` with the write still going on;
+   * rejects only when the database refuses the event within that time.
    */
   keep(input: AuditEventInput): Promise<void>;
   /** Resolves when the log can take an event now (database reachable, insert allowed); rejects otherwise. */
@@ -50,6 +51,13 @@ export interface AuditWriterOptions {
   maxHeld?: number;
   /** How often held events are retried (default 1,000 ms). */
   retryMs?: number;
+  /**
+   * How long `keep` waits for its event (default 1,000 ms) before it resolves and lets the write, or
+   * the hold, finish behind it. A database that stalls rather than refuses (a proxy with no primary
+   * during a failover accepts connections and lets them time out) would otherwise keep a refusal's
+   * answer waiting through every queued batch's connect timeout: 10 s and more.
+   */
+  keepWaitMs?: number;
 }
 
 const ROW_COLUMNS = `id, server, token_id, token_label, client_name, client_version, method, tool, arguments,
@@ -107,6 +115,7 @@ export function createAuditWriter(sql: Sql, options: AuditWriterOptions = {}): A
   const lingerMs = options.lingerMs ?? 5;
   const maxHeld = options.maxHeld ?? 10_000;
   const retryMs = options.retryMs ?? 1_000;
+  const keepWaitMs = options.keepWaitMs ?? 1_000;
   const held = { waiting: 0, dropped: 0 };
   let holding: StoredEventFields[] = [];
   let retrying: Promise<void> | undefined;
@@ -226,12 +235,17 @@ export function createAuditWriter(sql: Sql, options: AuditWriterOptions = {}): A
     },
     async keep(input) {
       const event = normaliseEvent(input);
-      try {
-        await enqueue(event);
-      } catch (err) {
+      const kept = enqueue(event).catch((err: unknown) => {
         if (!isConnectionError(err)) throw err;
         hold(event);
-      }
+      });
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<'waited'>(
+        (resolve) => (timer = setTimeout(() => resolve('waited'), keepWaitMs)),
+      );
+      const first = await Promise.race([kept, waited]).finally(() => clearTimeout(timer));
+      // Past the wait the write goes on alone; a refusal by the database that late is not reported.
+      if (first === 'waited') kept.catch(() => {});
     },
     async appendIn(tx, input) {
       const event = normaliseEvent(input);

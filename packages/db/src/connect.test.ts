@@ -2,7 +2,7 @@ import { connect as tcpConnect, type Socket } from 'node:net';
 import { once } from 'node:events';
 import postgres from 'postgres';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createSql } from './connect.ts';
+import { createSql, isConnectionError } from './connect.ts';
 import { createTestDatabase, type TestDatabase } from './test-database.ts';
 
 let db: TestDatabase;
@@ -192,6 +192,24 @@ it('a connection that closes while it fetches its types opens again for its rese
     expect(sockets.length).toBe(2);
   } finally {
     process.off('unhandledRejection', onUnhandled);
+    await sql.end({ timeout: 1 });
+  }
+});
+
+// During a failover a proxy can route a connection to a node a moment before it is promoted (or after
+// it was demoted): its writes fail with 25006. Nothing was written and the next attempt reaches the
+// primary, so callers treat it as the database being away (retry, hold the audit event), not as a bug.
+it('a write refused because the server is read-only counts as the database being unavailable', async () => {
+  const sql = createSql(db.url, { max: 1 });
+  try {
+    const err = await sql
+      .begin('read only', (tx) => tx`create temporary table t_read_only (x int)`)
+      .catch((e: unknown) => e);
+    expect((err as { code?: string }).code).toBe('25006');
+    expect(isConnectionError(err)).toBe(true);
+    const wrong = await sql`select * from no_such_table`.catch((e: unknown) => e);
+    expect(isConnectionError(wrong)).toBe(false);
+  } finally {
     await sql.end({ timeout: 1 });
   }
 });

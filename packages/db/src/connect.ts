@@ -15,7 +15,10 @@ export interface SqlOptions {
   readOnly?: boolean;
 }
 
-/** Errors that mean the database could not be reached, refused another connection or lost one, not that a query was wrong. */
+/**
+ * Errors that mean the database could not be reached, refused another connection or lost one, or
+ * that the server reached cannot write now (a standby during a failover): not that a query was wrong.
+ */
 export function isConnectionError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return (
@@ -24,7 +27,9 @@ export function isConnectionError(err: unknown): boolean {
       code,
     ) ||
       // 53300: the server, or the login role's CONNECTION LIMIT, has no connection to give.
-      /^(08|57P0|53300)/.test(code))
+      // 25006: the server reached cannot write now: a standby, or one being promoted or demoted in a
+      // failover (a proxy routes to it a moment before or after the switch). Nothing was written.
+      /^(08|57P0|53300|25006)/.test(code))
   );
 }
 
