@@ -177,7 +177,10 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
     // One id for both attempts: if the first committed though its answer was lost, the second is not stored twice.
     const done = { ...given, id: given.id ?? randomUUID() };
     try {
-      await kit.audit.append(done);
+      // Not past the call's time limit (or a moment after a call that used it up): a database that
+      // stalls in a failover would otherwise hold the answer through every queued batch's connect timeout.
+      // Given up on, the event may still commit; the withheld one below has the same id and is then not stored.
+      await waitAtMost(kit.audit.append(done), Math.max(deadline, performance.now() + 1_000), timeoutMs);
       return result;
     } catch (err) {
       logger.error(
