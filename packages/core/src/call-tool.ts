@@ -313,7 +313,9 @@ export async function callTool(kit: CallKit, req: CallRequest): Promise<CallTool
     if (err instanceof Cancelled) return cancelled();
     if (err instanceof UpstreamError) return refuse(err.outcome, err.message);
     if (err instanceof ToolError) return refuse('tool_error', err.message);
-    if (isConnectionError(err)) {
+    // A read-only call runs read-only on purpose: its write refused (25006) is the tool's fault, not a failover's.
+    const ownReadOnly = !writes && (err as { code?: string }).code === '25006';
+    if (isConnectionError(err) && !ownReadOnly) {
       logger.warn({ err }, 'database unavailable');
       // A change whose COMMIT lost its connection may or may not have been made: say so rather than guess.
       return refuse(
