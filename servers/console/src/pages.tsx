@@ -702,7 +702,7 @@ export function SentMailPage(props: {
                 </dd>
               </dl>
               <div class="text">
-                <Shown text={m.text} />
+                <Shown text={m.text} lineBreaks />
               </div>
             </article>
           ))}
