@@ -3,7 +3,7 @@ import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { startSealer, type Sealer } from '@bulkhead/audit';
 import { storeCaughtMail } from '@bulkhead/core/operator';
-import { startMailCatcher, type MailCatcher } from '@bulkhead/core/mail-catcher';
+import type { MailCatcher } from '@bulkhead/core/mail-catcher';
 import { createSql, loginRole, migrate, openDatabase, prepareEmbeddedRoles, type Sql } from '@bulkhead/db';
 import { auditKey } from '../audit-key.ts';
 import { deployableRoles } from '../deployable-roles.ts';
@@ -158,8 +158,11 @@ Options:
 
     // Approved e-mails really leave: to BULKHEAD_SMTP_URL when given, else to a mail catcher on loopback,
     // whose e-mails the console shows on its "Sent mail" page.
-    if (!env.BULKHEAD_SMTP_URL)
+    if (!env.BULKHEAD_SMTP_URL) {
+      // Imported here: the SMTP server and the message parser would slow every other command's start.
+      const { startMailCatcher } = await import('@bulkhead/core/mail-catcher');
       catcher = await startMailCatcher({ onMail: (mail) => storeCaughtMail(db.sql, mail) });
+    }
     const mail = (server: (typeof servers)[number]) =>
       server.kind !== 'mcp'
         ? {}

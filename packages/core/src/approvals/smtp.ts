@@ -1,6 +1,5 @@
 import type { ConnectionOptions } from 'node:tls';
-import MailComposer from 'nodemailer/lib/mail-composer/index.js';
-import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
+import type SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
 import { DeliveryError, type Deliverer, type OutboxItem } from './outbox.ts';
 import { assertEmailHeaders } from './email.ts';
 
@@ -60,7 +59,8 @@ export function messageId(item: Pick<OutboxItem, 'id' | 'server'>, from: string)
 }
 
 /** The message of an `email` outbox row, as the bytes sent in DATA. */
-function compose(item: OutboxItem, from: string): Promise<Buffer> {
+async function compose(item: OutboxItem, from: string): Promise<Buffer> {
+  const { default: MailComposer } = await import('nodemailer/lib/mail-composer/index.js');
   const p = item.payload as {
     to: string;
     subject?: string;
@@ -111,6 +111,8 @@ export function smtpDeliverer(options: SmtpOptions): Deliverer {
     assertEmailHeaders(item.payload);
     const p = item.payload as { to: string; cc?: string; bcc?: string };
     const message = await compose(item, options.from);
+    // Loaded on the first e-mail: every server and CLI command that never sends one starts without it.
+    const { default: SMTPConnection } = await import('nodemailer/lib/smtp-connection/index.js');
     const conn = new SMTPConnection({
       ...connection,
       connectionTimeout: timeoutMs,
