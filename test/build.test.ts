@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { discoverDeployables } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, root } from './helpers.ts';
+import { freePort, root, testMailCatcher } from './helpers.ts';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -30,6 +30,8 @@ describe.each(discoverDeployables(root).map((d) => d.name))('the built %s', (nam
         PORT: String(port),
         LOG_LEVEL: 'warn',
         BULKHEAD_MIGRATE: 'false',
+        BULKHEAD_SMTP_URL: (await testMailCatcher()).url,
+        BULKHEAD_MAIL_FROM: `${name}@bulkhead.test`,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

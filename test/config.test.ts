@@ -19,3 +19,36 @@ it('a server with a bad environment does not start and says why, one line per pr
       .sort(),
   ).toEqual(['BULKHEAD_MAX_BODY_BYTES', 'PORT']);
 });
+
+it('a server with e-mail tools does not start without an SMTP server and a From, and names both variables', () => {
+  const env: Record<string, string | undefined> = { ...process.env, BULKHEAD_MAIL_FROM: 'not an address' };
+  delete env.BULKHEAD_SMTP_URL;
+  const bad = spawnSync(process.execPath, ['--import', 'tsx', `${root}servers/admin/src/main.ts`], {
+    cwd: root,
+    env,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  expect(bad.status).toBe(1);
+  expect(bad.stderr.trim().split('\n')).toEqual([
+    'admin: invalid configuration:',
+    '  BULKHEAD_MAIL_FROM: must be one plain address of the form name@domain.tld (got "not an address")',
+  ]);
+
+  delete env.BULKHEAD_MAIL_FROM;
+  const run = spawnSync(process.execPath, ['--import', 'tsx', `${root}servers/admin/src/main.ts`], {
+    cwd: root,
+    env,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  expect(run.status).toBe(1);
+  expect(run.stderr.trim().split('\n')).toEqual([
+    'admin: invalid configuration:',
+    '  BULKHEAD_SMTP_URL is not set: admin sends e-mail (send_invoice, answer_ticket) once a person approves it; ' +
+      'set it to the SMTP server to send through (smtp://user:pass@host:587 or smtps://user:pass@host:465; ' +
+      'pnpm start sets it to its local mail catcher)',
+    '  BULKHEAD_MAIL_FROM is not set: admin sends e-mail (send_invoice, answer_ticket) once a person approves it; ' +
+      'set it to the address it sends from (billing@example.com)',
+  ]);
+});

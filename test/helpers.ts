@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { startMailCatcher, type MailCatcher } from '@bulkhead/core/mail-catcher';
 
 /** The repository root. */
 export const root = fileURLToPath(new URL('..', import.meta.url));
@@ -15,6 +16,16 @@ export function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
+}
+
+let catcher: Promise<MailCatcher> | undefined;
+
+/**
+ * This test file's SMTP server on loopback (a real one, started on first use): servers that
+ * {@link spawnServer} starts send their approved e-mails here unless told otherwise.
+ */
+export function testMailCatcher(): Promise<MailCatcher> {
+  return (catcher ??= startMailCatcher());
 }
 
 /** A server started as its own process, the way `pnpm start` runs it. */
@@ -36,6 +47,7 @@ export async function spawnServer(
   port?: number,
 ): Promise<ServerProcess> {
   port ??= await freePort();
+  const mail = await testMailCatcher();
   let output = '';
   const child = spawn(process.execPath, ['--import', 'tsx', `${root}servers/${name}/src/main.ts`], {
     cwd: `${root}servers/${name}`,
@@ -45,6 +57,8 @@ export async function spawnServer(
       PORT: String(port),
       BULKHEAD_MIGRATE: 'false',
       LOG_LEVEL: 'info',
+      BULKHEAD_SMTP_URL: mail.url,
+      BULKHEAD_MAIL_FROM: `${name}@bulkhead.test`,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -115,6 +115,7 @@ const EXPECTED: Record<(typeof DEPLOYABLES)[number], Record<string, Rights>> = {
         'decision_event_id',
       ],
     },
+    bulkhead_caught_mail: { select: 'all' },
     bulkhead_console_sessions: { select: 'all', insert: 'all', update: 'all', delete: true },
     bulkhead_console_sign_in_failures: { select: 'all', insert: 'all', update: 'all', delete: true },
     bulkhead_console_sign_in_forms: { select: 'all', insert: 'all', delete: true },

@@ -9,6 +9,10 @@ const schema = z
     LOG_LEVEL: baseEnvShape.LOG_LEVEL.unwrap().optional(),
     /** The approvers' console that `start` links from approval notifications. */
     BULKHEAD_CONSOLE_URL: z.url().optional(),
+    /** `start` with it: the servers send approved e-mails there, and no local mail catcher runs. */
+    BULKHEAD_SMTP_URL: z.url({ protocol: /^smtps?$/ }).optional(),
+    /** The From `start` gives the servers (default <server>@bulkhead.test). */
+    BULKHEAD_MAIL_FROM: z.string().min(3).optional(),
     /** Signs audit prune checkpoints; defaults to a key kept in the data dir. */
     BULKHEAD_AUDIT_KEY: z.string().min(16).optional(),
     /** Who is at the keyboard, recorded as a token's `created_by`. */

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
+import { addressProblem } from './approvals/email.ts';
 
 /** A bad environment: one line per problem, ready to print before exiting. */
 export class ConfigError extends Error {
@@ -72,6 +73,15 @@ export function serverEnvSchema(defaultPort: number) {
       BULKHEAD_AUTHORIZATION_SERVER: z.url().optional(),
       /** Run under the schema owner or a superuser (refused by default: each server runs under its own role). */
       BULKHEAD_ALLOW_OWNER_ROLE: bool.default(false),
+      /** Where approved e-mails are sent: smtp://user:pass@host:587 (STARTTLS) or smtps://…:465 (TLS). */
+      BULKHEAD_SMTP_URL: z.url({ protocol: /^smtps?$/ }).optional(),
+      /** The From of every e-mail this deployment sends. */
+      BULKHEAD_MAIL_FROM: z
+        .string()
+        .refine((v) => !addressProblem(v), {
+          message: 'must be one plain address of the form name@domain.tld',
+        })
+        .optional(),
       /** Lets a scraper that is not on loopback read /metrics (Authorization: Bearer <token>). */
       BULKHEAD_METRICS_TOKEN: z.string().min(16).optional(),
     })

@@ -74,6 +74,8 @@ export interface ApprovalSpec<I> {
   preview: (args: I, ctx: ToolContext) => string | Promise<string>;
   /** Hours until an undecided request expires (default 72). */
   expiresInHours?: number;
+  /** Outbox kinds the approved action enqueues (`['email']`): a server with e-mail tools needs an SMTP server to start. */
+  sends?: readonly string[];
 }
 
 type Output<O> = O extends z.ZodObject ? z.input<O> : string | Record<string, unknown>;

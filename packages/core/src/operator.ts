@@ -58,11 +58,14 @@ export {
   effectiveStatus,
   getApproval,
   listApprovals,
+  smtpDeliverer,
   startApprovalExecutor,
   type ApprovalDelivery,
   type ApprovalEvent,
   type ApprovalExecutor,
   type ApprovalRecord,
   type ApprovalStatus,
+  type SmtpOptions,
 } from './approvals/index.ts';
 export { PENDING_NOTE } from './pending-result.ts';
+export { listCaughtMail, storeCaughtMail, type CaughtMail } from './caught-mail.ts';

@@ -15,9 +15,10 @@ import {
 } from '@bulkhead/db';
 
 type ReservedSql = Awaited<ReturnType<Sql['reserve']>>;
-import { workspaceRoot, type ServerEnv } from './config.ts';
+import { ConfigError, workspaceRoot, type ServerEnv } from './config.ts';
 import { startApprovalExecutor } from './approvals/executor.ts';
-import { hasGatedTools, type ServerDefinition } from './server-definition.ts';
+import type { SmtpOptions } from './approvals/smtp.ts';
+import { hasGatedTools, sendsEmail, type ServerDefinition } from './server-definition.ts';
 import { createHttpApp } from './http-app.ts';
 import { createLogger } from './logger.ts';
 import { serveStdio, StartupError } from './stdio.ts';
@@ -193,6 +194,28 @@ export async function checkPooler(sql: Sql, reads?: Sql): Promise<void> {
 }
 
 /**
+ * Where a server that sends e-mail sends it. Such a server does not start without an SMTP server
+ * and a From: an approved e-mail that no one can send would look sent to the person who approved it.
+ */
+export function smtpOptions(def: ServerDefinition, env: ServerEnv): SmtpOptions | undefined {
+  if (!sendsEmail(def)) return undefined;
+  const tools = def.catalog.tools.filter((t) => t.approval?.sends?.includes('email')).map((t) => t.name);
+  const why = `${def.name} sends e-mail (${tools.join(', ')}) once a person approves it`;
+  const problems = [
+    ...(env.BULKHEAD_SMTP_URL
+      ? []
+      : [
+          `BULKHEAD_SMTP_URL is not set: ${why}; set it to the SMTP server to send through (smtp://user:pass@host:587 or smtps://user:pass@host:465; pnpm start sets it to its local mail catcher)`,
+        ]),
+    ...(env.BULKHEAD_MAIL_FROM
+      ? []
+      : [`BULKHEAD_MAIL_FROM is not set: ${why}; set it to the address it sends from (billing@example.com)`]),
+  ];
+  if (problems.length) throw new ConfigError(problems);
+  return { url: env.BULKHEAD_SMTP_URL!, from: env.BULKHEAD_MAIL_FROM! };
+}
+
+/**
  * Everything a server's `main.ts` does: open the database (on the embedded
  * default, under this server's own login role, created on the way), migrate,
  * check the role, serve over HTTP or stdio, run approved actions when a tool
@@ -201,6 +224,7 @@ export async function checkPooler(sql: Sql, reads?: Sql): Promise<void> {
  * path still holds, close the pool, exit 0.
  */
 export async function runServer(def: ServerDefinition, { env, stdio, ...run }: RunOptions): Promise<void> {
+  const smtp = smtpOptions(def, env);
   const logger = createLogger({ level: env.LOG_LEVEL, name: def.name, stderr: stdio });
   const upstreams = createUpstreams(run.upstreams);
   // A lost connection is an outage of the moment, not a fault of the process: should one ever escape
@@ -275,6 +299,7 @@ export async function runServer(def: ServerDefinition, { env, stdio, ...run }: R
       logger,
       webhookUrl: env.BULKHEAD_APPROVAL_WEBHOOK_URL,
       upstreams,
+      smtp,
       ...(audit ? { audit } : {}),
     });
     closers.push(() => executor.stop());

@@ -28,6 +28,11 @@ export interface ServerDefinition extends Readonly<Omit<ServerOptions, 'tools'>>
   modelBudgetChars: number;
 }
 
+/** True when some approved action of the server sends e-mail (`approval.sends` names `email`). */
+export function sendsEmail(def: Pick<ServerDefinition, 'catalog'>): boolean {
+  return def.catalog.tools.some((t) => t.approval?.sends?.includes('email'));
+}
+
 /** True when some tool of the server stops at an approval gate. */
 export function hasGatedTools(def: Pick<ServerDefinition, 'catalog'>): boolean {
   return def.catalog.tools.some((t) => t.approval);

@@ -173,6 +173,7 @@ export async function applyPrivileges(sql: Sql, specs: readonly RoleSpec[]): Pro
         await policy(tx, `bh_${role}_all`, 'bulkhead_approvals', 'all', role, 'true', 'true');
         await tx`grant select on bulkhead_outbox to ${r}`;
         await policy(tx, `bh_${role}_read`, 'bulkhead_outbox', 'select', role, 'true', null);
+        await tx`grant select on bulkhead_caught_mail to ${r}`;
         await tx`grant select, insert, update, delete on bulkhead_console_sessions to ${r}`;
         await tx`grant select, insert, delete on bulkhead_console_sign_in_forms to ${r}`;
         await tx`grant select, insert, update, delete on bulkhead_console_sign_in_failures to ${r}`;

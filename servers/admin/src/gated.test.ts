@@ -1,4 +1,5 @@
 import { createLogger } from '@bulkhead/core';
+import { startMailCatcher, type MailCatcher } from '@bulkhead/core/mail-catcher';
 import {
   getApproval,
   PENDING_NOTE,
@@ -13,17 +14,22 @@ import { startAdmin, type AdminHarness, type CallResult } from './test-client.ts
 
 let h: AdminHarness;
 let executor: ApprovalExecutor;
+let catcher: MailCatcher;
 beforeAll(async () => {
   h = await startAdmin();
+  // A real SMTP server that wants AUTH: approved e-mails go there, as they would to a company's relay.
+  catcher = await startMailCatcher({ auth: { user: 'admin-relay', pass: 'relay pass' } });
   executor = startApprovalExecutor(adminServer, {
     sql: h.server.sql,
     logger: createLogger({ level: 'silent' }),
+    smtp: { url: catcher.url, from: 'billing@bulkhead.test' },
   });
   await executor.ready;
 });
 afterAll(async () => {
   await executor?.stop();
   await h?.close();
+  await catcher?.close();
 });
 
 /** Asserts the pending_approval answer (its preview untrusted text, as it quotes customer text) and returns its approval id. */
@@ -223,6 +229,19 @@ describe('send_invoice', () => {
           invoice_number: 'R-2026-0500',
           customer_id: 'C-1011',
         },
+      },
+    ]);
+    // The e-mail left: the SMTP server (after AUTH) received it from the deployment's From, naming the approval.
+    expect(catcher.mails.filter((m) => m.approvalId === id)).toEqual([
+      {
+        receivedAt: expect.any(Date),
+        from: 'billing@bulkhead.test',
+        to: ['buchhaltung@kaiser-bau.de'],
+        subject: 'Invoice R-2026-0500',
+        text: 'Dear Kaiser Bau GmbH & Co. KG,\n\nplease find invoice R-2026-0500 over €6,427.25 attached; €6,427.25 are due on 2027-01-15.\n',
+        messageId: expect.stringMatching(/^<bulkhead-outbox-\d+\.admin@bulkhead\.test>$/),
+        approvalId: id,
+        outboxId: expect.any(Number),
       },
     ]);
   });

@@ -1,32 +1,31 @@
-import { Writable } from 'node:stream';
+import { createLogger } from '@bulkhead/core';
+import { startMailCatcher, type MailCatcher } from '@bulkhead/core/mail-catcher';
 import { getApproval, startApprovalExecutor, type ApprovalExecutor } from '@bulkhead/core/operator';
 import { testApprover } from '@bulkhead/core/testing';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminServer } from './server.ts';
 import { startAdmin, type AdminHarness } from './test-client.ts';
 
 // The e-mails answer_ticket and send_invoice build, read where they leave: the outbox
-// row a sender reads, and what the shipped e-mail deliverer (logEmail) was handed.
+// row a sender reads, and what an SMTP server received from the shipped e-mail deliverer.
 
 let h: AdminHarness;
 let executor: ApprovalExecutor;
-const logLines: Record<string, unknown>[] = [];
+let catcher: MailCatcher;
 beforeAll(async () => {
   h = await startAdmin();
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean))
-        logLines.push(JSON.parse(line) as Record<string, unknown>);
-      done();
-    },
+  catcher = await startMailCatcher();
+  executor = startApprovalExecutor(adminServer, {
+    sql: h.server.sql,
+    logger: createLogger({ level: 'silent' }),
+    smtp: { url: catcher.url, from: 'billing@bulkhead.test' },
   });
-  executor = startApprovalExecutor(adminServer, { sql: h.server.sql, logger: pino({ level: 'info' }, sink) });
   await executor.ready;
 });
 afterAll(async () => {
   await executor?.stop();
   await h?.close();
+  await catcher?.close();
 });
 
 async function approveAndRun(approvalId: string) {
@@ -40,9 +39,8 @@ async function outboxEmails(approvalId: string) {
     select id, payload, status from bulkhead_outbox where approval_id = ${approvalId} and kind = 'email'`;
 }
 
-/** What logEmail, the deliverer, was handed for this outbox row. */
-const delivered = (outboxId: string) =>
-  logLines.filter((l) => l.outboxId === Number(outboxId) && l.to !== undefined);
+/** What the SMTP server received for this outbox row. */
+const delivered = (outboxId: string) => catcher.mails.filter((m) => m.outboxId === Number(outboxId));
 
 describe('answer_ticket e-mail', () => {
   it('keeps a customer subject carrying CR/LF and a Bcc line on one subject line', async () => {
@@ -68,11 +66,15 @@ describe('answer_ticket e-mail', () => {
         'delivered',
       ],
     ]);
+    // One recipient in the envelope, the whole subject on its one line: the Bcc line added no one.
     expect(delivered(rows[0]!.id)).toEqual([
       expect.objectContaining({
-        to: 'accounts@hartmann-maschinenbau.de',
+        from: 'billing@bulkhead.test',
+        to: ['accounts@hartmann-maschinenbau.de'],
         subject,
-        msg: 'e-mail delivered to the log (no mail server configured; nothing was sent)',
+        // A message's last line ends with a line break on the wire.
+        text: 'We replaced the scanner.\nRegards\n',
+        approvalId: id,
       }),
     ]);
   });

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { TASKS_EXTENSION } from '@bulkhead/core';
+import { startMailCatcher, type MailCatcher } from '@bulkhead/core/mail-catcher';
 import { issueTestToken, TaskClient, testApprover } from '@bulkhead/core/testing';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { seedDemo } from '@bulkhead/demo';
@@ -11,13 +12,16 @@ const root = fileURLToPath(new URL('../../../', import.meta.url));
 const main = fileURLToPath(new URL('./main.ts', import.meta.url));
 
 let db: TestDatabase;
+let catcher: MailCatcher;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   await seedDemo(db.sql);
+  catcher = await startMailCatcher();
 }, 60_000);
 afterAll(async () => {
   await db.drop();
+  await catcher.close();
 });
 
 it('over stdio too: a gated call made as a task, withdrawn or approved, and the task follows', async () => {
@@ -39,6 +43,8 @@ it('over stdio too: a gated call made as a task, withdrawn or approved, and the 
         DATABASE_URL: (await db.as('admin')).url,
         BULKHEAD_MIGRATE: 'false',
         BULKHEAD_TOKEN: token,
+        BULKHEAD_SMTP_URL: catcher.url,
+        BULKHEAD_MAIL_FROM: 'billing@bulkhead.test',
       },
       stderr: 'pipe',
     }),

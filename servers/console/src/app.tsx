@@ -16,6 +16,7 @@ import {
   decideApproval,
   getApproval,
   listApprovals,
+  listCaughtMail,
   type ApprovalStatus,
   type TokenVerifier,
 } from '@bulkhead/core/operator';
@@ -25,7 +26,15 @@ import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { html } from 'hono/html';
 import type { JSX } from 'hono/jsx/jsx-runtime';
-import { DetailPage, HistoryPage, LoginPage, MessagePage, PendingPage, STYLE_HASH } from './pages.tsx';
+import {
+  DetailPage,
+  HistoryPage,
+  LoginPage,
+  MessagePage,
+  PendingPage,
+  SentMailPage,
+  STYLE_HASH,
+} from './pages.tsx';
 import { argumentFindings, argumentRows, findings, mergeFindings } from './shown.tsx';
 import {
   countPending,
@@ -565,6 +574,12 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
         tools={facets.tools}
       />,
     );
+  });
+
+  app.get('/mail', async (c) => {
+    const limit = 50;
+    const [mails, pending] = await Promise.all([listCaughtMail(sql, limit), countPending(sql)]);
+    return page(c, <SentMailPage approver={c.var.approver} pending={pending} mails={mails} limit={limit} />);
   });
 
   app.post('/logout', async (c) => {

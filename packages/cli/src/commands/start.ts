@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { startSealer, type Sealer } from '@bulkhead/audit';
+import { storeCaughtMail } from '@bulkhead/core/operator';
+import type { MailCatcher } from '@bulkhead/core/mail-catcher';
 import { createSql, loginRole, migrate, openDatabase, prepareEmbeddedRoles, type Sql } from '@bulkhead/db';
 import { auditKey } from '../audit-key.ts';
 import { deployableRoles } from '../deployable-roles.ts';
@@ -53,8 +55,10 @@ migrations, creates every deployable's group role with its grants and a login
 role per server (passwords generated into the data dir), prepares the demo data
 on a first start, then starts every server under servers/ as its own process on
 its own port, connected under its own role, runs the audit sealer, and prints
-the URLs and which role each server is connected as. Ctrl-C stops the servers,
-then the database. (With a DATABASE_URL whose role cannot create roles, run
+the URLs and which role each server is connected as. Approved e-mails go to
+a mail catcher on loopback (an SMTP server this command runs) and show on the
+console's Sent mail page; with BULKHEAD_SMTP_URL set they go there instead.
+Ctrl-C stops the servers, then the database. (With a DATABASE_URL whose role cannot create roles, run
 \`bulkhead db roles\` as the owner first, or set BULKHEAD_ALLOW_OWNER_ROLE=true.)
 
 Options:
@@ -95,6 +99,7 @@ Options:
     let stopping = false;
     let sealer: Sealer | undefined;
     let sealerSql: Sql | undefined;
+    let catcher: MailCatcher | undefined;
     const stop = async (code: number) => {
       if (stopping) return;
       stopping = true;
@@ -113,6 +118,7 @@ Options:
       );
       await sealer?.stop();
       await sealerSql?.end({ timeout: 2 });
+      await catcher?.close();
       if (db.embedded) io.err('Stopping the embedded PostgreSQL...');
       const stopped = await db.close();
       if (db.embedded && !stopped)
@@ -150,6 +156,21 @@ Options:
       onError: (err) => io.err(`[sealer] ${err instanceof Error ? err.message : String(err)}`),
     });
 
+    // Approved e-mails really leave: to BULKHEAD_SMTP_URL when given, else to a mail catcher on loopback,
+    // whose e-mails the console shows on its "Sent mail" page.
+    if (!env.BULKHEAD_SMTP_URL) {
+      // Imported here: the SMTP server and the message parser would slow every other command's start.
+      const { startMailCatcher } = await import('@bulkhead/core/mail-catcher');
+      catcher = await startMailCatcher({ onMail: (mail) => storeCaughtMail(db.sql, mail) });
+    }
+    const mail = (server: (typeof servers)[number]) =>
+      server.kind !== 'mcp'
+        ? {}
+        : {
+            BULKHEAD_SMTP_URL: env.BULKHEAD_SMTP_URL ?? catcher!.url,
+            BULKHEAD_MAIL_FROM: env.BULKHEAD_MAIL_FROM ?? `${server.name}@bulkhead.test`,
+          };
+
     // MCP servers link approval notifications to the console that this start runs.
     const approvalConsole = servers.find((s) => s.kind === 'console');
     const consoleUrl = env.BULKHEAD_CONSOLE_URL ?? (approvalConsole && defaultUrl(approvalConsole));
@@ -178,6 +199,7 @@ Options:
           LOG_LEVEL: env.serverLogLevel,
           ...(consoleUrl ? { BULKHEAD_CONSOLE_URL: consoleUrl } : {}),
           ...oauth(server),
+          ...mail(server),
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
@@ -217,10 +239,13 @@ Options:
     io.out(
       `  ${'audit sealer'.padEnd(width)} ${''.padEnd(32)} as ${roles.get('bulkhead-sealer') ?? loginRole('sealer')}`,
     );
+    if (catcher)
+      io.out(`  ${'mail catcher'.padEnd(width)} ${catcher.url.padEnd(32)} (approved e-mails land here)`);
     io.out('');
     if (approvalConsole)
       io.out(
-        `Approve gated actions at ${defaultUrl(approvalConsole)} with an approver token: pnpm bulkhead approvers add --person <who>.`,
+        `Approve gated actions at ${defaultUrl(approvalConsole)} with an approver token: pnpm bulkhead approvers add --person <who>.` +
+          (catcher ? ` The e-mails they send show under Sent mail there.` : ''),
       );
     io.out(
       'Issue a token: pnpm bulkhead tokens issue --server <name> --label <who>. Ctrl-C stops everything.',

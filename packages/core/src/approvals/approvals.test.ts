@@ -3,6 +3,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { sealLog, verifyLog } from '@bulkhead/audit';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
+import { startMailCatcher, type MailCatcher } from '../mail-catcher.ts';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createServer, defineTool, ToolError } from '../index.ts';
@@ -106,9 +107,11 @@ let db: TestDatabase;
 let server: TestServer;
 let token: string;
 let ana: TestApprover;
+let catcher: MailCatcher;
 
 beforeAll(async () => {
   db = await createTestDatabase();
+  catcher = await startMailCatcher();
   await db.sql`create table note_effects (approval_id text not null, customer_id text not null, text text not null)`;
   server = await startTestServer(def, { db });
   await db.sql`grant select, insert on note_effects to bulkhead_gate_test`;
@@ -118,6 +121,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.close();
   await db.drop();
+  await catcher.close();
 });
 
 async function connect(bearer = token): Promise<Client> {
@@ -169,6 +173,7 @@ function executor(): ApprovalExecutor {
     logger,
     sweepIntervalMs: 60_000,
     instanceId: 'test-executor',
+    smtp: { url: catcher.url, from: 'notes@bulkhead.test' },
   });
 }
 
@@ -323,6 +328,9 @@ describe('approval', () => {
       attempts: 1,
       payload: { to: 'C-1002@example.test', subject: 'Credit note issued' },
     });
+    expect(catcher.mails.filter((m) => m.approvalId === id).map((m) => [m.to, m.subject])).toEqual([
+      [['C-1002@example.test'], 'Credit note issued'],
+    ]);
     const seen = await status(id as string);
     expect(seen.structuredContent).toMatchObject({
       status: 'executed',

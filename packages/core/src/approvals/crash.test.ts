@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMailCatcher, type MailCatcher } from '../mail-catcher.ts';
 import { issueTestToken, testApprover } from '../testing.ts';
 import { FIXTURE_EFFECTS_DDL, fixtureServer } from './fixtures/gated-server.ts';
 import { getApproval } from './index.ts';
@@ -23,6 +24,7 @@ interface Proc {
 let db: TestDatabase;
 let fixtureUrl: string;
 let token: string;
+let catcher: MailCatcher;
 const running = new Set<Proc>();
 
 beforeAll(async () => {
@@ -30,11 +32,13 @@ beforeAll(async () => {
   fixtureUrl = (await db.as('gate-fixture')).url;
   await db.sql.unsafe(FIXTURE_EFFECTS_DDL);
   token = await issueTestToken(db.sql, fixtureServer, { label: 'crash test client' });
+  catcher = await startMailCatcher();
 });
 afterAll(async () => {
   for (const p of running) p.child.kill('SIGKILL');
   await Promise.all([...running].map((p) => p.exited));
   await db.drop();
+  await catcher.close();
 });
 
 async function freePort(): Promise<number> {
@@ -56,6 +60,8 @@ async function start(): Promise<Proc> {
       PORT: String(port),
       LOG_LEVEL: 'info',
       BULKHEAD_MIGRATE: 'false',
+      BULKHEAD_SMTP_URL: catcher.url,
+      BULKHEAD_MAIL_FROM: 'effects@bulkhead.test',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -181,6 +187,7 @@ describe('a server process killed with SIGKILL', () => {
     const until = Date.now() + 3000;
     while ((await mails()).some((m) => m.status !== 'delivered') && Date.now() < until) await sleep(50);
     expect((await mails()).map((m) => m.status)).toEqual(['delivered']);
+    expect(catcher.mails.filter((m) => m.approvalId === id).map((m) => m.to)).toEqual([['ops@example.test']]);
     expect(await story(id)).toEqual(['pending_approval', 'approved', 'executed']);
     await kill(restarted, 'SIGTERM');
   });

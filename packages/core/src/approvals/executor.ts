@@ -13,14 +13,7 @@ import { TimeLimitExceeded, withTimeLimit } from '../time-limit.ts';
 import { scanUntrusted } from '../untrusted.ts';
 import { executionEvent } from './audit-trail.ts';
 import { expireOverdue } from './decide.ts';
-import {
-  DEFAULT_RETRY,
-  createOutbox,
-  dispatchOutbox,
-  logEmail,
-  type Deliverer,
-  type RetryPolicy,
-} from './outbox.ts';
+import { DEFAULT_RETRY, createOutbox, dispatchOutbox, type Deliverer, type RetryPolicy } from './outbox.ts';
 import {
   APPROVAL_COLUMNS,
   argumentsHash,
@@ -28,6 +21,7 @@ import {
   type ApprovalFailure,
   type ApprovalRecord,
 } from './store.ts';
+import { smtpDeliverer, type SmtpOptions } from './smtp.ts';
 import { APPROVAL_WEBHOOK, webhookDeliverer } from './webhook.ts';
 import { UPSTREAM_EFFECT, upstreamDeliverer } from './upstream-effect.ts';
 import { createUpstreamClient } from '../upstream/client.ts';
@@ -44,14 +38,16 @@ export interface ApprovalExecutorOptions {
   webhookUrl?: string | undefined;
   /** The server's declared upstreams: `upstream` rows of the outbox are delivered to them. */
   upstreams?: Upstreams;
-  /** Extra or replacement deliverers by outbox kind (defaults: `email` to the log, `approval_webhook`, `upstream`). */
+  /** `BULKHEAD_SMTP_URL` and `BULKHEAD_MAIL_FROM`; without them queued e-mails fail as undeliverable. */
+  smtp?: SmtpOptions | undefined;
+  /** Extra or replacement deliverers by outbox kind (defaults: `email` over SMTP, `approval_webhook`, `upstream`). */
   deliverers?: Record<string, Deliverer>;
   /** The safety-net sweep interval (default 5 s); NOTIFY normally wakes the executor at once. */
   sweepIntervalMs?: number;
   retry?: Partial<RetryPolicy>;
   /** Deliveries per outbox pass before the loop yields and starts the next (default 20). */
   deliveriesPerPass?: number;
-  /** How long a row being delivered stays claimed (default 60 s, above the webhook's 10 s limit). */
+  /** How long a row being delivered stays claimed (default 60 s, above the webhook's 10 s and SMTP's 30 s limits). */
   deliveryLeaseMs?: number;
   /** Recorded as `executed_by`; defaults to host:pid:random. */
   instanceId?: string;
@@ -109,7 +105,7 @@ export function startApprovalExecutor(
   const deliveriesPerPass = options.deliveriesPerPass ?? 20;
   const leaseMs = options.deliveryLeaseMs ?? 60_000;
   const deliverers: Record<string, Deliverer> = {
-    email: logEmail,
+    ...(options.smtp ? { email: smtpDeliverer(options.smtp) } : {}),
     ...(options.webhookUrl ? { [APPROVAL_WEBHOOK]: webhookDeliverer(options.webhookUrl) } : {}),
     ...(options.upstreams?.byName.size ? { [UPSTREAM_EFFECT]: upstreamDeliverer(options.upstreams) } : {}),
     ...options.deliverers,

@@ -27,7 +27,6 @@ export {
   DEFAULT_RETRY,
   DeliveryError,
   dispatchOutbox,
-  logEmail,
   type Deliverer,
   type OutboxItem,
   type RetryPolicy,
@@ -47,4 +46,12 @@ export {
   MAX_SUBJECT_CHARS,
   type EmailInput,
 } from './email.ts';
+export {
+  APPROVAL_HEADER,
+  messageId,
+  OUTBOX_HEADER,
+  parseSmtpUrl,
+  smtpDeliverer,
+  type SmtpOptions,
+} from './smtp.ts';
 export { getApprovalStatus } from './get-approval-status.ts';

@@ -14,12 +14,16 @@ export interface OutboxItem {
   attempt: number;
 }
 
-/** A delivery failed; `statusCode` is kept with the attempt when the receiver answered. */
+/**
+ * A delivery failed; `statusCode` is kept with the attempt when the receiver answered. A `permanent`
+ * failure (the receiver refused for good: an SMTP 5xx) fails the row at once instead of retrying it.
+ */
 export class DeliveryError extends Error {
   override readonly name = 'DeliveryError';
   constructor(
     message: string,
     readonly statusCode?: number,
+    readonly permanent = false,
   ) {
     super(message);
   }
@@ -64,19 +68,6 @@ export function createOutbox(sql: Sql, server: string, approvalId: string | null
     },
   };
 }
-
-/**
- * The demo's e-mail delivery: there is no mail server, so the e-mail is
- * written to the log and the row is marked delivered. Replace it with a real
- * sender (which should pass the outbox id as its idempotency key).
- */
-export const logEmail: Deliverer = async (item, { logger }) => {
-  const p = item.payload as { to?: unknown; subject?: unknown };
-  logger.info(
-    { outboxId: item.id, approvalId: item.approvalId, to: p.to, subject: p.subject },
-    'e-mail delivered to the log (no mail server configured; nothing was sent)',
-  );
-};
 
 /** How {@link dispatchOutbox} paces itself. */
 export interface DispatchOptions {
@@ -163,13 +154,17 @@ export async function dispatchOutbox(
     const started = performance.now();
     let statusCode: number | null = null;
     let error: string | null = null;
+    let permanent = false;
     const deliver = deliverers[item.kind];
     try {
       if (!deliver) throw new DeliveryError(`no deliverer for "${item.kind}" on ${server}`);
       statusCode = (await deliver(item, { logger: log, signal }))?.statusCode ?? null;
     } catch (err) {
       error = err instanceof Error ? err.message : String(err);
-      if (err instanceof DeliveryError) statusCode = err.statusCode ?? null;
+      if (err instanceof DeliveryError) {
+        statusCode = err.statusCode ?? null;
+        permanent = err.permanent;
+      }
     }
     const interrupted = error !== null && signal.aborted;
     if (interrupted) error = `interrupted: the server stopped during the delivery (${error})`;
@@ -185,7 +180,7 @@ export async function dispatchOutbox(
           where ${mine}`;
       if (interrupted)
         return tx`update bulkhead_outbox set last_error = ${error}, next_attempt_at = now() where ${mine}`;
-      if (!deliver || item.attempt >= policy.maxAttempts) {
+      if (!deliver || permanent || item.attempt >= policy.maxAttempts) {
         log.error({ attempt: item.attempt, error }, 'outbox delivery failed for good');
         return tx`update bulkhead_outbox set status = 'failed', last_error = ${error} where ${mine}`;
       }

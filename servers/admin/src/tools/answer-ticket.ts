@@ -31,6 +31,7 @@ export const answerTicket = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   timeoutMs: 5_000,
   approval: {
+    sends: ['email'],
     preview: async ({ key, body }, ctx) => {
       const t = await answerableTicket(ctx, key, false);
       return (

@@ -38,6 +38,7 @@ export const sendInvoice = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   timeoutMs: 5_000,
   approval: {
+    sends: ['email'],
     preview: async ({ invoice_number }, ctx) => previewOf(await sendableInvoice(ctx, invoice_number)),
   },
   handler: async ({ invoice_number }, ctx) => {
