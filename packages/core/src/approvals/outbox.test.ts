@@ -137,14 +137,17 @@ describe('dispatchOutbox', () => {
   it('lets a dispatcher whose lease lapsed mid-delivery not overwrite the newer attempt', async () => {
     await queue('lease-test', 1);
     const calls: number[] = [];
+    // The first delivery answers only when the test lets it: its lease lapses while it is still out.
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
     const slowThenFast: Deliverer = async (item) => {
       calls.push(item.attempt);
       if (item.attempt === 1) {
-        await sleep(400);
+        await answered;
         throw new Error('receiver answered too late');
       }
     };
-    const options = { leaseMs: 150 };
+    const options = { leaseMs: 60_000 };
     const slow = dispatchOutbox(
       db.sql,
       'lease-test',
@@ -153,18 +156,23 @@ describe('dispatchOutbox', () => {
       DEFAULT_RETRY,
       options,
     );
-    await sleep(50);
-    // Leased: a second dispatcher finds nothing due.
+    await until(() => calls.length === 1);
+    // Leased for the lease's length: a second dispatcher finds nothing due.
+    const [lease] = await db.sql<{ leased: boolean }[]>`
+      select next_attempt_at > now() + interval '59 seconds' as leased from bulkhead_outbox where server = 'lease-test'`;
+    expect(lease).toEqual({ leased: true });
     expect(
       (await dispatchOutbox(db.sql, 'lease-test', { email: slowThenFast }, logger, DEFAULT_RETRY, options))
         .handled,
     ).toBe(0);
-    await sleep(200);
-    // The lease lapsed: the row is claimed again and delivered.
+    // The lease lapses (its end is now): the row is claimed again and delivered.
+    await db.sql`update bulkhead_outbox set next_attempt_at = now() where server = 'lease-test'`;
     expect(
       (await dispatchOutbox(db.sql, 'lease-test', { email: slowThenFast }, logger, DEFAULT_RETRY, options))
         .handled,
     ).toBe(1);
+    // Only now does the first delivery come back, failed: it must not overwrite the delivered row.
+    answer();
     await slow;
     expect(calls).toEqual([1, 2]);
     const [row] =
