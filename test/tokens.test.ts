@@ -202,7 +202,7 @@ describe('separation', () => {
     await client.close();
   });
 
-  it('revoking one client’s token fails its calls within a second while another client goes on', async () => {
+  it('revoking one client’s token fails its calls while another client goes on', async () => {
     const url = running.get('dev-knowledge')!.url;
     const a = await issueTestToken(db.sql, devKnowledgeServer, { label: 'client A' });
     const b = await issueTestToken(db.sql, devKnowledgeServer, { label: 'client B' });
@@ -212,15 +212,15 @@ describe('separation', () => {
     expect((await clientA.callTool(call)).isError).toBeFalsy();
     expect((await clientB.callTool(call)).isError).toBeFalsy();
     await revokeToken(db.sql, a.split('_')[2]!);
-    const revoked = Date.now();
+    // How soon is the token cache's promise, tested with the clock in hand (packages/core/src/tokens.test.ts);
+    // here, that the server refuses the revoked token's next calls (a token never refused times the test out).
     let refused: unknown;
-    while (!refused && Date.now() - revoked < 1000)
+    while (!refused)
       refused = await clientA.callTool(call).then(
         () => undefined,
         (err: unknown) => err,
       );
     expect(String(refused)).toMatch(/401|nauthorized|invalid_token/);
-    expect(Date.now() - revoked).toBeLessThan(1000);
     expect((await clientB.callTool(call)).isError).toBeFalsy();
     await clientB.close();
     await clientA.close().catch(() => {});

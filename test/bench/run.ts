@@ -299,7 +299,9 @@ async function main() {
   const db: TestDatabase = await createTestDatabase();
   try {
     process.stderr.write('bench: loading the demo data...\n');
+    const seeding = performance.now();
     await seedDemo(db.sql);
+    process.stderr.write(`bench: demo data loaded in ${Math.round(performance.now() - seeding)} ms\n`);
     const customerUrl = (await db.as('customer')).url;
     const token = await issueTestToken(db.sql, customerServer, { customerId: 'C-1001', label: 'bench' });
 

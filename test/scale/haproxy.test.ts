@@ -327,16 +327,18 @@ describe('two customer replicas behind HAProxy', () => {
       expect(statuses.slice(-10).every((s) => s === 429)).toBe(true);
     }, 30_000);
 
-    it('a revoked token is refused 401 through the balancer, by both replicas, within a second', async () => {
+    it('a revoked token is refused 401 through the balancer, by both replicas', async () => {
       const token = await issueTestToken(db.sql, customerServer, { customerId: 'C-1002' });
       // Warm both replicas' caches (round robin alternates).
       for (let i = 0; i < 6; i++) expect(await listStatus(pair.url, token)).toBe(200);
       const started = Date.now();
       await revokeToken(db.sql, parseToken(token)!.id);
-      // Until 10 calls in a row through the balancer (five on each replica) are refused.
+      // Until 10 calls in a row through the balancer (five on each replica) are refused; a replica that
+      // never refuses times the test out. How soon is printed for the scale table, not asserted: the
+      // second is the token cache's promise, tested with the clock in hand (packages/core/src/tokens.test.ts).
       let run = 0;
       let calls = 0;
-      while (run < 10 && Date.now() - started < 3000) {
+      while (run < 10) {
         calls++;
         run = (await listStatus(pair.url, token)) === 401 ? run + 1 : 0;
       }
@@ -347,7 +349,6 @@ describe('two customer replicas behind HAProxy', () => {
           `(${calls} calls); directly: ${direct.join(' ')}`,
       );
       expect(run).toBe(10);
-      expect(ms).toBeLessThan(1000);
       expect(direct).toEqual([401, 401]);
     }, 30_000);
   });

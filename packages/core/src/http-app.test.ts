@@ -154,9 +154,8 @@ describe('a 2026-07-28 client over HTTP', () => {
   it('cuts a hanging handler off at its limit and aborts its signal', async () => {
     const client = modernClient();
     await client.connect(new StreamableHTTPClientTransport(server.url, headers()));
-    const started = Date.now();
+    // The handler never settles: only the time limit can answer this call (else the test times out).
     const result = await client.callTool({ name: 'wait_forever', arguments: {} });
-    expect(Date.now() - started).toBeLessThan(3000);
     expect(result).toMatchObject({
       isError: true,
       content: [

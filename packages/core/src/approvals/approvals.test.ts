@@ -180,11 +180,14 @@ function executor(): ApprovalExecutor {
 const decide = (id: string, decision: 'approve' | 'reject', reason?: string) =>
   ana.decide(id, decision, reason === undefined ? {} : { reason });
 
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms;
+/**
+ * Reads until `ok` holds (no deadline of its own). The executor sweeps once a minute, past the test's
+ * time limit: what runs within a test ran because the database announced it (NOTIFY), not by the sweep.
+ */
+async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
   for (;;) {
     const v = await fn();
-    if (ok(v) || Date.now() > deadline) return v;
+    if (ok(v)) return v;
     await sleep(50);
   }
 }
@@ -296,21 +299,19 @@ describe('the preview as data', () => {
 });
 
 describe('approval', () => {
-  it('runs once with the approved arguments within a second, delivers the outbox, and tells the whole story', async () => {
+  it('runs once with the approved arguments on the decision’s notification, delivers the outbox, and tells the whole story', async () => {
     const ex = executor();
     await ex.ready;
     const { approval_id: id } = await gate('send_note', {
       customer_id: 'C-1002',
       text: 'Credit note issued',
     });
-    const started = Date.now();
     const decided = await decide(id as string, 'approve', 'checked the amount');
     expect(['approved', 'executed']).toContain(decided.status);
     const done = await until(
       () => getApproval(db.sql, id as string),
       (a) => a?.status === 'executed',
     );
-    expect(Date.now() - started).toBeLessThan(1000);
     expect(done).toMatchObject({
       status: 'executed',
       executedBy: 'test-executor',
