@@ -278,4 +278,33 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
     },
   );
   expect(boundTests.code, outputOf(boundTests)).toBe(0);
-}, 600_000);
+
+  // A server over a system of the company's: the upstream declared in its manifest, an example read
+  // tool calling it through ctx.upstream, and that tool's test against a local HTTP server it starts.
+  const upstream = await run('pnpm', [
+    'bulkhead',
+    'new',
+    'server',
+    'alert-reader',
+    '--upstream',
+    'alerts=ALERTS_URL',
+  ]);
+  expect(upstream.code, outputOf(upstream)).toBe(0);
+  const manifest = JSON.parse(
+    await readFile(join(copy, 'servers', 'alert-reader', 'package.json'), 'utf8'),
+  ) as {
+    bulkhead: { upstreams?: Record<string, { baseUrlEnv?: string }> };
+  };
+  expect(manifest.bulkhead.upstreams?.alerts?.baseUrlEnv).toBe('ALERTS_URL');
+  expect((await run('pnpm', ['install', '--prefer-offline', '--no-frozen-lockfile'])).code).toBe(0);
+  const upstreamChecks = [
+    await run('pnpm', ['--filter', 'alert-reader', 'typecheck']),
+    await run('pnpm', ['exec', 'eslint', 'servers/alert-reader']),
+  ];
+  for (const check of upstreamChecks) expect(check.code, outputOf(check)).toBe(0);
+  const upstreamTests = await run('pnpm', ['vitest', 'run', '--reporter=verbose', 'servers/alert-reader'], {
+    DATABASE_URL: process.env.BULKHEAD_TEST_ADMIN_URL,
+  });
+  expect(upstreamTests.code, outputOf(upstreamTests)).toBe(0);
+  expect(upstreamTests.stdout).toContain('get_alerts_status');
+}, 900_000);

@@ -269,7 +269,9 @@ for (const server of servers) {
       login &&
       docs.some((d) => d.kind === 'ConfigMap' && d.data?.BULKHEAD_DEPLOYABLE === server.name),
   );
-  checkPods(where, docs, (w) => (w.kind === 'Deployment' ? [secret] : [secret, 'bulkhead-db-admin']));
+  // A server that sends approved e-mail (admin) also reads its own SMTP Secret.
+  const smtp = `bulkhead-${server.name}-smtp`;
+  checkPods(where, docs, (w) => (w.kind === 'Deployment' ? [secret, smtp] : [secret, 'bulkhead-db-admin']));
 }
 
 const jobsDocs = render(join(k8s, 'jobs'));

@@ -215,9 +215,12 @@ if $can_run && podman image exists localhost/bulkhead-jobs; then
   check "jobs image: bulkhead kb ingest (the dev-knowledge docs, mounted)" \
     jobs -v "$root/servers/dev-knowledge/docs:/docs:ro" localhost/bulkhead-jobs kb ingest /docs
 
+  # A server with e-mail tools (admin) refuses to start without an SMTP server and a From: every
+  # server run here gets them (nothing is approved here, so nothing is sent; the others ignore them).
+  mail=(-e BULKHEAD_SMTP_URL=smtp://127.0.0.1:2525 -e BULKHEAD_MAIL_FROM=infra-ci@example.com)
   # A server image refuses the superuser: it stops at start, saying why, and serves nothing.
   refusal=$(podman run --rm --network host --read-only --read-only-tmpfs=false --cap-drop ALL \
-    --security-opt no-new-privileges -e "DATABASE_URL=$url" -e PGUSER=postgres -e PORT=0 \
+    --security-opt no-new-privileges -e "DATABASE_URL=$url" -e PGUSER=postgres -e PORT=0 "${mail[@]}" \
     "localhost/bulkhead-${servers[0]%% *}" 2>&1)
   refusal_code=$?
   check "localhost/bulkhead-${servers[0]%% *} under the superuser: exit 1, \"$(echo "$refusal" | grep -o 'connected to PostgreSQL as "postgres", which owns the schema or is a superuser' | head -n 1)\"" \
@@ -238,7 +241,7 @@ if $can_run && podman image exists localhost/bulkhead-jobs; then
     fi
     identity=(-e "PGUSER=bulkhead_ci_${name//-/_}_$$" -e PGPASSWORD_FILE=/run/secrets/db-password -v "$secrets/$name:/run/secrets/db-password:ro")
     podman run -d --name "$container" --network host --read-only --read-only-tmpfs=false --cap-drop ALL \
-      --security-opt no-new-privileges -e "DATABASE_URL=$url" -e "PORT=$port" "${identity[@]}" "$image" >/dev/null 2>&1
+      --security-opt no-new-privileges -e "DATABASE_URL=$url" -e "PORT=$port" "${identity[@]}" "${mail[@]}" "$image" >/dev/null 2>&1
     ready=false
     for _ in $(seq 1 60); do
       if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then
