@@ -13,6 +13,7 @@ import { adminServer } from '../../servers/admin/src/server.ts';
 import { customerServer } from '../../servers/customer/src/server.ts';
 import { freePort, listStatus, spawnServer, type ServerProcess } from '../helpers.ts';
 import { recordFigures } from './figures.ts';
+import { haproxyStats } from './haproxy-stats.ts';
 
 // Issue 27, item 3: replicas behind one address. Two replicas of the customer server behind HAProxy
 // (the Debian package, run here as a child process on loopback), real MCP clients connected to
@@ -110,21 +111,15 @@ async function startPair(
   haproxy.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   haproxy.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const stats = async () => {
-    const csv = await (await fetch(`http://127.0.0.1:${statsPort}/stats;csv`)).text();
-    const [head, ...rows] = csv
-      .replace(/^# /, '')
-      .trim()
-      .split('\n')
-      .map((l) => l.split(','));
-    const col = (name: string) => head!.indexOf(name);
+    const rows = await haproxyStats(statsPort);
     return ports.map((_, i) => {
-      const row = rows.find((r) => r[col('pxname')] === 'replicas' && r[col('svname')] === `r${i + 1}`)!;
+      const row = rows.find((r) => r.pxname === 'replicas' && r.svname === `r${i + 1}`)!;
       return {
-        status: row[col('status')]!,
-        sent: Number(row[col('stot')]),
+        status: row.status!,
+        sent: Number(row.stot),
         /** Responses that failed on this replica (its connection lost mid-answer), and requests it refused that went to the other. */
-        failed: Number(row[col('eresp')]) + Number(row[col('srv_abrt')]),
-        redispatched: Number(row[col('wredis')]),
+        failed: Number(row.eresp) + Number(row.srv_abrt),
+        redispatched: Number(row.wredis),
       };
     });
   };

@@ -4,6 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../helpers.ts';
+import { haproxyStats } from '../haproxy-stats.ts';
 
 // Issue 27, item 2: a real HA PostgreSQL on loopback, from the system packages — one etcd member,
 // three Patroni nodes each managing a PostgreSQL 15, and HAProxy in front sending connections to
@@ -313,17 +314,11 @@ export async function startCluster(dcs = { ttl: 10, loopWait: 1, retryTimeout: 4
       if (!r.ok) throw new Error(`PATCH /config: ${r.status} ${await r.text()}`);
     },
     async proxyStatus() {
-      const csv = await (await fetch(`http://127.0.0.1:${statsPort}/stats;csv`)).text();
-      const [head, ...rows] = csv
-        .replace(/^# /, '')
-        .trim()
-        .split('\n')
-        .map((l) => l.split(','));
-      const col = (name: string) => head!.indexOf(name);
+      const rows = await haproxyStats(statsPort);
       return Object.fromEntries(
         rows
-          .filter((r) => r[col('pxname')] === 'primary' && nodes.some((n) => n.name === r[col('svname')]))
-          .map((r) => [r[col('svname')]!, r[col('status')]!]),
+          .filter((r) => r.pxname === 'primary' && nodes.some((n) => n.name === r.svname))
+          .map((r) => [r.svname!, r.status!]),
       );
     },
     output: () => out,
