@@ -30,6 +30,11 @@ export interface Deployable {
   probe: Probe | null;
   /** The deployable's own grants and row policies (`grants.sql` beside its package.json), if any. */
   grantsSql: string | null;
+  /**
+   * The other systems it reaches (`bulkhead.upstreams`), each with the variable holding its base URL:
+   * `pnpm start` starts the server only when every one is set. The kit checks the rest of each entry.
+   */
+  upstreams: { name: string; baseUrlEnv: string }[];
 }
 
 /** A package.json under `servers/` whose `bulkhead` field is not what a deployable needs. */
@@ -44,6 +49,7 @@ interface RawManifest {
   gated?: unknown;
   customerBound?: unknown;
   probe?: unknown;
+  upstreams?: unknown;
 }
 
 /** Reads and checks the manifest of the deployable in `dir`; null when its package.json has no `bulkhead` field. */
@@ -71,6 +77,21 @@ export function readDeployable(dir: string): Deployable | null {
       Array.isArray(probe.arguments))
   )
     throw bad('probe: { "tool": "<a read tool>", "arguments": { … } }');
+  if (
+    m.upstreams !== undefined &&
+    (typeof m.upstreams !== 'object' || m.upstreams === null || Array.isArray(m.upstreams))
+  )
+    throw bad('upstreams: { "<name>": { "baseUrlEnv": "<VARIABLE>", … } }');
+  const upstreams = Object.entries((m.upstreams as Record<string, unknown> | undefined) ?? {}).map(
+    ([upstream, spec]) => {
+      const baseUrlEnv = (spec as { baseUrlEnv?: unknown } | null)?.baseUrlEnv;
+      if (typeof baseUrlEnv !== 'string' || !baseUrlEnv)
+        throw bad(
+          `upstreams.${upstream}.baseUrlEnv: the variable that holds its base URL, e.g. "ALERTS_URL"`,
+        );
+      return { name: upstream, baseUrlEnv };
+    },
+  );
   const grants = join(dir, 'grants.sql');
   return {
     name,
@@ -83,6 +104,7 @@ export function readDeployable(dir: string): Deployable | null {
     customerBound: (m.customerBound as boolean | undefined) ?? false,
     probe: probe ?? null,
     grantsSql: existsSync(grants) ? readFileSync(grants, 'utf8') : null,
+    upstreams,
   };
 }
 

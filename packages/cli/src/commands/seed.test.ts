@@ -35,6 +35,7 @@ const servers: ServerManifest[] = [
     description: '',
     probe: null,
     grantsSql: null,
+    upstreams: [],
   },
   {
     name: 'dev-knowledge',
@@ -47,6 +48,7 @@ const servers: ServerManifest[] = [
     description: '',
     probe: null,
     grantsSql: null,
+    upstreams: [],
   },
   {
     name: 'console',
@@ -59,6 +61,7 @@ const servers: ServerManifest[] = [
     description: '',
     probe: null,
     grantsSql: null,
+    upstreams: [],
   },
 ];
 

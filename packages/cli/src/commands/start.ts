@@ -61,6 +61,11 @@ console's Sent mail page; with BULKHEAD_SMTP_URL set they go there instead.
 Ctrl-C stops the servers, then the database. (With a DATABASE_URL whose role cannot create roles, run
 \`bulkhead db roles\` as the owner first, or set BULKHEAD_ALLOW_OWNER_ROLE=true.)
 
+A server that reaches another system (bulkhead.upstreams in its package.json)
+starts only when the variable holding that system's base URL is set, e.g.
+BULKHEAD_OPS_ALERTMANAGER_URL for ops; without it the others start and the
+listing says what is missing.
+
 Options:
   --only <a,b>         start only these servers
   --port-offset <n>    add n to every server's port (a second stack beside the first;
@@ -83,6 +88,19 @@ Options:
         );
       servers = servers.filter((s) => only.includes(s.name));
     }
+    // A server over another system starts only when it knows where that system is; the others start regardless.
+    const unset = (s: ServerManifest) =>
+      s.upstreams.filter((u) => !env.passthrough[u.baseUrlEnv]).map((u) => u.baseUrlEnv);
+    const waiting = servers.filter((s) => unset(s).length > 0);
+    const needs = (s: ServerManifest) =>
+      `${s.name} needs ${unset(s).join(' and ')} (the base URL of ${s.upstreams
+        .filter((u) => unset(s).includes(u.baseUrlEnv))
+        .map((u) => u.name)
+        .join(' and ')}, e.g. http://127.0.0.1:9093; servers/${s.name}/README.md)`;
+    if (values.only && waiting.length)
+      throw new CliError(`cannot start ${waiting.map(needs).join('; ')}: set it and start again`);
+    for (const s of waiting) io.err(`Not starting ${needs(s)}.`);
+    servers = servers.filter((s) => !waiting.includes(s));
     io.err(
       env.DATABASE_URL
         ? 'Using DATABASE_URL.'
@@ -231,7 +249,7 @@ Options:
     );
     io.out('');
     io.out('Bulkhead is running:');
-    const width = nameWidth(servers);
+    const width = nameWidth([...servers, ...waiting]);
     for (const s of servers)
       io.out(
         `  ${s.name.padEnd(width)} ${defaultUrl(s).padEnd(32)} as ${roles.get(`bulkhead-${s.name}`) ?? loginRole(s.name)}`,
@@ -239,6 +257,10 @@ Options:
     io.out(
       `  ${'audit sealer'.padEnd(width)} ${''.padEnd(32)} as ${roles.get('bulkhead-sealer') ?? loginRole('sealer')}`,
     );
+    for (const s of waiting)
+      io.out(
+        `  ${s.name.padEnd(width)} not started: set ${unset(s).join(' and ')} (servers/${s.name}/README.md)`,
+      );
     if (catcher)
       io.out(`  ${'mail catcher'.padEnd(width)} ${catcher.url.padEnd(32)} (approved e-mails land here)`);
     io.out('');
