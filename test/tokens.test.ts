@@ -7,13 +7,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminServer } from '../servers/admin/src/server.ts';
 import { customerServer } from '../servers/customer/src/server.ts';
 import { devKnowledgeServer } from '../servers/dev-knowledge/src/server.ts';
-import { discoverMcpServers, loadServerDefinition } from './servers.ts';
+import { discoverMcpServers, loadServerDefinition, type McpServerManifest } from './servers.ts';
+import { startTestUpstreams, type TestUpstreams } from './upstreams.ts';
 
 /**
  * Every MCP server under servers/, found by its manifest, with the read call of its manifest
  * (`bulkhead.probe`) that succeeds on the demo data; a customer-bound server's tokens see the demo customer.
  */
 const SERVERS: {
+  manifest: McpServerManifest;
   def: ServerDefinition;
   customerId: string | null;
   tool: string;
@@ -22,6 +24,7 @@ const SERVERS: {
   discoverMcpServers().map(async (m) => {
     if (!m.probe) throw new Error(`servers/${m.name}/package.json: bulkhead.probe is missing`);
     return {
+      manifest: m,
       def: await loadServerDefinition(m),
       customerId: m.customerBound ? DEMO_CUSTOMER : null,
       tool: m.probe.tool,
@@ -33,17 +36,22 @@ const SERVERS: {
 let db: TestDatabase;
 const running = new Map<string, TestServer>();
 const own = new Map<string, string>();
+const reached: TestUpstreams[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
   await seedDemo(db.sql);
   for (const s of SERVERS) {
-    running.set(s.def.name, await startTestServer(s.def, { db }));
+    // A server over another system gets it (real, or its own stand-in), so that its probe answers.
+    const up = await startTestUpstreams(s.manifest);
+    reached.push(up);
+    running.set(s.def.name, await startTestServer(s.def, { db, upstreams: up.upstreams }));
     own.set(s.def.name, await issueTestToken(db.sql, s.def, { customerId: s.customerId }));
   }
 }, 60_000);
 afterAll(async () => {
   for (const s of running.values()) await s.close();
+  for (const up of reached) await up.close();
   await db.drop();
 });
 
