@@ -34,6 +34,7 @@ import { parse as parseYaml } from 'yaml';
 import { createConsoleApp } from '../../servers/console/src/app.tsx';
 import { freePort, root } from '../helpers.ts';
 import { discoverMcpServers, loadServerDefinition } from '../servers.ts';
+import { startTestUpstreams } from '../upstreams.ts';
 
 /** Node 22 from the npm registry (the suite needs it; the repository runs on Node 20). */
 const NODE_22 = 'node@22.23.3';
@@ -342,7 +343,9 @@ async function main(): Promise<number> {
     await db.sql`insert into customers (id, name, email) values ('C-1001', 'Nordlicht GmbH', 'billing@nordlicht.example')`;
     for (const manifest of values['authorization-only'] ? [] : servers) {
       const def = await loadServerDefinition(manifest);
-      const server = await startTestServer(def, { db });
+      // A server over another system is served with it, as it runs (real, or its own stand-in).
+      const upstreams = await startTestUpstreams(manifest);
+      const server = await startTestServer(def, { db, upstreams: upstreams.upstreams });
       const token = await issueTestToken(db.sql, def, {
         customerId: manifest.customerBound ? 'C-1001' : null,
       });
@@ -371,6 +374,7 @@ async function main(): Promise<number> {
       } finally {
         await proxy.close();
         await server.close();
+        await upstreams.close();
       }
     }
     if (!values.server) {
