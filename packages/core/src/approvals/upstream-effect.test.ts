@@ -22,8 +22,9 @@ const LEASE_MS = 1000;
 
 /**
  * The alerting system: `/silences` honours Idempotency-Key (a repeat gets the first answer and makes
- * no second silence); `/plain/silences` does not, but lets a caller look a silence up by its key.
- * `hold` makes the next POST answer its status and head, then wait: the test kills the dispatcher
+ * no second silence); `/plain/silences` does not, but lets a caller look a silence up by its key;
+ * `/keyless/silences` knows no key at all (as Alertmanager): GET lists every silence with its comment.
+ * `refuseNext` makes the next POST answer 503 without making the effect. `hold` makes the next POST answer its status and head, then wait: the test kills the dispatcher
  * in that gap, after the upstream answered and before the outbox row could be marked.
  */
 interface Received {
@@ -33,9 +34,10 @@ interface Received {
   authorization: string | undefined;
 }
 const received: Received[] = [];
-const effects: { alert: string; key: string | undefined }[] = [];
+const effects: { alert: string; key: string | undefined; comment?: string }[] = [];
 const byKey = new Map<string, string>();
 let hold: ((res: ServerResponse) => void) | null = null;
+let refuseNext = false;
 const upstream = createHttpServer((req, res) => {
   let body = '';
   req.on('data', (c: Buffer) => (body += c.toString()));
@@ -47,11 +49,17 @@ const upstream = createHttpServer((req, res) => {
       const found = byKey.get(decodeURIComponent(lookup[1]!));
       return found ? res.writeHead(200).end(found) : res.writeHead(404).end();
     }
+    if (req.method === 'GET' && req.url === '/keyless/silences')
+      return res.writeHead(200).end(JSON.stringify(effects.filter((e) => e.comment !== undefined)));
     if (req.method !== 'POST') return res.writeHead(404).end();
+    if (refuseNext) {
+      refuseNext = false;
+      return res.writeHead(503).end();
+    }
     const honours = req.url === '/silences';
     if (honours && key && byKey.has(key)) return res.writeHead(201).end(byKey.get(key));
-    const { alert } = JSON.parse(body) as { alert: string };
-    effects.push({ alert, key });
+    const { alert, comment } = JSON.parse(body) as { alert: string; comment?: string };
+    effects.push({ alert, key, ...(comment !== undefined ? { comment } : {}) });
     const answer = JSON.stringify({ silence: effects.length, alert });
     if (key) byKey.set(key, answer);
     if (hold) {
@@ -119,9 +127,11 @@ async function startDispatcher(): Promise<{ child: ChildProcess; exited: Promise
 }
 
 /** Requests the gated call and has it approved; returns the approval id. */
-async function approvedSilence(alert: string, check: boolean): Promise<string> {
+type Mode = { check?: boolean; keyless?: boolean };
+
+async function approvedSilence(alert: string, mode: Mode): Promise<string> {
   const client = await connectTestClient(server.url, token);
-  const result = await client.callTool({ name: 'silence_alert', arguments: { alert, check } });
+  const result = await client.callTool({ name: 'silence_alert', arguments: { alert, ...mode } });
   await client.close();
   const id = (result.structuredContent as { approval_id: string }).approval_id;
   await (await testApprover(db)).decide(id, 'approve');
@@ -142,12 +152,12 @@ async function outboxRow(approvalId: string) {
  * The dispatcher is killed (SIGKILL) after the upstream made the effect and answered, before it could
  * mark the row; a new dispatcher takes the row once the lease lapses and delivers it again.
  */
-async function killBetweenAnswerAndMark(alert: string, check: boolean) {
+async function killBetweenAnswerAndMark(alert: string, mode: Mode) {
   let answered!: (res: ServerResponse) => void;
   const held = new Promise<ServerResponse>((resolve) => (answered = resolve));
   hold = answered;
   const first = await startDispatcher();
-  const id = await approvedSilence(alert, check);
+  const id = await approvedSilence(alert, mode);
   const res = await held;
   first.child.kill('SIGKILL');
   await first.exited;
@@ -161,7 +171,7 @@ async function killBetweenAnswerAndMark(alert: string, check: boolean) {
 
 it('an effect on an upstream that honours Idempotency-Key is made once across a SIGKILL between its answer and the marking', async () => {
   const before = received.length;
-  const { row } = await killBetweenAnswerAndMark('A-7', false);
+  const { row } = await killBetweenAnswerAndMark('A-7', {});
   const sent = received.slice(before);
   expect(sent.map((r) => [r.method, r.path])).toEqual([
     ['POST', '/silences'],
@@ -180,7 +190,7 @@ it('an effect on an upstream that honours Idempotency-Key is made once across a 
 
 it('for an upstream without idempotency, the deliverer checks before the retry and does not send again', async () => {
   const before = received.length;
-  const { row } = await killBetweenAnswerAndMark('A-8', true);
+  const { row } = await killBetweenAnswerAndMark('A-8', { check: true });
   const sent = received.slice(before);
   const key = `bulkhead-outbox-${row.id}`;
   expect(sent.map((r) => [r.method, r.path])).toEqual([
@@ -188,6 +198,41 @@ it('for an upstream without idempotency, the deliverer checks before the retry a
     ['GET', `/plain/silences/by-key/${key}`],
   ]);
   expect(effects.filter((e) => e.alert === 'A-8')).toHaveLength(1);
+  expect(row).toMatchObject({ status: 'delivered', attempts: 2 });
+});
+
+it('for an upstream that knows no key, the key travels in the body and the check finds it there', async () => {
+  const before = received.length;
+  const { row } = await killBetweenAnswerAndMark('A-9', { keyless: true });
+  const sent = received.slice(before);
+  const key = `bulkhead-outbox-${row.id}`;
+  expect(sent.map((r) => [r.method, r.path])).toEqual([
+    ['POST', '/keyless/silences'],
+    ['GET', '/keyless/silences'],
+  ]);
+  expect(effects.filter((e) => e.alert === 'A-9')).toEqual([
+    { alert: 'A-9', key, comment: `silence of A-9 [${key}]` },
+  ]);
+  expect(row).toMatchObject({ status: 'delivered', attempts: 2 });
+});
+
+it('when the check does not find the key in the answer, the deliverer sends again', async () => {
+  const before = received.length;
+  refuseNext = true;
+  const dispatcher = await startDispatcher();
+  const id = await approvedSilence('A-10', { keyless: true });
+  const row = await outboxRow(id);
+  dispatcher.child.kill('SIGTERM');
+  await dispatcher.exited;
+  const key = `bulkhead-outbox-${row.id}`;
+  expect(received.slice(before).map((r) => [r.method, r.path])).toEqual([
+    ['POST', '/keyless/silences'],
+    ['GET', '/keyless/silences'],
+    ['POST', '/keyless/silences'],
+  ]);
+  expect(effects.filter((e) => e.alert === 'A-10')).toEqual([
+    { alert: 'A-10', key, comment: `silence of A-10 [${key}]` },
+  ]);
   expect(row).toMatchObject({ status: 'delivered', attempts: 2 });
 });
 

@@ -10,9 +10,12 @@ const params = z.record(z.string(), z.union([z.string(), z.number()]));
 
 /**
  * An effect on an upstream, as a gated handler queues it: `ctx.outbox.enqueue('upstream', upstreamEffect({...}))`.
+ * `{key}` in a string of `json` is replaced by the idempotency key at delivery (for an upstream that
+ * takes no `Idempotency-Key` but keeps a text the check can find again, such as a comment).
  * `check` is for an upstream that honours no `Idempotency-Key`: before any retry the deliverer GETs
- * it (`{key}` in its path is the idempotency key) and takes a 2xx answer as "already done", a 404 as
- * "not done yet, send again"; anything else fails the attempt.
+ * it (`{key}` in its path is the idempotency key) and takes a 2xx answer as "already done" (with
+ * `contains`, only when the answer's body contains that text, `{key}` replaced; otherwise "not done
+ * yet"), a 404 as "not done yet, send again"; anything else fails the attempt.
  */
 export const upstreamEffectSchema = z
   .object({
@@ -22,7 +25,7 @@ export const upstreamEffectSchema = z
     params: params.optional(),
     json: z.unknown().optional(),
     check: z
-      .object({ path: z.string().min(1), params: params.optional() })
+      .object({ path: z.string().min(1), params: params.optional(), contains: z.string().min(1).optional() })
       .strict()
       .optional(),
   })
@@ -33,6 +36,15 @@ export type UpstreamEffect = z.input<typeof upstreamEffectSchema>;
 /** Checks an effect's shape and returns it as an outbox payload (the idempotency key is added at delivery). */
 export function upstreamEffect(effect: UpstreamEffect): Record<string, unknown> {
   return upstreamEffectSchema.parse(effect) as Record<string, unknown>;
+}
+
+/** `value` with `{key}` replaced by `key` in every string it holds (objects and arrays walked). */
+function withKey(value: unknown, key: string): unknown {
+  if (typeof value === 'string') return value.replaceAll('{key}', key);
+  if (Array.isArray(value)) return value.map((v) => withKey(v, key));
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withKey(v, key)]));
+  return value;
 }
 
 /** The `Idempotency-Key` of an outbox row: the same on every attempt, so the upstream can drop a repeat. */
@@ -71,14 +83,16 @@ export function upstreamDeliverer(upstreams: Upstreams): Deliverer {
       const seen: UpstreamResponse = await attempt(() =>
         client.get(check.path, { params: { ...check.params, key } }),
       );
-      if (seen.ok) return { statusCode: seen.status };
-      if (seen.status !== 404)
+      const done =
+        seen.ok && (!check.contains || seen.text().text.includes(check.contains.replaceAll('{key}', key)));
+      if (done) return { statusCode: seen.status };
+      if (!seen.ok && seen.status !== 404)
         throw new DeliveryError(`the check before a retry answered HTTP ${seen.status}`, seen.status);
     }
     const res = await attempt(() =>
       client.request(effect.method, effect.path, {
         ...(effect.params ? { params: effect.params } : {}),
-        ...(effect.json !== undefined ? { json: effect.json } : {}),
+        ...(effect.json !== undefined ? { json: withKey(effect.json, key) } : {}),
         idempotencyKey: key,
         headers: { 'x-bulkhead-delivery-attempt': String(item.attempt) },
       }),
