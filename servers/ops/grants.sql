@@ -1,0 +1,3 @@
+-- What the ops server may do in the database, beyond the kit's grants (audit append, token check,
+-- approvals and outbox of its own gated tools). Applied by `bulkhead db roles`, `pnpm start` and the
+-- tests; idempotent. Its tools read and change Alertmanager, not the database: nothing more is granted.

@@ -1,0 +1,204 @@
+import {
+  ToolError,
+  untrusted,
+  type ToolContext,
+  type UntrustedText,
+  type UpstreamResponse,
+} from '@bulkhead/core';
+import { z } from 'zod';
+
+// What the tools share about Alertmanager's API v2: the shapes it answers with (its Swagger document,
+// api/v2/openapi.yaml of Alertmanager 0.25), matchers as the model gives them and as Alertmanager and
+// a person read them, and the one way its answers are read.
+
+/** The upstream's name in the manifest (`bulkhead.upstreams.alertmanager`). */
+export const ALERTMANAGER = 'alertmanager';
+
+/** An alert as `GET /api/v2/alerts` answers it (gettableAlert). */
+export interface AmAlert {
+  fingerprint: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  startsAt: string;
+  endsAt: string;
+  updatedAt: string;
+  generatorURL?: string;
+  receivers: { name: string }[];
+  status: { state: 'unprocessed' | 'active' | 'suppressed'; silencedBy: string[]; inhibitedBy: string[] };
+}
+
+/** A group as `GET /api/v2/alerts/groups` answers it (alertGroup). */
+export interface AmGroup {
+  labels: Record<string, string>;
+  receiver: { name: string };
+  alerts: AmAlert[];
+}
+
+/** A matcher as Alertmanager stores it in a silence. */
+export interface AmMatcher {
+  name: string;
+  value: string;
+  isRegex: boolean;
+  isEqual?: boolean;
+}
+
+/** A silence as `GET /api/v2/silences` answers it (gettableSilence). */
+export interface AmSilence {
+  id: string;
+  status: { state: 'expired' | 'active' | 'pending' };
+  updatedAt: string;
+  matchers: AmMatcher[];
+  startsAt: string;
+  endsAt: string;
+  createdBy: string;
+  comment: string;
+}
+
+export const MATCH_OPS = ['=', '!=', '=~', '!~'] as const;
+export type MatchOp = (typeof MATCH_OPS)[number];
+
+const CONTROL = /[\p{Cc}]/u;
+
+/** One label matcher, as the model gives it. */
+export const matcherArg = z.strictObject({
+  label: z
+    .string()
+    .regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, 'a label name: letters, digits, _')
+    .refine((v) => v.length <= 100, 'at most 100 characters')
+    .describe('Label name.'),
+  op: z.enum(MATCH_OPS).describe('=~ and !~: the regex matches the whole value.'),
+  value: z
+    .string()
+    .refine((v) => v.length <= 200, 'at most 200 characters')
+    .refine((v) => !CONTROL.test(v), 'no control characters or line breaks')
+    .describe('Value, or regex for =~ and !~.'),
+});
+export type Matcher = z.output<typeof matcherArg>;
+
+/** `alertname="HighLatency"`: a matcher in Alertmanager's filter syntax, its value quoted as its parser reads it. */
+export function filterString(m: Matcher): string {
+  return `${m.label}${m.op}"${m.value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
+}
+
+/** `alertname is "HighLatency"`: a matcher as a person reads it in a preview. */
+export function matcherWords(m: Matcher): string {
+  const verb = { '=': 'is', '!=': 'is not', '=~': 'matches the regex', '!~': 'does not match the regex' }[
+    m.op
+  ];
+  return `${m.label} ${verb} ${JSON.stringify(m.value)}`;
+}
+
+/** Matchers in words, joined: `alertname is "X" and severity is "page"`. */
+export function matchersInWords(matchers: readonly Matcher[]): string {
+  return matchers.map(matcherWords).join(' and ');
+}
+
+/** A silence's stored matcher as the model gives one. */
+export function fromAmMatcher(m: AmMatcher): Matcher {
+  const equal = m.isEqual ?? true;
+  return { label: m.name, op: m.isRegex ? (equal ? '=~' : '!~') : equal ? '=' : '!=', value: m.value };
+}
+
+/** Alertmanager's form of a matcher, for a new silence. */
+export function toAmMatcher(m: Matcher): AmMatcher {
+  return { name: m.label, value: m.value, isRegex: m.op.endsWith('~'), isEqual: !m.op.startsWith('!') };
+}
+
+/** Refuses a regex Alertmanager would refuse (checked the way it anchors one: the whole value). */
+export function checkRegexes(matchers: readonly Matcher[]): void {
+  for (const m of matchers)
+    if (m.op.endsWith('~'))
+      try {
+        new RegExp(`^(?:${m.value})$`, 'u');
+      } catch {
+        throw new ToolError(
+          `${matcherWords(m)}: not a valid regex — fix the value or use op "=" for an exact value`,
+        );
+      }
+}
+
+function matches(m: Matcher, value: string): boolean {
+  const hit = m.op.endsWith('~') ? new RegExp(`^(?:${m.value})$`, 'u').test(value) : value === m.value;
+  return m.op.startsWith('!') ? !hit : hit;
+}
+
+/** Values a matcher that names nothing in particular matches all of. */
+const ANY_VALUES = ['a', 'Z', '0', 'some-value_42', 'Value with spaces', 'é'];
+
+/**
+ * Refuses matchers that would silence (nearly) everything: a silence needs one matcher that does not
+ * match a missing label and does not match any value at all (`alertname =~ ".*"`, `!= ""`, `=~ ".+"`).
+ */
+export function checkNarrow(matchers: readonly Matcher[]): void {
+  checkRegexes(matchers);
+  const narrow = matchers.some((m) => !matches(m, '') && !ANY_VALUES.every((v) => matches(m, v)));
+  if (!narrow)
+    throw new ToolError(
+      `${matchersInWords(matchers)} would match every alert: add a matcher that names what to silence, ` +
+        'e.g. {"label": "alertname", "op": "=", "value": "HighLatency"}; nothing was filed',
+    );
+}
+
+/** The path of `GET /api/v2/alerts` (or `/alerts/groups`) with one `filter` parameter per matcher (the client's `query` holds one value a key). */
+export function withFilters(path: string, matchers: readonly Matcher[]): string {
+  if (!matchers.length) return path;
+  return `${path}?${matchers.map((m) => `filter=${encodeURIComponent(filterString(m))}`).join('&')}`;
+}
+
+/** An answer of Alertmanager's read whole as JSON; a refusal becomes an error the model can act on. */
+export function answer<T>(res: UpstreamResponse, what: string): T {
+  if (!res.ok) {
+    const why = res.text().text.replace(/\s+/g, ' ').trim().slice(0, 200);
+    throw new ToolError(
+      `Alertmanager refused ${what} (HTTP ${res.status}${why ? `: ${why}` : ''}) — check the arguments; nothing was changed`,
+    );
+  }
+  return res.json<T>();
+}
+
+/** Every alert Alertmanager holds now that the matchers select (silenced, inhibited and unprocessed included). */
+export async function alertsMatching(ctx: ToolContext, matchers: readonly Matcher[]): Promise<AmAlert[]> {
+  const res = await ctx.upstream(ALERTMANAGER).get(withFilters('/api/v2/alerts', matchers));
+  return sortAlerts(answer<AmAlert[]>(res, 'the alert query'));
+}
+
+/** Alerts in a stable order: by name, then fingerprint. */
+export function sortAlerts(alerts: AmAlert[]): AmAlert[] {
+  const name = (a: AmAlert) => a.labels.alertname ?? '';
+  return alerts.sort((a, b) => name(a).localeCompare(name(b)) || a.fingerprint.localeCompare(b.fingerprint));
+}
+
+/** `{alertname="HighLatency", severity="page"}`: a label set as untrusted text (alert sources set labels). */
+export function labelText(labels: Record<string, string>, source: string): UntrustedText {
+  const pairs = Object.keys(labels)
+    .sort()
+    .map((k) => `${k}=${JSON.stringify(labels[k])}`);
+  return untrusted(`{${pairs.join(', ')}}`, { source });
+}
+
+/** Annotations as untrusted text, one `name: value` a line. */
+export function annotationText(annotations: Record<string, string>, source: string): UntrustedText {
+  const lines = Object.keys(annotations)
+    .sort()
+    .map((k) => `${k}: ${annotations[k]}`);
+  return untrusted(lines.join('\n'), { source });
+}
+
+/** The state the model reads: `active` (notifying), `silenced`, `inhibited` or `unprocessed`. */
+export function alertState(a: AmAlert): 'active' | 'silenced' | 'inhibited' | 'unprocessed' {
+  if (a.status.state !== 'suppressed') return a.status.state;
+  return a.status.silencedBy.length ? 'silenced' : 'inhibited';
+}
+
+/** A silence's id: Alertmanager's UUIDs. */
+export const silenceIdArg = z
+  .string()
+  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'a silence id, a UUID');
+
+/** An alert's fingerprint: 16 hex digits. */
+export const fingerprintArg = z.string().regex(/^[0-9a-f]{16}$/, 'a fingerprint: 16 hex digits');
+
+/** `2026-12-03 14:20 UTC`: a time as the person approving reads it. */
+export function when(iso: string | Date): string {
+  return `${new Date(iso).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}

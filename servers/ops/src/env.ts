@@ -1,0 +1,24 @@
+import {
+  parseEnv,
+  resolveUpstreams,
+  serverEnvSchema,
+  type ServerEnv,
+  type UpstreamConfig,
+} from '@bulkhead/core';
+import manifest from '../package.json' with { type: 'json' };
+
+/** The port when `PORT` is unset: the manifest's (`bulkhead.port` in package.json), written nowhere else. */
+export const DEFAULT_PORT = manifest.bulkhead.port;
+
+/** The systems this server may reach (`bulkhead.upstreams` in package.json): Alertmanager, written nowhere else. */
+export const UPSTREAMS = manifest.bulkhead.upstreams;
+
+/**
+ * The one place this deployable reads the environment: the kit's variables, and Alertmanager's base
+ * URL from `BULKHEAD_OPS_ALERTMANAGER_URL` (its manifest entry names the variable).
+ */
+export function loadEnv(
+  env: Record<string, string | undefined> = process.env,
+): ServerEnv & { upstreams: UpstreamConfig[] } {
+  return { ...parseEnv(serverEnvSchema(DEFAULT_PORT), env), upstreams: resolveUpstreams(UPSTREAMS, env) };
+}

@@ -1,0 +1,11 @@
+import { ConfigError, runServer } from '@bulkhead/core';
+import { loadEnv } from './env.ts';
+import { opsServer } from './server.ts';
+
+try {
+  const env = loadEnv();
+  await runServer(opsServer, { env, upstreams: env.upstreams, stdio: process.argv.includes('--stdio') });
+} catch (err) {
+  process.stderr.write(`${opsServer.name}: ${err instanceof ConfigError ? err.message : String(err)}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,12 @@
+import { createServer } from '@bulkhead/core';
+import { tools } from './tools/index.ts';
+
+/** Prometheus Alertmanager for the operators: what fires, what is silenced; a new silence or its end waits for a person’s approval. */
+export const opsServer = createServer({
+  name: 'ops',
+  version: '0.1.0',
+  title: 'Alerts and silences',
+  description:
+    'Prometheus Alertmanager: the alerts firing now and the silences; creating or expiring a silence waits for a person’s approval.',
+  tools,
+});

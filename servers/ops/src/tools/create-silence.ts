@@ -1,0 +1,122 @@
+import { defineTool, textArg, ToolError, upstreamEffect } from '@bulkhead/core';
+import { z } from 'zod';
+import {
+  ALERTMANAGER,
+  alertsMatching,
+  checkNarrow,
+  matcherArg,
+  matchersInWords,
+  toAmMatcher,
+  when,
+  type Matcher,
+} from '../alertmanager.ts';
+import { GATED, requester } from './shared.ts';
+
+/** The longest silence this tool makes: a longer one is a decision for Alertmanager's own UI. */
+const MAX_MINUTES = 24 * 60;
+/** Alerts named in a preview; the rest are counted. */
+const PREVIEW_ALERTS = 10;
+
+const DURATION = /^(?:(\d{1,4})d)?(?:(\d{1,5})h)?(?:(\d{1,6})m)?$/;
+
+/** `1h30m` → 90; `undefined` when it is not a duration. */
+function minutes(text: string): number | undefined {
+  const m = DURATION.exec(text);
+  if (!m || text === '') return undefined;
+  const total = Number(m[1] ?? 0) * 1440 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0);
+  return total > 0 ? total : undefined;
+}
+
+/** The silence's length in minutes, within the tool's limit; otherwise an error saying so. */
+function checkedMinutes(duration: string): number {
+  const total = minutes(duration)!;
+  if (total > MAX_MINUTES)
+    throw new ToolError(
+      `duration ${duration} is longer than 24h, the longest silence this tool creates — ask for 24h or less (and again later if needed); nothing was filed`,
+    );
+  return total;
+}
+
+/** `2h`, `1h30m`, `45m`: the length as the approver reads it. */
+function lengthText(total: number): string {
+  const h = Math.floor(total / 60);
+  const m = total % 60;
+  return `${h ? `${h}h` : ''}${m ? `${m}m` : ''}`;
+}
+
+/** The matched alerts in a sentence: `2 alerts match now: HighLatency (fp …), …`. */
+async function matchedNow(ctx: Parameters<typeof alertsMatching>[0], matchers: readonly Matcher[]) {
+  const alerts = await alertsMatching(ctx, matchers);
+  if (!alerts.length) return 'No alert matches now.';
+  const named = alerts
+    .slice(0, PREVIEW_ALERTS)
+    .map((a) => `${a.labels.alertname ?? '(no alertname)'} (${a.fingerprint}, ${a.status.state})`);
+  const more = alerts.length > PREVIEW_ALERTS ? `, and ${alerts.length - PREVIEW_ALERTS} more` : '';
+  return `${alerts.length} alert${alerts.length === 1 ? ' matches' : 's match'} now: ${named.join(', ')}${more}.`;
+}
+
+export const createSilence = defineTool({
+  name: 'create_silence',
+  title: 'Create silence',
+  description:
+    `Silences the alerts the matchers select (all must hold) for duration from approval, at most 24h; comment says why. ${GATED} ` +
+    'Once approved, list_silences shows it; expire_silence ends it.',
+  scope: 'ops:silence',
+  input: z.strictObject({
+    matchers: z
+      .array(matcherArg)
+      .min(1)
+      .max(10)
+      .describe('e.g. [{"label":"alertname","op":"=","value":"HighLatency"}].'),
+    duration: z
+      .string()
+      .refine((v) => minutes(v) !== undefined, 'a duration like 2h, 30m or 1h30m')
+      .describe('e.g. 2h, 30m, 1h30m.'),
+    comment: textArg(3, 500).describe('Why; shown in Alertmanager.'),
+  }),
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  timeoutMs: 10_000,
+  approval: {
+    preview: async ({ matchers, duration, comment }, ctx) => {
+      checkNarrow(matchers);
+      const total = checkedMinutes(duration);
+      const now = new Date();
+      return (
+        `Silence in Alertmanager, for ${lengthText(total)} from approval (approved now: ${when(now)} to ` +
+        `${when(new Date(now.getTime() + total * 60_000))}), every alert where ${matchersInWords(matchers)}. ` +
+        `Comment: ${JSON.stringify(comment)}. Asked by ${requester(ctx)}. ${await matchedNow(ctx, matchers)}`
+      );
+    },
+  },
+  handler: async ({ matchers, duration, comment }, ctx) => {
+    checkNarrow(matchers);
+    const total = checkedMinutes(duration);
+    const startsAt = new Date();
+    const endsAt = new Date(startsAt.getTime() + total * 60_000);
+    // Alertmanager takes no Idempotency-Key and no id of ours: the outbox key goes into the comment
+    // ({key} is filled in at delivery), where the check before a retry finds it.
+    const outboxId = await ctx.outbox!.enqueue(
+      'upstream',
+      upstreamEffect({
+        upstream: ALERTMANAGER,
+        method: 'POST',
+        path: '/api/v2/silences',
+        json: {
+          matchers: matchers.map(toAmMatcher),
+          startsAt: startsAt.toISOString(),
+          endsAt: endsAt.toISOString(),
+          createdBy: `${ctx.access.label} (approved by ${ctx.approval?.decidedBy ?? 'unknown'}, via bulkhead)`,
+          comment: `${comment} [{key}]`,
+        },
+        check: { path: '/api/v2/silences', contains: '[{key}]' },
+      }),
+    );
+    return {
+      queued: true,
+      outbox_id: outboxId,
+      matchers: matchersInWords(matchers),
+      starts_at: startsAt.toISOString(),
+      ends_at: endsAt.toISOString(),
+    };
+  },
+});

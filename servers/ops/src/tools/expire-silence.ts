@@ -1,0 +1,57 @@
+import { defineTool, ToolError, upstreamEffect, type ToolContext } from '@bulkhead/core';
+import { z } from 'zod';
+import {
+  ALERTMANAGER,
+  answer,
+  fromAmMatcher,
+  matchersInWords,
+  silenceIdArg,
+  when,
+  type AmSilence,
+} from '../alertmanager.ts';
+import { GATED, requester } from './shared.ts';
+
+/** The silence as Alertmanager has it now; an error the model can act on when it is gone or over. */
+async function liveSilence(ctx: ToolContext, id: string): Promise<AmSilence> {
+  const res = await ctx.upstream(ALERTMANAGER).get('/api/v2/silence/{id}', { params: { id } });
+  if (res.status === 404)
+    throw new ToolError(`no silence ${id} in Alertmanager — list_silences lists them with their ids`);
+  const silence = answer<AmSilence>(res, 'the silence query');
+  if (silence.status.state === 'expired')
+    throw new ToolError(`silence ${id} has already ended (${when(silence.endsAt)}); nothing to expire`);
+  return silence;
+}
+
+export const expireSilence = defineTool({
+  name: 'expire_silence',
+  title: 'Expire silence',
+  description: `Ends silence silence_id (from list_silences) now, so its alerts notify again. ${GATED}`,
+  scope: 'ops:silence',
+  input: z.strictObject({ silence_id: silenceIdArg.describe('A UUID.') }),
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
+  timeoutMs: 10_000,
+  approval: {
+    preview: async ({ silence_id }, ctx) => {
+      const s = await liveSilence(ctx, silence_id);
+      return (
+        `Expire silence ${s.id} in Alertmanager now (${s.status.state}, it would end ${when(s.endsAt)}): ` +
+        `it silences every alert where ${matchersInWords(s.matchers.map(fromAmMatcher))}. ` +
+        `Created by ${JSON.stringify(s.createdBy)}, comment ${JSON.stringify(s.comment)}. Asked by ${requester(ctx)}.`
+      );
+    },
+  },
+  handler: async ({ silence_id }, ctx) => {
+    // Expiring twice is refused by Alertmanager: before a retry the deliverer looks whether it is over.
+    const outboxId = await ctx.outbox!.enqueue(
+      'upstream',
+      upstreamEffect({
+        upstream: ALERTMANAGER,
+        method: 'DELETE',
+        path: '/api/v2/silence/{id}',
+        params: { id: silence_id },
+        check: { path: '/api/v2/silence/{id}', params: { id: silence_id }, contains: '"state":"expired"' },
+      }),
+    );
+    return { queued: true, outbox_id: outboxId, silence_id };
+  },
+});
