@@ -162,10 +162,16 @@ export async function alertsMatching(ctx: ToolContext, matchers: readonly Matche
   return sortAlerts(answer<AmAlert[]>(res, 'the alert query'));
 }
 
-/** Alerts in a stable order: by name, then fingerprint. */
+/** Alerts in a stable order: by name, then by their other labels, then fingerprint. */
 export function sortAlerts(alerts: AmAlert[]): AmAlert[] {
-  const name = (a: AmAlert) => a.labels.alertname ?? '';
-  return alerts.sort((a, b) => name(a).localeCompare(name(b)) || a.fingerprint.localeCompare(b.fingerprint));
+  const key = (a: AmAlert) =>
+    [
+      a.labels.alertname ?? '',
+      ...Object.keys(a.labels)
+        .sort()
+        .map((k) => `${k}=${a.labels[k]}`),
+    ].join('\u0000');
+  return alerts.sort((a, b) => key(a).localeCompare(key(b)) || a.fingerprint.localeCompare(b.fingerprint));
 }
 
 /** `{alertname="HighLatency", severity="page"}`: a label set as untrusted text (alert sources set labels). */
