@@ -197,4 +197,15 @@ describe('when Alertmanager is down', () => {
     await h.am.restart();
     expect((await listed()).total).toBe(0);
   });
+
+  it('stops waiting for one that hangs, within the call’s time limit', async () => {
+    h.am.pause();
+    try {
+      const r = await h.call('list_alerts');
+      expect(r.isError).toBe(true);
+      expect(r.text).toBe('Alertmanager did not answer within 4 s; nothing was changed. Try again later.');
+    } finally {
+      h.am.resume();
+    }
+  }, 30_000);
 });

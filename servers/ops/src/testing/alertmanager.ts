@@ -42,6 +42,10 @@ export interface TestAlertmanager {
   stop(): Promise<void>;
   /** Starts it again on the same port and storage; posted alerts are gone, silences kept. */
   restart(): Promise<void>;
+  /** Freezes the process (SIGSTOP): it accepts connections and answers nothing, as a hung server does. */
+  pause(): void;
+  /** Lets a paused process run on (SIGCONT). */
+  resume(): void;
   /** Stops it and removes its storage. */
   close(): Promise<void>;
 }
@@ -115,6 +119,7 @@ export async function startAlertmanager(): Promise<TestAlertmanager> {
     const proc = child;
     child = undefined;
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    proc.kill('SIGCONT');
     proc.kill('SIGTERM');
     const killed = setTimeout(() => proc.kill('SIGKILL'), 5000);
     await exited;
@@ -141,6 +146,8 @@ export async function startAlertmanager(): Promise<TestAlertmanager> {
       return (await api('/api/v2/silences')).json() as ReturnType<TestAlertmanager['silences']>;
     },
     stop,
+    pause: () => void child?.kill('SIGSTOP'),
+    resume: () => void child?.kill('SIGCONT'),
     async restart() {
       await stop();
       await start();
