@@ -12,7 +12,7 @@ import {
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { UPSTREAMS } from './env.ts';
 import { opsServer } from './server.ts';
-import { startAlertmanager, type TestAlertmanager } from './testing/alertmanager.ts';
+import { startAlertmanager, type TestAlertmanager } from './fixtures/alertmanager.ts';
 
 /** The label of the test token: who asks, as previews name it. */
 export const ASKER = 'Ana on call';
