@@ -12,9 +12,12 @@ afterAll(async () => {
   await db.drop();
 });
 
-describe.each(discoverDeployables(root).map((d) => d.name))('the built %s', (name) => {
+const deployables = discoverDeployables(root);
+
+describe.each(deployables.map((d) => d.name))('the built %s', (name) => {
   it('bundles to dist/main.js and runs from it with node alone', async () => {
     const dir = `${root}servers/${name}`;
+    const { upstreams } = deployables.find((d) => d.name === name)!;
     const build = spawnSync(process.execPath, ['../../packages/cli/build-server.mjs'], {
       cwd: dir,
       encoding: 'utf8',
@@ -32,7 +35,8 @@ describe.each(discoverDeployables(root).map((d) => d.name))('the built %s', (nam
         BULKHEAD_MIGRATE: 'false',
         BULKHEAD_SMTP_URL: (await testMailCatcher()).url,
         BULKHEAD_MAIL_FROM: `${name}@bulkhead.test`,
-        BULKHEAD_OPS_ALERTMANAGER_URL: 'http://alertmanager.invalid:9093', // never reached: the server starts without asking it
+        // The systems it reaches (its manifest's upstreams): named, never asked at start.
+        ...Object.fromEntries(upstreams.map((u) => [u.baseUrlEnv, `http://${u.name}.invalid`])),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
