@@ -101,11 +101,16 @@ export interface StartedStack {
  * Runs `bulkhead start --port-offset <offset> --quiet` on the embedded database kept in `dataDir`
  * (DATABASE_URL unset) and waits until it says it is running.
  */
-export async function startStack(dataDir: string, offset: number): Promise<StartedStack> {
+export async function startStack(
+  dataDir: string,
+  offset: number,
+  extraEnv: Record<string, string> = {},
+): Promise<StartedStack> {
   const env: Record<string, string | undefined> = {
     ...process.env,
     BULKHEAD_DATA_DIR: dataDir,
     LOG_LEVEL: 'warn',
+    ...extraEnv,
   };
   delete env.DATABASE_URL;
   const child = spawn(

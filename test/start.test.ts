@@ -6,10 +6,13 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { afterAll, expect, it } from 'vitest';
 import { startStack, type StartedStack } from './helpers.ts';
 import { discoverMcpServers } from './servers.ts';
+import { startTestUpstreams, type TestUpstreams } from './upstreams.ts';
 
 const OFFSET = 1000;
 let dataDir = '';
+const reached: TestUpstreams[] = [];
 afterAll(async () => {
+  for (const up of reached) await up.close();
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
@@ -21,10 +24,20 @@ async function stop(s: StartedStack): Promise<number | null> {
 
 it('pnpm start brings up the embedded database, demo data and every server, and stops them cleanly', async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'bulkhead-start-'));
+  // Without the base URL of the systems they reach, servers with upstreams stay down, saying what is
+  // missing, and the others start regardless.
+  for (const u of discoverMcpServers().flatMap((s) => s.upstreams)) delete process.env[u.baseUrlEnv];
   const first = await startStack(dataDir, OFFSET);
   const out = first.stdout();
-  for (const { name, port } of discoverMcpServers()) {
-    expect(out).toMatch(new RegExp(`^ {2}${name} +http://127\\.0\\.0\\.1:${port + OFFSET}/mcp `, 'm'));
+  for (const { name, port, upstreams } of discoverMcpServers()) {
+    if (upstreams.length)
+      expect(out).toMatch(
+        new RegExp(
+          `^ {2}${name} +not started: set ${upstreams.map((u) => u.baseUrlEnv).join(' and ')} `,
+          'm',
+        ),
+      );
+    else expect(out).toMatch(new RegExp(`^ {2}${name} +http://127\\.0\\.0\\.1:${port + OFFSET}/mcp `, 'm'));
   }
   const token = /^ {2}dev-knowledge +(bh_dev-knowledge_\S+)$/m.exec(out)?.[1];
   expect(token).toBeDefined();
@@ -53,8 +66,19 @@ it('pnpm start brings up the embedded database, demo data and every server, and 
   await expect(fetch(`http://127.0.0.1:${3103 + OFFSET}/healthz`)).rejects.toThrow();
 
   // A second start reuses the data: no demo data or tokens again, and the old token still works.
-  const second = await startStack(dataDir, OFFSET);
+  // With them (a real instance of each, or the server's own stand-in), every server starts.
+  const env: Record<string, string> = {};
+  for (const server of discoverMcpServers().filter((s) => s.upstreams.length)) {
+    const up = await startTestUpstreams(server);
+    reached.push(up);
+    Object.assign(env, up.env);
+  }
+  const second = await startStack(dataDir, OFFSET, env);
   expect(second.stdout()).not.toContain('Demo tokens');
+  for (const { name, port } of discoverMcpServers())
+    expect(second.stdout()).toMatch(
+      new RegExp(`^ {2}${name} +http://127\\.0\\.0\\.1:${port + OFFSET}/mcp `, 'm'),
+    );
   const res = await fetch(`http://127.0.0.1:${3103 + OFFSET}/mcp`, {
     method: 'POST',
     headers: {
