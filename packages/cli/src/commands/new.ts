@@ -330,6 +330,9 @@ function nextSteps(server: NewServer, dir: string, io: { out(line: string): void
   io.out('  pnpm install                          link the new package (pnpm-lock.yaml gains it)');
   io.out(`  pnpm vitest run ${dir}    its tests: lint, budgets, scopes, each tool against a stub`);
   io.out(`  pnpm start                            serves it at http://127.0.0.1:${server.port}/mcp`);
+  io.out(
+    `                                        (with ${server.upstream!.baseUrlEnv} set to the upstream's base URL)`,
+  );
 }
 
 const serverCommand: Command = {

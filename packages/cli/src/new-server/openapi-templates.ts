@@ -161,8 +161,9 @@ export function openApiToolTestTs(s: OpenApiServer, t: ToolPlan): string {
   const args = exampleArgs(t);
   const path = concretePath(t, args);
   const route = `{ method: ${ts(t.method)}, path: ${ts(path)}, status: ${t.response.status}, body: ANSWER }`;
-  const head = `// ${t.operationId} (${t.method} ${t.path}) against a local stub of ${s.upstreamTitle}: a real HTTP server on
-// 127.0.0.1 that answers this operation with an example built from the document's response schema.
+  const head = `// ${t.operationId} (${t.method} ${t.path}), against a local stub of ${s.upstreamTitle}:
+// a real HTTP server on 127.0.0.1 that answers this operation with an example built from the
+// document's response schema.
 
 const ARGS = ${literal(args)};
 const ANSWER = ${literal(t.response.example)};

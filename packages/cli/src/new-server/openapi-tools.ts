@@ -252,6 +252,7 @@ function objectFields(
 export function exampleOf(raw: Schema, name = 'value', depth = 0): unknown {
   const schema = flatten(raw);
   if (schema.example !== undefined) return schema.example;
+  if (Array.isArray(schema.examples) && schema.examples.length) return schema.examples[0];
   if (schema.enum?.length) return schema.enum[0];
   if (depth > MAX_DEPTH) return null;
   switch (typeOf(schema)) {

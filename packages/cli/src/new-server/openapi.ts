@@ -315,7 +315,8 @@ export function firstSentence(text: string | undefined): string {
     .replace(/\s+/g, ' ')
     .trim();
   if (!clean) return '';
-  const end = clean.search(/[.!?](\s|$)/);
+  // The first full stop that ends a sentence, not an abbreviation's (e.g., i.e., etc.).
+  const end = clean.search(/(?<!\b(?:e\.g|i\.e|etc|vs|cf))[.!?](\s|$)/i);
   let sentence = (end >= 0 ? clean.slice(0, end) : clean).trim();
   if (sentence.length > 160) sentence = `${sentence.slice(0, 157).replace(/\s+\S*$/, '')}…`;
   sentence = sentence.replace(/[\s,;:]+$/, '');
