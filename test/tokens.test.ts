@@ -1,4 +1,8 @@
-import { type ServerDefinition } from '@bulkhead/core';
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { createUpstreams, resolveUpstreams, type ServerDefinition, type Upstreams } from '@bulkhead/core';
 import { issueToken, revokeToken } from '@bulkhead/core/operator';
 import { connectTestClient, issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
 import { DEMO_CUSTOMER, seedDemo } from '@bulkhead/demo';
@@ -18,17 +22,46 @@ const SERVERS: {
   customerId: string | null;
   tool: string;
   args: Record<string, unknown>;
+  /** `bulkhead.upstreams` of its manifest, if it reaches other systems. */
+  upstreams: Record<string, { baseUrlEnv: string; auth?: Record<string, string> }> | undefined;
 }[] = await Promise.all(
   discoverMcpServers().map(async (m) => {
     if (!m.probe) throw new Error(`servers/${m.name}/package.json: bulkhead.probe is missing`);
+    const pkg = JSON.parse(readFileSync(join(m.dir, 'package.json'), 'utf8')) as {
+      bulkhead: { upstreams?: (typeof SERVERS)[number]['upstreams'] };
+    };
     return {
       def: await loadServerDefinition(m),
       customerId: m.customerBound ? DEMO_CUSTOMER : null,
       tool: m.probe.tool,
       args: m.probe.arguments,
+      upstreams: pkg.bulkhead.upstreams,
     };
   }),
 );
+
+/**
+ * The stand-in of every upstream a server declares: a local HTTP server answering each request with an
+ * empty JSON object, so that a probe reading another system (a server drafted from an OpenAPI document)
+ * succeeds here too; what the upstream answers is the server's own tests' matter.
+ */
+const standIn = createHttpServer((_req, res) => {
+  res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+});
+const upstreamClients: Upstreams[] = [];
+
+/** The server's upstreams, each at the stand-in, each secret a placeholder. */
+function standInUpstreams(manifest: (typeof SERVERS)[number]['upstreams']): Upstreams {
+  const env: Record<string, string> = {};
+  for (const u of Object.values(manifest ?? {})) {
+    env[u.baseUrlEnv] = `http://127.0.0.1:${(standIn.address() as AddressInfo).port}`;
+    for (const [key, value] of Object.entries(u.auth ?? {}))
+      if (key.endsWith('Env')) env[value] = 'placeholder';
+  }
+  const upstreams = createUpstreams(resolveUpstreams(manifest, env));
+  upstreamClients.push(upstreams);
+  return upstreams;
+}
 
 let db: TestDatabase;
 const running = new Map<string, TestServer>();
@@ -37,13 +70,18 @@ const own = new Map<string, string>();
 beforeAll(async () => {
   db = await createTestDatabase();
   await seedDemo(db.sql);
+  await new Promise<void>((resolve) => standIn.listen(0, '127.0.0.1', resolve));
   for (const s of SERVERS) {
-    running.set(s.def.name, await startTestServer(s.def, { db }));
+    const upstreams = s.upstreams ? { upstreams: standInUpstreams(s.upstreams) } : {};
+    running.set(s.def.name, await startTestServer(s.def, { db, ...upstreams }));
     own.set(s.def.name, await issueTestToken(db.sql, s.def, { customerId: s.customerId }));
   }
 }, 60_000);
 afterAll(async () => {
   for (const s of running.values()) await s.close();
+  for (const u of upstreamClients) await u.close();
+  standIn.closeAllConnections();
+  await new Promise((resolve) => standIn.close(resolve));
   await db.drop();
 });
 
