@@ -12,15 +12,8 @@ import { group, parse, type Command } from '../command.ts';
 import { serverReadme } from '../figures.ts';
 import { CliError, UsageError } from '../io.ts';
 import { ComposeShapeError, composeWithServer, k8sOverlay } from '../new-server/deployment.ts';
-import {
-  listOperations,
-  loadApiDocument,
-  pickOperations,
-  kebabName,
-  upstreamAuth,
-  type ApiDocument,
-} from '../new-server/openapi.ts';
-import { planTool, type ToolPlan } from '../new-server/openapi-tools.ts';
+import { listOperations, loadApiDocument, type ApiDocument } from '../new-server/openapi.ts';
+import { draftTools, type Drafted, type ToolPlan } from '../new-server/openapi-tools.ts';
 import { EXAMPLE_TOOL, serverFiles, serverScopes, snake, type NewServer } from '../new-server/templates.ts';
 import { repoRoot } from '../root.ts';
 import { discoverServers, type ServerManifest } from '../servers.ts';
@@ -106,8 +99,9 @@ Examples:
   bulkhead new server alerts --from-openapi alertmanager.json \\
     --operation getAlerts --operation getSilences --operation deleteSilence
 
-Exit code: 0 created, 1 refused (folder or port taken, the compose file not as
-expected; nothing is written then), 2 usage error.`;
+Exit code: 0 created (or operations listed), 1 refused (folder or port taken, the
+compose file not as expected, a document that cannot be read; nothing is written
+then), 2 usage error (an unknown operationId among them).`;
 
 /** The checked name, or a usage error that says what is wrong with it. */
 function checkName(name: string | undefined, servers: ServerManifest[]): string {
@@ -262,35 +256,6 @@ function listing(api: ApiDocument, io: { out(line: string): void }, json: boolea
     io.out(
       `  ${r.operationId.padEnd(idWidth)}  ${`${r.method} ${r.path}`.padEnd(callWidth)}  ${r.summary}`.trimEnd(),
     );
-}
-
-/** The tools drafted from the chosen operations, their upstream, and what the author must still decide. */
-interface Drafted {
-  upstream: NonNullable<NewServer['upstream']>;
-  openapi: NonNullable<NewServer['openapi']>;
-  authNote?: string;
-}
-
-function draftTools(
-  api: ApiDocument,
-  server: string,
-  operationIds: readonly string[],
-  given: { name: string; baseUrlEnv: string } | undefined,
-): Drafted {
-  const ops = pickOperations(api, operationIds);
-  const name = given?.name ?? kebabName(api.title);
-  const baseUrlEnv = given?.baseUrlEnv ?? `${snake(name).toUpperCase()}_URL`;
-  const title = `the ${api.title}`.slice(0, 80);
-  const { auth, note } = upstreamAuth(api, baseUrlEnv);
-  const tools: ToolPlan[] = ops.map((op) =>
-    planTool(op, { server, upstream: name, upstreamTitle: title, basePath: api.basePath }),
-  );
-  const probe = tools.find((t) => !t.gated && t.args.every((a) => !a.required));
-  return {
-    upstream: { name, baseUrlEnv, title, auth },
-    openapi: { tools, probe: probe ? { tool: probe.name, arguments: {} } : null },
-    ...(note ? { authNote: note } : {}),
-  };
 }
 
 /** What a draft leaves to its author, tool by tool. */

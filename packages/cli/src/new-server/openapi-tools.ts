@@ -2,7 +2,16 @@
 // body's required fields only, everything bounded), a description the linter passes, annotations from
 // the method, and the example arguments and answer its test uses.
 
-import { firstSentence, type Operation, type Schema } from './openapi.ts';
+import {
+  firstSentence,
+  kebabName,
+  pickOperations,
+  upstreamAuth,
+  type ApiDocument,
+  type Operation,
+  type Schema,
+  type UpstreamAuthManifest,
+} from './openapi.ts';
 
 /** How deep nested objects are kept; deeper ones are dropped and named for the author. */
 const MAX_DEPTH = 4;
@@ -407,5 +416,38 @@ export function planTool(op: Operation, ctx: PlanContext): ToolPlan {
       example: op.response.schema ? exampleOf(op.response.schema, 'value') : null,
     },
     ...notes,
+  };
+}
+
+/** The tools drafted from the chosen operations, their upstream, and a note on its auth for the author. */
+export interface Drafted {
+  upstream: { name: string; baseUrlEnv: string; title: string; auth: UpstreamAuthManifest };
+  openapi: { tools: ToolPlan[]; probe: { tool: string; arguments: Record<string, unknown> } | null };
+  authNote?: string;
+}
+
+/**
+ * Drafts the tools of `server` from the chosen operations. The upstream is `given` (`--upstream`), else
+ * named after the document's title; the probe is the first read that needs no arguments.
+ */
+export function draftTools(
+  api: ApiDocument,
+  server: string,
+  operationIds: readonly string[],
+  given?: { name: string; baseUrlEnv: string },
+): Drafted {
+  const ops = pickOperations(api, operationIds);
+  const name = given?.name ?? kebabName(api.title);
+  const baseUrlEnv = given?.baseUrlEnv ?? `${name.replaceAll('-', '_').toUpperCase()}_URL`;
+  const title = `the ${api.title}`.slice(0, 80);
+  const { auth, note } = upstreamAuth(api, baseUrlEnv);
+  const tools = ops.map((op) =>
+    planTool(op, { server, upstream: name, upstreamTitle: title, basePath: api.basePath }),
+  );
+  const probe = tools.find((t) => !t.gated && t.args.every((a) => !a.required));
+  return {
+    upstream: { name, baseUrlEnv, title, auth },
+    openapi: { tools, probe: probe ? { tool: probe.name, arguments: {} } : null },
+    ...(note ? { authNote: note } : {}),
   };
 }

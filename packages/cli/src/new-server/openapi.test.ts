@@ -17,7 +17,7 @@ import {
   upstreamAuth,
   type ApiDocument,
 } from './openapi.ts';
-import { planTool, type ToolPlan } from './openapi-tools.ts';
+import { draftTools, planTool, type ToolPlan } from './openapi-tools.ts';
 import { serverFiles, type NewServer } from './templates.ts';
 
 // How `bulkhead new server --from-openapi` maps a document to tools, on three small documents (Swagger
@@ -238,6 +238,39 @@ describe('an OpenAPI 3.1 document', async () => {
         zod: "z.array(z.string().max(60)).max(5).describe('The places followed.')",
       },
     ]);
+  });
+});
+
+describe('the upstream and the probe of a draft', async () => {
+  const tickets = await loadApiDocument(SWAGGER2);
+  const forecast = await loadApiDocument(OAS31);
+
+  it("names the upstream after the document's title, or as --upstream says", () => {
+    const named = draftTools(tickets, 'desk', ['listTickets']);
+    expect(named.upstream).toEqual({
+      name: 'ticket-desk-api',
+      baseUrlEnv: 'TICKET_DESK_API_URL',
+      title: 'the Ticket Desk API',
+      auth: {
+        type: 'basic',
+        usernameEnv: 'TICKET_DESK_API_USERNAME',
+        passwordEnv: 'TICKET_DESK_API_PASSWORD',
+      },
+    });
+    const given = draftTools(tickets, 'desk', ['listTickets'], { name: 'desk', baseUrlEnv: 'DESK_BASE_URL' });
+    expect([given.upstream.name, given.upstream.baseUrlEnv, given.upstream.auth]).toEqual([
+      'desk',
+      'DESK_BASE_URL',
+      { type: 'basic', usernameEnv: 'DESK_USERNAME', passwordEnv: 'DESK_PASSWORD' },
+    ]);
+  });
+
+  it('probes with the first read that needs no arguments, and with none when no read is one', () => {
+    expect(draftTools(tickets, 'desk', ['createTicket', 'listTickets']).openapi.probe).toEqual({
+      tool: 'list_tickets',
+      arguments: {},
+    });
+    expect(draftTools(forecast, 'weather', ['getForecast', 'subscribe']).openapi.probe).toBeNull();
   });
 });
 
