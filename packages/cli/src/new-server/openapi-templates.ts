@@ -136,9 +136,22 @@ export const ${t.exportName} = defineTool({
 `;
 }
 
-/** The arguments a test calls the tool with: every required one, with its example. */
+/** The arguments a test calls the tool with: every one, optional ones too, with its example. */
 export function exampleArgs(t: ToolPlan): Record<string, unknown> {
-  return Object.fromEntries(t.args.filter((a) => a.required).map((a) => [a.name, a.example]));
+  return Object.fromEntries(t.args.map((a) => [a.name, a.example]));
+}
+
+/** The path and query the stub sees for `args`, as the tool's \`withQuery\` writes the query. */
+function sentUrl(t: ToolPlan, args: Record<string, unknown>): string {
+  const search = new URLSearchParams();
+  for (const a of t.args.filter((q) => q.in === 'query')) {
+    const value = args[a.name];
+    if (value === undefined) continue;
+    const values = Array.isArray(value) ? (a.csv ? [value.join(',')] : value) : [value];
+    for (const v of values) search.append(a.wire, String(v));
+  }
+  const query = search.toString();
+  return `${concretePath(t, args)}${query ? `?${query}` : ''}`;
 }
 
 /** The path the stub sees for `args`: the placeholders filled, each encoded. */
@@ -160,6 +173,7 @@ function sentBody(t: ToolPlan, args: Record<string, unknown>): unknown {
 export function openApiToolTestTs(s: OpenApiServer, t: ToolPlan): string {
   const args = exampleArgs(t);
   const path = concretePath(t, args);
+  const url = sentUrl(t, args);
   const route = `{ method: ${ts(t.method)}, path: ${ts(path)}, status: ${t.response.status}, body: ANSWER }`;
   const head = `// ${t.operationId} (${t.method} ${t.path}), against a local stub of ${s.upstreamTitle}:
 // a real HTTP server on 127.0.0.1 that answers this operation with an example built from the
@@ -189,7 +203,7 @@ describe('${t.name}', () => {
       false,
       { http_status: ${t.response.status}, data: marked(ANSWER, ${ts(`${s.upstream} ${t.method} ${t.path}`)}) },
     ]);
-    expect(h.received.map((r) => [r.method, r.url])).toEqual([['GET', ${ts(path)}]]);
+    expect(h.received.map((r) => [r.method, r.url])).toEqual([['GET', ${ts(url)}]]);
   });
 
   it('is audited: its arguments, its outcome and the request it sent', async () => {
@@ -249,7 +263,7 @@ describe('${t.name}', () => {
     expect(h.received).toEqual([
       {
         method: ${ts(t.method)},
-        url: ${ts(path)},
+        url: ${ts(url)},
         json: ${body === undefined ? 'undefined' : literal(body)},
         key: expect.stringMatching(/^bulkhead-outbox-\\d+$/),
       },

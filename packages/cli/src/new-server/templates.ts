@@ -527,7 +527,7 @@ function authSentence(u: Upstream): string {
   const a = u.auth ?? { type: 'bearer', tokenEnv: upstreamTokenEnv(u.baseUrlEnv) };
   switch (a.type) {
     case 'none':
-      return 'which it reaches without credentials (see the `auth` types of the kit to add some)';
+      return 'which it reaches without credentials';
     case 'bearer':
       return `whose bearer token from \`${a.tokenEnv}\` (or, with \`tokenFile\` instead of \`tokenEnv\`, from a mounted file)`;
     case 'basic':
