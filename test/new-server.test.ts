@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, expect, it } from 'vitest';
+import { extractAlertmanagerSpec } from './alertmanager-spec.ts';
 import { root } from './helpers.ts';
 
 // The issue's "done when": in a copy of this repository, `bulkhead new server billing-reports` gives a
@@ -12,8 +13,13 @@ import { root } from './helpers.ts';
 // that `pnpm start` serves with a demo token which calls its example tool while another server's token
 // is refused, and whose only changes outside servers/billing-reports/ are the lockfile and the
 // generated deployment entries. Slow by nature (an install, a typecheck, a start): about three minutes.
+// In the same copy, `--from-openapi` on the Alertmanager 0.25 document (Swagger 2.0, from the Debian
+// package's Go source) drafts a server of four tools over it that typechecks, lints and passes its tests.
 
 const NAME = 'billing-reports';
+const ALERTS = 'alerts';
+/** The Alertmanager operations drafted as tools: two reads, a POST and a DELETE (both gated). */
+const ALERT_OPERATIONS = ['getAlerts', 'getSilences', 'postSilences', 'deleteSilence'];
 let copy = '';
 let started: ChildProcess | undefined;
 
@@ -99,7 +105,7 @@ async function copyRepository(): Promise<void> {
   expect(git('commit', '-qm', 'the repository before bulkhead new server').status).toBe(0);
 }
 
-/** An offset for `pnpm start` whose five ports are free now. */
+/** An offset for `pnpm start` whose six ports are free now. */
 async function freeOffset(): Promise<number> {
   const free = (port: number) =>
     new Promise<boolean>((resolve) => {
@@ -109,7 +115,7 @@ async function freeOffset(): Promise<number> {
     });
   for (;;) {
     const offset = 20_000 + Math.floor(Math.random() * 30_000);
-    const ports = [0, 1, 2, 3, 4].map((i) => 3100 + offset + i);
+    const ports = [0, 1, 2, 3, 4, 5].map((i) => 3100 + offset + i);
     if ((await Promise.all(ports.map(free))).every(Boolean)) return offset;
   }
 }
@@ -126,13 +132,37 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   expect(created.stdout).toContain(
     `Created servers/${NAME}: port 3104, scope ${NAME}:read, not customer-bound.`,
   );
+  // A server drafted from an OpenAPI document: one tool a chosen operation, each tested against a stub.
+  const spec = extractAlertmanagerSpec(join(copy, '..', `${copy.split('/').pop()}-alertmanager.json`));
+  const drafted = await run('pnpm', [
+    'bulkhead',
+    'new',
+    'server',
+    ALERTS,
+    '--from-openapi',
+    spec,
+    ...ALERT_OPERATIONS.flatMap((id) => ['--operation', id]),
+  ]);
+  await rm(spec, { force: true });
+  expect(drafted.code, outputOf(drafted)).toBe(0);
+  expect(drafted.stdout).toContain(
+    `Created servers/${ALERTS}: port 3105, scopes alerts:read, alerts:write, approvals:read, not customer-bound.`,
+  );
+  expect(drafted.stdout).toContain(
+    'Descriptions to sharpen for the model: get_alerts, get_silences, post_silences, delete_silence.',
+  );
+  expect(drafted.stdout).toContain('    post_silences: matchers[].isEqual, id');
+  expect(drafted.stdout).toContain('Probe: get_alerts with no arguments');
+
   const relinked = await run('pnpm', ['install', '--prefer-offline', '--no-frozen-lockfile']);
   expect(relinked.code, outputOf(relinked)).toBe(0);
 
   const typecheck = await run('pnpm', ['--filter', NAME, 'typecheck']);
   expect(typecheck.code, outputOf(typecheck)).toBe(0);
-  const eslint = await run('pnpm', ['exec', 'eslint', `servers/${NAME}`]);
+  const eslint = await run('pnpm', ['exec', 'eslint', `servers/${NAME}`, `servers/${ALERTS}`]);
   expect(eslint.code, outputOf(eslint)).toBe(0);
+  const alertsTypecheck = await run('pnpm', ['--filter', ALERTS, 'typecheck']);
+  expect(alertsTypecheck.code, outputOf(alertsTypecheck)).toBe(0);
   const changed = spawnSync('git', ['status', '--porcelain', '--untracked-files=all'], {
     cwd: copy,
     encoding: 'utf8',
@@ -168,6 +198,16 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   expect(tests.stdout).toContain(
     `✓ test/roles.test.ts > every role × every table × select, insert, update, delete, refused by the database itself > ${NAME} (added) may do what the kit gives every MCP server, and nothing else`,
   );
+  // The drafted server's own tests: lint and budgets, each read against a stub of its operation, each
+  // gated call pending until approved and then sent once.
+  const alertsTests = await run('pnpm', ['vitest', 'run', '--reporter=verbose', `servers/${ALERTS}`], {
+    DATABASE_URL: process.env.BULKHEAD_TEST_ADMIN_URL,
+  });
+  expect(alertsTests.code, outputOf(alertsTests)).toBe(0);
+  expect(alertsTests.stdout).toMatch(/Test Files +5 passed \(5\)/);
+  expect(alertsTests.stdout).toContain(
+    '✓ servers/alerts/src/tools/post-silences.test.ts > post_silences > sends the request once a person approves, with the outbox id as its idempotency key',
+  );
 
   // The deployment checks that need no container engine: the compose file and every Kubernetes overlay.
   const compose = await run('pnpm', ['exec', 'tsx', 'infra/ci/check-compose.ts']);
@@ -183,7 +223,12 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   const offset = await freeOffset();
   started = spawn('pnpm', ['start', '--port-offset', String(offset), '--quiet'], {
     cwd: copy,
-    env: childEnv({ DATABASE_URL: undefined, BULKHEAD_DATA_DIR: join(copy, '.bulkhead') }),
+    env: childEnv({
+      DATABASE_URL: undefined,
+      BULKHEAD_DATA_DIR: join(copy, '.bulkhead'),
+      // The drafted server reads its upstream's base URL; nothing reaches it while it only starts.
+      ALERTMANAGER_API_URL: 'http://127.0.0.1:9',
+    }),
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
@@ -245,15 +290,17 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   process.kill(-started.pid!, 'SIGINT');
   expect(await exited).toBe(0);
 
-  // Outside servers/billing-reports/: the lockfile and the generated deployment entries, lines added only.
+  // Outside the new servers' folders: the lockfile and the generated deployment entries, lines added only.
   spawnSync('git', ['add', '-A', '-N'], { cwd: copy });
   const numstat = spawnSync('git', ['diff', '--numstat'], { cwd: copy, encoding: 'utf8' })
     .stdout.split('\n')
     .filter(Boolean)
     .map((line) => line.split('\t'))
-    .filter(([, , path]) => !path!.startsWith(`servers/${NAME}/`));
+    .filter(([, , path]) => !path!.startsWith(`servers/${NAME}/`) && !path!.startsWith(`servers/${ALERTS}/`));
   expect(numstat.map(([, , path]) => path).sort()).toEqual([
     'infra/docker/compose.yaml',
+    `infra/k8s/overlays/${ALERTS}/kustomization.yaml`,
+    `infra/k8s/overlays/${ALERTS}/secrets-and-port.yaml`,
     `infra/k8s/overlays/${NAME}/kustomization.yaml`,
     `infra/k8s/overlays/${NAME}/secrets-and-port.yaml`,
     'pnpm-lock.yaml',
@@ -261,13 +308,14 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   expect(numstat.filter(([, removed, path]) => path !== 'pnpm-lock.yaml' && removed !== '0')).toEqual([]);
   const lock = spawnSync('git', ['diff', 'pnpm-lock.yaml'], { cwd: copy, encoding: 'utf8' }).stdout;
   expect(lock).toContain(`  servers/${NAME}:`);
+  expect(lock).toContain(`  servers/${ALERTS}:`);
   expect(await readFile(join(copy, 'servers', NAME, 'package.json'), 'utf8')).toContain('"port": 3104');
 
   // A customer-bound server: its test token is bound to a customer, and its tests pass as well.
   const bound = await run('pnpm', ['bulkhead', 'new', 'server', 'partner-portal', '--customer-bound']);
   expect(bound.code, outputOf(bound)).toBe(0);
   expect(bound.stdout).toContain(
-    'Created servers/partner-portal: port 3105, scope partner-portal:read, customer-bound.',
+    'Created servers/partner-portal: port 3106, scope partner-portal:read, customer-bound.',
   );
   expect((await run('pnpm', ['install', '--prefer-offline', '--no-frozen-lockfile'])).code).toBe(0);
   const boundTests = await run(

@@ -12,7 +12,9 @@ import { group, parse, type Command } from '../command.ts';
 import { serverReadme } from '../figures.ts';
 import { CliError, UsageError } from '../io.ts';
 import { ComposeShapeError, composeWithServer, k8sOverlay } from '../new-server/deployment.ts';
-import { exampleScope, EXAMPLE_TOOL, serverFiles, snake, type NewServer } from '../new-server/templates.ts';
+import { listOperations, loadApiDocument, type ApiDocument } from '../new-server/openapi.ts';
+import { draftTools, type Drafted, type ToolPlan } from '../new-server/openapi-tools.ts';
+import { EXAMPLE_TOOL, serverFiles, serverScopes, snake, type NewServer } from '../new-server/templates.ts';
 import { repoRoot } from '../root.ts';
 import { discoverServers, type ServerManifest } from '../servers.ts';
 
@@ -35,6 +37,8 @@ const COMPOSE = 'infra/docker/compose.yaml';
 const OVERLAYS = 'infra/k8s/overlays';
 
 const help = `Usage: bulkhead new server <name> [--port <n>] [--customer-bound] [--upstream <name>=<base URL variable>] [--description <text>] [--json]
+       bulkhead new server [<name>] --from-openapi <file or URL> [--json]
+       bulkhead new server <name> --from-openapi <file or URL> --operation <operationId>... [options]
 
 Scaffolds a new bounded MCP server in servers/<name>/ that passes typecheck, lint
 and its tests at once, and adds the deployment entries this repository keeps:
@@ -70,10 +74,34 @@ Options:
                          ctx.upstream, and its test against a local HTTP server
   --description <text>   one line: what the server is for (package.json, server
                          description, README)
-  --json                 print { name, port, customer_bound, files } as JSON
+  --from-openapi <file or URL>
+                         an OpenAPI 3.0/3.1 or Swagger 2.0 document (JSON or YAML; a
+                         URL is fetched). Alone: lists its operations (operationId,
+                         method, path, summary) and writes nothing
+  --operation <operationId>
+                         repeatable, with --from-openapi: one tool for each operation
+                         chosen (never one per endpoint) instead of the example tool,
+                         in src/tools/ with its test against a local stub of the
+                         operation. Its input: path and query parameters and the
+                         body's required fields, bounded; GET reads through
+                         ctx.upstream, any other method is gated (a person approves,
+                         then the request is queued in the outbox). The upstream:
+                         --upstream's name and variable, else the document's title
+                         (e.g. alertmanager-api=ALERTMANAGER_API_URL); its auth from
+                         the document's security scheme; its base path from basePath
+                         or servers[0]. What the author must still decide is printed
+  --json                 print { name, port, customer_bound, files } as JSON; with
+                         --from-openapi alone, [{ operationId, method, path, summary }]
 
-Exit code: 0 created, 1 refused (folder or port taken, the compose file not as
-expected; nothing is written then), 2 usage error.`;
+Examples:
+  bulkhead new server billing-reports
+  bulkhead new server alerts --from-openapi alertmanager.json
+  bulkhead new server alerts --from-openapi alertmanager.json \\
+    --operation getAlerts --operation getSilences --operation deleteSilence
+
+Exit code: 0 created (or operations listed), 1 refused (folder or port taken, the
+compose file not as expected, a document that cannot be read; nothing is written
+then), 2 usage error (an unknown operationId among them).`;
 
 /** The checked name, or a usage error that says what is wrong with it. */
 function checkName(name: string | undefined, servers: ServerManifest[]): string {
@@ -212,6 +240,66 @@ async function formatted(files: Map<string, string>): Promise<Map<string, string
   return out;
 }
 
+/** The listing mode: one line an operation (operationId, METHOD path, summary), or the array as JSON. */
+function listing(api: ApiDocument, io: { out(line: string): void }, json: boolean): void {
+  const rows = listOperations(api);
+  if (json) {
+    io.out(JSON.stringify(rows));
+    return;
+  }
+  io.out(
+    `${api.title}: ${rows.length} operation${rows.length === 1 ? '' : 's'}. Choose with --operation <operationId> (repeatable).`,
+  );
+  const idWidth = Math.max(...rows.map((r) => r.operationId.length));
+  const callWidth = Math.max(...rows.map((r) => r.method.length + 1 + r.path.length));
+  for (const r of rows)
+    io.out(
+      `  ${r.operationId.padEnd(idWidth)}  ${`${r.method} ${r.path}`.padEnd(callWidth)}  ${r.summary}`.trimEnd(),
+    );
+}
+
+/** What a draft leaves to its author, tool by tool. */
+function stillToDecide(d: Drafted, server: NewServer, io: { out(line: string): void }): void {
+  const { tools, probe } = d.openapi;
+  io.out('');
+  io.out('Still to decide (the tools are drafts):');
+  io.out(`  Descriptions to sharpen for the model: ${tools.map((t) => t.name).join(', ')}.`);
+  const perTool = (label: string, pick: (t: ToolPlan) => string[]) => {
+    const rows = tools.filter((t) => pick(t).length);
+    if (!rows.length) return;
+    io.out(`  ${label}:`);
+    for (const t of rows) io.out(`    ${t.name}: ${pick(t).join(', ')}`);
+  };
+  perTool('Fields not taken (optional body fields and the like; add those the tool needs)', (t) => t.dropped);
+  perTool('Free-text arguments to check (bounds, or an enum where the values are known)', (t) => t.freeText);
+  perTool(
+    'Arguments the document does not describe (their descriptions are placeholders)',
+    (t) => t.undescribed,
+  );
+  io.out(
+    probe
+      ? `  Probe: ${probe.tool} with no arguments (bulkhead.probe in package.json); change it if another read is cheaper.`
+      : '  Probe: none of the chosen tools reads without arguments; add bulkhead.probe to package.json (a read tool and its arguments), test/manifests.test.ts requires one.',
+  );
+  const u = server.upstream!;
+  io.out(
+    `  Upstream ${u.name}: base URL from ${u.baseUrlEnv}, auth ${JSON.stringify(u.auth)}${d.authNote ? ` (${d.authNote})` : ''}.`,
+  );
+  if (tools.some((t) => t.gated))
+    io.out('  Gated tools: check each approval preview says what a person needs to decide.');
+}
+
+function nextSteps(server: NewServer, dir: string, io: { out(line: string): void }): void {
+  io.out('');
+  io.out('Next:');
+  io.out('  pnpm install                          link the new package (pnpm-lock.yaml gains it)');
+  io.out(`  pnpm vitest run ${dir}    its tests: lint, budgets, scopes, each tool against a stub`);
+  io.out(`  pnpm start                            serves it at http://127.0.0.1:${server.port}/mcp`);
+  io.out(
+    `                                        (with ${server.upstream!.baseUrlEnv} set to the upstream's base URL)`,
+  );
+}
+
 const serverCommand: Command = {
   name: 'server',
   summary: 'scaffold a new bounded MCP server and its deployment entries',
@@ -224,12 +312,28 @@ const serverCommand: Command = {
         'customer-bound': { type: 'boolean', default: false },
         upstream: { type: 'string' },
         description: { type: 'string' },
+        'from-openapi': { type: 'string' },
+        operation: { type: 'string', multiple: true },
         json: { type: 'boolean', default: false },
       },
       true,
     );
     if (positionals.length > 1)
       throw new UsageError(`one name, not ${positionals.length}: ${positionals.join(' ')}`);
+    const source = values['from-openapi'];
+    const operations = values.operation ?? [];
+    if (operations.length && source === undefined)
+      throw new UsageError(
+        '--operation chooses from an OpenAPI document: give it with --from-openapi <file or URL>',
+      );
+    let api: ApiDocument | undefined;
+    if (source !== undefined) {
+      api = await loadApiDocument(source);
+      if (!operations.length) {
+        listing(api, io, values.json);
+        return 0;
+      }
+    }
     let servers: ServerManifest[];
     try {
       servers = discoverServers();
@@ -245,12 +349,17 @@ const serverCommand: Command = {
     if (existsSync(join(repoRoot, overlay)))
       throw new CliError(`${overlay} exists already (an overlay without its server?): remove it first`);
     const port = choosePort(values.port, servers);
+    const upstream = values.upstream !== undefined ? checkUpstream(values.upstream) : undefined;
+    const drafted = api ? draftTools(api, name, operations, upstream) : undefined;
     const server: NewServer = {
       name,
       port,
-      description: checkDescription(values.description, name),
+      description: checkDescription(
+        values.description ?? (api ? `Tools over ${api.title}.` : undefined),
+        name,
+      ),
       customerBound: values['customer-bound'],
-      ...(values.upstream !== undefined ? { upstream: checkUpstream(values.upstream) } : {}),
+      ...(drafted ? { upstream: drafted.upstream, openapi: drafted.openapi } : upstream ? { upstream } : {}),
       versions: versions(),
     };
 
@@ -279,18 +388,32 @@ const serverCommand: Command = {
 
     const written = [...files.keys()];
     if (values.json) {
-      io.out(JSON.stringify({ name, port, customer_bound: server.customerBound, files: written }));
+      io.out(
+        JSON.stringify({
+          name,
+          port,
+          customer_bound: server.customerBound,
+          files: written,
+          ...(drafted ? { tools: drafted.openapi.tools.map((t) => t.name) } : {}),
+        }),
+      );
       return 0;
     }
     const shown = (path: string) => relative(repoRoot, join(repoRoot, path));
+    const scopes = serverScopes(server);
     io.out(
-      `Created ${dir}: port ${port}, scope ${exampleScope(server)}, ${server.customerBound ? 'customer-bound' : 'not customer-bound'}.`,
+      `Created ${dir}: port ${port}, scope${scopes.length > 1 ? 's' : ''} ${scopes.join(', ')}, ${server.customerBound ? 'customer-bound' : 'not customer-bound'}.`,
     );
     for (const path of written.filter((p) => p.startsWith(`${dir}/`))) io.out(`  ${shown(path)}`);
     const deployment = written.filter((p) => !p.startsWith(`${dir}/`));
     if (deployment.length) {
       io.out('Deployment entries:');
       for (const path of deployment) io.out(`  ${shown(path)}`);
+    }
+    if (drafted) {
+      stillToDecide(drafted, server, io);
+      nextSteps(server, dir, io);
+      return 0;
     }
     const token = `pnpm bulkhead tokens issue --server ${name}${server.customerBound ? ' --customer C-1001' : ''} --label "<who>"`;
     io.out('');

