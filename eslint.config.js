@@ -16,6 +16,8 @@ const TESTS = [
   '**/*.test.tsx',
   '**/test-client.ts',
   '**/fixtures/**',
+  // A server's test support: what the cross-server tests start for its upstreams (test/upstreams.ts).
+  'servers/*/src/testing/**',
   'packages/core/src/testing.ts',
   'packages/core/src/test-browser.ts',
   'packages/db/src/testing.ts',

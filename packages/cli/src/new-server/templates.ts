@@ -629,6 +629,48 @@ its manifest: tokens of every other server are refused here, and this server's e
 `;
 }
 
+/**
+ * \`src/testing/upstreams.ts\` of a server with an upstream: a stand-in for it on 127.0.0.1 that the
+ * cross-server tests (test/upstreams.ts) start, so that the token matrix can call the probe. It answers
+ * every GET with \`answer\` (JSON), anything else 404. A person replaces it with a real instance where
+ * one can run in tests, as ops starts a real Alertmanager.
+ */
+function testUpstreamsTs(s: NewServer, u: NonNullable<NewServer['upstream']>, answer: unknown): string {
+  return `import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { UPSTREAMS } from '../env.ts';
+
+/** What every GET gets from the stand-in: an answer the probe's tool takes. */
+const ANSWER = ${JSON.stringify(answer)};
+
+/**
+ * What ${s.name} reaches, for the cross-server tests (test/upstreams.ts finds this file by the manifest's
+ * \`bulkhead.upstreams\`): a stand-in for ${u.name} on 127.0.0.1. Replace it with a real instance where
+ * one can run in tests.
+ */
+export async function startTestUpstreams(): Promise<{ env: Record<string, string>; close(): Promise<void> }> {
+  const standIn = createServer((req, res) => {
+    if (req.method !== 'GET') return res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(ANSWER));
+  });
+  await new Promise<void>((resolve) => standIn.listen(0, '127.0.0.1', resolve));
+  const env: Record<string, string> = {};
+  for (const upstream of Object.values(UPSTREAMS)) {
+    env[upstream.baseUrlEnv] = \`http://127.0.0.1:\${(standIn.address() as AddressInfo).port}\`;
+    for (const [key, value] of Object.entries(upstream.auth))
+      if (key.endsWith('Env') && typeof value === 'string') env[value] = 'test-secret';
+  }
+  return {
+    env,
+    close: async () => {
+      standIn.closeAllConnections();
+      await new Promise((resolve) => standIn.close(resolve));
+    },
+  };
+}
+`;
+}
+
 /** Every file of the new server, by path relative to its folder. */
 export function serverFiles(s: NewServer): Record<string, string> {
   const common = {
@@ -641,9 +683,11 @@ export function serverFiles(s: NewServer): Record<string, string> {
     'src/server.test.ts': serverTestTs(s),
     'src/main.ts': mainTs(s),
   };
-  if (s.openapi && s.upstream)
+  if (s.openapi && s.upstream) {
+    const probe = s.openapi.probe && s.openapi.tools.find((t) => t.name === s.openapi!.probe!.tool);
     return {
       ...common,
+      'src/testing/upstreams.ts': testUpstreamsTs(s, s.upstream, probe ? probe.response.example : {}),
       ...openApiFiles({
         name: s.name,
         serverExport: `${camel(s.name)}Server`,
@@ -653,6 +697,7 @@ export function serverFiles(s: NewServer): Record<string, string> {
         tools: s.openapi.tools,
       }),
     };
+  }
   return {
     ...common,
     'src/queries.ts': queriesTs(),
@@ -663,6 +708,7 @@ export function serverFiles(s: NewServer): Record<string, string> {
       ? {
           [`src/tools/${upstreamFile(s.upstream)}.ts`]: upstreamToolTs(s, s.upstream),
           [`src/tools/${upstreamFile(s.upstream)}.test.ts`]: upstreamToolTestTs(s, s.upstream),
+          'src/testing/upstreams.ts': testUpstreamsTs(s, s.upstream, 'all systems operational'),
         }
       : {}),
   };
