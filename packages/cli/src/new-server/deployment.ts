@@ -46,13 +46,10 @@ export const upstreamSecretName = (server: string, upstream: string) =>
   `bulkhead-${server}-upstream-${upstream}`;
 
 /**
- * The upstreams a manifest declares (`bulkhead.upstreams`), as the deployment needs them. By default
- * those of the manifest the templates write for `s`, so that what is deployed follows what the server reads.
+ * The upstreams a manifest declares (`bulkhead.upstreams`), as the deployment needs them; the checks of
+ * infra/ci read a server's deployment entries through it too.
  */
-export function upstreamDeployments(
-  s: NewServer,
-  upstreams: UpstreamManifest | undefined = templateUpstreams(s),
-): UpstreamDeployment[] {
+export function upstreamDeployments(upstreams: UpstreamManifest | undefined): UpstreamDeployment[] {
   return Object.entries(upstreams ?? {}).map(([name, u]) => {
     const auth = u.auth ?? { type: 'none' };
     const secrets: UpstreamSecret[] = [];
@@ -69,6 +66,7 @@ export function upstreamDeployments(
   });
 }
 
+/** The upstreams of the manifest the templates write for `s`: what the server will read, so what is deployed. */
 function templateUpstreams(s: NewServer): UpstreamManifest | undefined {
   if (!s.upstream) return undefined;
   const manifest = JSON.parse(serverFiles(s)['package.json']!) as {
@@ -138,7 +136,7 @@ export function composeWithServer(
     `      PORT: '${s.port}'`,
     `      BULKHEAD_PUBLIC_URL: http://127.0.0.1:${s.port}`,
     '      BULKHEAD_AUTHORIZATION_SERVER: http://127.0.0.1:3100',
-    ...composeUpstreamLines(upstreamDeployments(s, upstreams)),
+    ...composeUpstreamLines(upstreamDeployments(upstreams)),
     `    secrets: [${secret}]`,
     `    ports: ['127.0.0.1:${s.port}:${s.port}']`,
     '',
@@ -190,7 +188,7 @@ export function k8sOverlay(
   s: NewServer,
   upstreams: UpstreamManifest | undefined = templateUpstreams(s),
 ): Record<string, string> {
-  const ups = upstreamDeployments(s, upstreams);
+  const ups = upstreamDeployments(upstreams);
   const upstreamNote = ups
     .map((u) => {
       const secrets = u.secrets.length
