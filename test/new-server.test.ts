@@ -296,6 +296,17 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
     bulkhead: { upstreams?: Record<string, { baseUrlEnv?: string }> };
   };
   expect(manifest.bulkhead.upstreams?.alerts?.baseUrlEnv).toBe('ALERTS_URL');
+  // Its deployment entries take the upstream's variables, and its overlay's egress reaches the upstream's port.
+  const upstreamCompose = await run('pnpm', ['exec', 'tsx', 'infra/ci/check-compose.ts']);
+  expect(upstreamCompose.code, outputOf(upstreamCompose)).toBe(0);
+  expect(upstreamCompose.stdout).toContain(
+    "ok   compose: alert-reader: upstream alerts's ALERTS_TOKEN required from the environment",
+  );
+  const upstreamK8s = await run('pnpm', ['exec', 'tsx', 'infra/ci/check-k8s.ts']);
+  expect(upstreamK8s.code, outputOf(upstreamK8s)).toBe(0);
+  expect(upstreamK8s.stdout).toContain(
+    'ok   k8s: overlays/alert-reader Deployment/bulkhead-alert-reader: egress only to DNS and PostgreSQL, alerts (TCP/443)',
+  );
   expect((await run('pnpm', ['install', '--prefer-offline', '--no-frozen-lockfile'])).code).toBe(0);
   const upstreamChecks = [
     await run('pnpm', ['--filter', 'alert-reader', 'typecheck']),
