@@ -3,6 +3,7 @@ import { chmod, copyFile, lstat, mkdir, mkdtemp, readFile, readlink, rm, stat } 
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { discoverDeployables } from '@bulkhead/db';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, expect, it } from 'vitest';
 import { root } from './helpers.ts';
@@ -14,6 +15,8 @@ import { root } from './helpers.ts';
 // generated deployment entries. Slow by nature (an install, a typecheck, a start): about three minutes.
 
 const NAME = 'billing-reports';
+/** The port `bulkhead new server` gives it: the highest of servers/ plus one. */
+const PORT = Math.max(...discoverDeployables(root).map((d) => d.port)) + 1;
 let copy = '';
 let started: ChildProcess | undefined;
 
@@ -99,7 +102,7 @@ async function copyRepository(): Promise<void> {
   expect(git('commit', '-qm', 'the repository before bulkhead new server').status).toBe(0);
 }
 
-/** An offset for `pnpm start` whose five ports are free now. */
+/** An offset for `pnpm start` whose ports (3100 to the new server's) are free now. */
 async function freeOffset(): Promise<number> {
   const free = (port: number) =>
     new Promise<boolean>((resolve) => {
@@ -109,7 +112,7 @@ async function freeOffset(): Promise<number> {
     });
   for (;;) {
     const offset = 20_000 + Math.floor(Math.random() * 30_000);
-    const ports = [0, 1, 2, 3, 4].map((i) => 3100 + offset + i);
+    const ports = Array.from({ length: PORT - 3100 + 1 }, (_, i) => 3100 + offset + i);
     if ((await Promise.all(ports.map(free))).every(Boolean)) return offset;
   }
 }
@@ -124,7 +127,7 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   const created = await run('pnpm', ['bulkhead', 'new', 'server', NAME]);
   expect(created.code, outputOf(created)).toBe(0);
   expect(created.stdout).toContain(
-    `Created servers/${NAME}: port 3104, scope ${NAME}:read, not customer-bound.`,
+    `Created servers/${NAME}: port ${PORT}, scope ${NAME}:read, not customer-bound.`,
   );
   const relinked = await run('pnpm', ['install', '--prefer-offline', '--no-frozen-lockfile']);
   expect(relinked.code, outputOf(relinked)).toBe(0);
@@ -176,7 +179,7 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   const k8s = await run('pnpm', ['exec', 'tsx', 'infra/ci/check-k8s.ts']);
   expect(k8s.code, outputOf(k8s)).toBe(0);
   expect(k8s.stdout).toContain(
-    `ok   k8s: overlays/${NAME}: container port http and PORT are the manifest's 3104`,
+    `ok   k8s: overlays/${NAME}: container port http and PORT are the manifest's ${PORT}`,
   );
 
   // pnpm start on the embedded default: the new server is served and gets a demo token.
@@ -196,7 +199,7 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
     if (started.exitCode !== null || Date.now() > deadline) throw new Error(`pnpm start: ${out}\n${err}`);
     await new Promise((r) => setTimeout(r, 250));
   }
-  const url = `http://127.0.0.1:${3104 + offset}/mcp`;
+  const url = `http://127.0.0.1:${PORT + offset}/mcp`;
   expect(out).toMatch(
     new RegExp(`^ {2}${NAME} +${url.replaceAll('.', '\\.')} +as bulkhead_billing_reports_login$`, 'm'),
   );
@@ -261,13 +264,13 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   expect(numstat.filter(([, removed, path]) => path !== 'pnpm-lock.yaml' && removed !== '0')).toEqual([]);
   const lock = spawnSync('git', ['diff', 'pnpm-lock.yaml'], { cwd: copy, encoding: 'utf8' }).stdout;
   expect(lock).toContain(`  servers/${NAME}:`);
-  expect(await readFile(join(copy, 'servers', NAME, 'package.json'), 'utf8')).toContain('"port": 3104');
+  expect(await readFile(join(copy, 'servers', NAME, 'package.json'), 'utf8')).toContain(`"port": ${PORT}`);
 
   // A customer-bound server: its test token is bound to a customer, and its tests pass as well.
   const bound = await run('pnpm', ['bulkhead', 'new', 'server', 'partner-portal', '--customer-bound']);
   expect(bound.code, outputOf(bound)).toBe(0);
   expect(bound.stdout).toContain(
-    'Created servers/partner-portal: port 3105, scope partner-portal:read, customer-bound.',
+    `Created servers/partner-portal: port ${PORT + 1}, scope partner-portal:read, customer-bound.`,
   );
   expect((await run('pnpm', ['install', '--prefer-offline', '--no-frozen-lockfile'])).code).toBe(0);
   const boundTests = await run(
