@@ -3,6 +3,7 @@ import { chmod, copyFile, lstat, mkdir, mkdtemp, readFile, readlink, rm, stat } 
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { discoverDeployables } from '@bulkhead/db';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, expect, it } from 'vitest';
 import { extractAlertmanagerSpec } from './alertmanager-spec.ts';
@@ -17,6 +18,8 @@ import { root } from './helpers.ts';
 // package's Go source) drafts a server of four tools over it that typechecks, lints and passes its tests.
 
 const NAME = 'billing-reports';
+/** The port `bulkhead new server` gives it: the highest of servers/ plus one (alerts gets the next). */
+const PORT = Math.max(...discoverDeployables(root).map((d) => d.port)) + 1;
 const ALERTS = 'alerts';
 /** The Alertmanager operations drafted as tools: two reads, a POST and a DELETE (both gated). */
 const ALERT_OPERATIONS = ['getAlerts', 'getSilences', 'postSilences', 'deleteSilence'];
@@ -105,7 +108,7 @@ async function copyRepository(): Promise<void> {
   expect(git('commit', '-qm', 'the repository before bulkhead new server').status).toBe(0);
 }
 
-/** An offset for `pnpm start` whose six ports are free now. */
+/** An offset for `pnpm start` whose ports (3100 to the new servers') are free now. */
 async function freeOffset(): Promise<number> {
   const free = (port: number) =>
     new Promise<boolean>((resolve) => {
@@ -115,7 +118,7 @@ async function freeOffset(): Promise<number> {
     });
   for (;;) {
     const offset = 20_000 + Math.floor(Math.random() * 30_000);
-    const ports = [0, 1, 2, 3, 4, 5].map((i) => 3100 + offset + i);
+    const ports = Array.from({ length: PORT + 1 - 3100 + 1 }, (_, i) => 3100 + offset + i);
     if ((await Promise.all(ports.map(free))).every(Boolean)) return offset;
   }
 }
@@ -130,7 +133,7 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   const created = await run('pnpm', ['bulkhead', 'new', 'server', NAME]);
   expect(created.code, outputOf(created)).toBe(0);
   expect(created.stdout).toContain(
-    `Created servers/${NAME}: port 3104, scope ${NAME}:read, not customer-bound.`,
+    `Created servers/${NAME}: port ${PORT}, scope ${NAME}:read, not customer-bound.`,
   );
   // A server drafted from an OpenAPI document: one tool a chosen operation, each tested against a stub.
   const spec = extractAlertmanagerSpec(join(copy, '..', `${copy.split('/').pop()}-alertmanager.json`));
@@ -146,7 +149,7 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   await rm(spec, { force: true });
   expect(drafted.code, outputOf(drafted)).toBe(0);
   expect(drafted.stdout).toContain(
-    `Created servers/${ALERTS}: port 3105, scopes alerts:read, alerts:write, approvals:read, not customer-bound.`,
+    `Created servers/${ALERTS}: port ${PORT + 1}, scopes alerts:read, alerts:write, approvals:read, not customer-bound.`,
   );
   expect(drafted.stdout).toContain(
     'Descriptions to sharpen for the model: get_alerts, get_silences, post_silences, delete_silence.',
@@ -216,7 +219,7 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   const k8s = await run('pnpm', ['exec', 'tsx', 'infra/ci/check-k8s.ts']);
   expect(k8s.code, outputOf(k8s)).toBe(0);
   expect(k8s.stdout).toContain(
-    `ok   k8s: overlays/${NAME}: container port http and PORT are the manifest's 3104`,
+    `ok   k8s: overlays/${NAME}: container port http and PORT are the manifest's ${PORT}`,
   );
 
   // pnpm start on the embedded default: the new server is served and gets a demo token.
@@ -241,7 +244,7 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
     if (started.exitCode !== null || Date.now() > deadline) throw new Error(`pnpm start: ${out}\n${err}`);
     await new Promise((r) => setTimeout(r, 250));
   }
-  const url = `http://127.0.0.1:${3104 + offset}/mcp`;
+  const url = `http://127.0.0.1:${PORT + offset}/mcp`;
   expect(out).toMatch(
     new RegExp(`^ {2}${NAME} +${url.replaceAll('.', '\\.')} +as bulkhead_billing_reports_login$`, 'm'),
   );
@@ -309,13 +312,13 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   const lock = spawnSync('git', ['diff', 'pnpm-lock.yaml'], { cwd: copy, encoding: 'utf8' }).stdout;
   expect(lock).toContain(`  servers/${NAME}:`);
   expect(lock).toContain(`  servers/${ALERTS}:`);
-  expect(await readFile(join(copy, 'servers', NAME, 'package.json'), 'utf8')).toContain('"port": 3104');
+  expect(await readFile(join(copy, 'servers', NAME, 'package.json'), 'utf8')).toContain(`"port": ${PORT}`);
 
   // A customer-bound server: its test token is bound to a customer, and its tests pass as well.
   const bound = await run('pnpm', ['bulkhead', 'new', 'server', 'partner-portal', '--customer-bound']);
   expect(bound.code, outputOf(bound)).toBe(0);
   expect(bound.stdout).toContain(
-    'Created servers/partner-portal: port 3106, scope partner-portal:read, customer-bound.',
+    `Created servers/partner-portal: port ${PORT + 2}, scope partner-portal:read, customer-bound.`,
   );
   expect((await run('pnpm', ['install', '--prefer-offline', '--no-frozen-lockfile'])).code).toBe(0);
   const boundTests = await run(
@@ -344,6 +347,17 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
     bulkhead: { upstreams?: Record<string, { baseUrlEnv?: string }> };
   };
   expect(manifest.bulkhead.upstreams?.alerts?.baseUrlEnv).toBe('ALERTS_URL');
+  // Its deployment entries take the upstream's variables, and its overlay's egress reaches the upstream's port.
+  const upstreamCompose = await run('pnpm', ['exec', 'tsx', 'infra/ci/check-compose.ts']);
+  expect(upstreamCompose.code, outputOf(upstreamCompose)).toBe(0);
+  expect(upstreamCompose.stdout).toContain(
+    "ok   compose: alert-reader: upstream alerts's ALERTS_TOKEN required from the environment",
+  );
+  const upstreamK8s = await run('pnpm', ['exec', 'tsx', 'infra/ci/check-k8s.ts']);
+  expect(upstreamK8s.code, outputOf(upstreamK8s)).toBe(0);
+  expect(upstreamK8s.stdout).toContain(
+    'ok   k8s: overlays/alert-reader Deployment/bulkhead-alert-reader: egress only to DNS and PostgreSQL, alerts (TCP/443)',
+  );
   expect((await run('pnpm', ['install', '--prefer-offline', '--no-frozen-lockfile'])).code).toBe(0);
   const upstreamChecks = [
     await run('pnpm', ['--filter', 'alert-reader', 'typecheck']),

@@ -4,13 +4,15 @@
 // and what the stack promises: each deployable built from the one Dockerfile as its own image,
 // under its own login role whose password comes from a secret file, never the superuser;
 // one-shot setup that migrates, creates the group roles and every login role before any server
-// starts; demo data only behind the `demo` profile.
+// starts; demo data only behind the `demo` profile; a server's upstreams (its manifest's
+// `bulkhead.upstreams`) reached through variables compose requires from the environment, and
+// only that server's.
 //
 //   pnpm exec tsx infra/ci/check-compose.ts
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse } from 'yaml';
-import { createReport, deployables, ROOT } from './deployables.ts';
+import { createReport, deployables, ROOT, upstreamsOf } from './deployables.ts';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -160,6 +162,15 @@ for (const server of deployables()) {
     `${server.name}: listens on its manifest's port ${server.port}`,
     env.PORT === String(server.port) && (s!.ports ?? []).includes(`127.0.0.1:${server.port}:${server.port}`),
   );
+  for (const u of upstreamsOf(server))
+    for (const variable of [u.baseUrlEnv, ...u.secrets.map((x) => x.env)]) {
+      const others = names.filter((n) => n !== server.name && envOf(services[n]!)[variable] !== undefined);
+      report.check(
+        `${server.name}: upstream ${u.name}'s ${variable} required from the environment (\${${variable}:?…}), and no other service's`,
+        new RegExp(`^\\$\\{${variable}:\\?[^}]+\\}$`).test(env[variable] ?? '') && !others.length,
+        `${variable}: ${env[variable]}${others.length ? `; also in ${others.join(', ')}` : ''}`,
+      );
+    }
 }
 const sealer = services.sealer ?? {};
 const sealerEnv = envOf(sealer);

@@ -3,14 +3,17 @@
 // deployment promises — one overlay per deployable with its manifest's port, probes, resources,
 // the restricted securityContext, secrets by reference only and only its own, a NetworkPolicy
 // that lets ingress in from the ingress namespace alone and egress out to PostgreSQL and DNS
-// alone, a PodDisruptionBudget, and a HorizontalPodAutoscaler for the MCP servers.
+// alone, a PodDisruptionBudget, and a HorizontalPodAutoscaler for the MCP servers. A server with
+// upstreams (its manifest's `bulkhead.upstreams`) gets each one's base URL from its ConfigMap, its
+// credentials from its own Secret, and egress to the port of that URL, for its server pods alone.
 //
 //   pnpm exec tsx infra/ci/check-k8s.ts
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { createReport, deployables, ROOT } from './deployables.ts';
+import { upstreamSecretName } from '@bulkhead/cli/deployment';
+import { createReport, deployables, ROOT, upstreamsOf } from './deployables.ts';
 
 /** The namespace the ingress controller runs in: the only source of traffic to a server. */
 const INGRESS_NAMESPACE = 'ingress-nginx';
@@ -60,8 +63,36 @@ const podLabelsOf = (o: Obj): Obj =>
 const selects = (selector: Obj | undefined, labels: Obj) =>
   !!selector && Object.entries(selector).every(([k, v]) => labels[k] === v);
 
-/** Every check that holds for any pod Bulkhead runs, server or job. */
-function checkPods(where: string, docs: Obj[], allowedSecrets: (pod: Obj) => string[]): void {
+/** `TCP/443`: the port an http(s) URL reaches. */
+function portOf(url: string): string | undefined {
+  try {
+    const u = new URL(url);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return undefined;
+    return `TCP/${u.port || (u.protocol === 'https:' ? 443 : 80)}`;
+  } catch {
+    return undefined;
+  }
+}
+
+const DATABASE_EGRESS = ['TCP/53', 'TCP/5432', 'UDP/53'];
+/** A destination that stands for everywhere: an ipBlock of /0, or a selector of every namespace with no pod selector. */
+const everywhere = (to: Obj) =>
+  /\/0$/.test(to.ipBlock?.cidr ?? '') ||
+  (to.namespaceSelector !== undefined &&
+    !to.namespaceSelector.matchLabels &&
+    !to.namespaceSelector.matchExpressions?.length &&
+    !to.podSelector);
+
+/**
+ * Every check that holds for any pod Bulkhead runs, server or job. `upstreamEgress` says which
+ * ports, beyond DNS and PostgreSQL, a workload may reach: its upstreams' (`TCP/443`), else none.
+ */
+function checkPods(
+  where: string,
+  docs: Obj[],
+  allowedSecrets: (pod: Obj) => string[],
+  upstreamEgress: (pod: Obj) => { name: string; port: string }[] = () => [],
+): void {
   const policies = docs.filter((d) => d.kind === 'NetworkPolicy');
   for (const workload of docs.filter((d) => podSpecOf(d))) {
     const id = `${where} ${workload.kind}/${workload.metadata.name}`;
@@ -124,13 +155,13 @@ function checkPods(where: string, docs: Obj[], allowedSecrets: (pod: Obj) => str
       (p.spec.egress ?? []).flatMap((r: Obj) => (r.ports ?? []).map((x: Obj) => `${x.protocol}/${x.port}`)),
     );
     const openEgress = egress.some((p) =>
-      (p.spec.egress ?? []).some((r: Obj) => !r.ports?.length || !r.to?.length),
+      (p.spec.egress ?? []).some((r: Obj) => !r.ports?.length || !r.to?.length || r.to.some(everywhere)),
     );
+    const upstreams = upstreamEgress(workload);
+    const expected = [...new Set([...DATABASE_EGRESS, ...upstreams.map((u) => u.port)])].sort();
     report.check(
-      `${id}: egress only to DNS and PostgreSQL (${[...new Set(egressPorts)].join(', ')})`,
-      egress.length > 0 &&
-        !openEgress &&
-        [...new Set(egressPorts)].sort().join(',') === ['TCP/53', 'TCP/5432', 'UDP/53'].join(','),
+      `${id}: egress only to DNS and PostgreSQL${upstreams.map((u) => `, ${u.name} (${u.port})`).join('')}, each to a named destination (${[...new Set(egressPorts)].join(', ')})`,
+      egress.length > 0 && !openEgress && [...new Set(egressPorts)].sort().join(',') === expected.join(','),
     );
     const ingressPolicies = mine.filter((p) => (p.spec.policyTypes ?? []).includes('Ingress'));
     const ingressRules = ingressPolicies.flatMap((p) => p.spec.ingress ?? []);
@@ -269,9 +300,39 @@ for (const server of servers) {
       login &&
       docs.some((d) => d.kind === 'ConfigMap' && d.data?.BULKHEAD_DEPLOYABLE === server.name),
   );
-  // A server that sends approved e-mail (admin) also reads its own SMTP Secret.
+  const upstreams = upstreamsOf(server);
+  const egress: { name: string; port: string }[] = [];
+  for (const u of upstreams) {
+    const url = config?.data?.[u.baseUrlEnv] ?? '';
+    const port = portOf(url);
+    report.check(
+      `${where}: upstream ${u.name}'s ${u.baseUrlEnv} an http(s) URL in the ConfigMap (${url})`,
+      port !== undefined,
+    );
+    if (port) egress.push({ name: u.name, port });
+    const credentials = upstreamSecretName(server.name, u.name);
+    for (const x of u.secrets)
+      report.check(
+        `${where}: upstream ${u.name}'s ${x.env} from the Secret ${credentials}, key ${x.key}`,
+        (c.env ?? []).some(
+          (e: Obj) =>
+            e.name === x.env &&
+            e.valueFrom?.secretKeyRef?.name === credentials &&
+            e.valueFrom.secretKeyRef.key === x.key,
+        ),
+      );
+  }
+  // A server that sends approved e-mail (admin) also reads its own SMTP Secret; one with upstreams, theirs.
   const smtp = `bulkhead-${server.name}-smtp`;
-  checkPods(where, docs, (w) => (w.kind === 'Deployment' ? [secret, smtp] : [secret, 'bulkhead-db-admin']));
+  const upstreamSecrets = upstreams
+    .filter((u) => u.secrets.length)
+    .map((u) => upstreamSecretName(server.name, u.name));
+  checkPods(
+    where,
+    docs,
+    (w) => (w.kind === 'Deployment' ? [secret, smtp, ...upstreamSecrets] : [secret, 'bulkhead-db-admin']),
+    (w) => (w.kind === 'Deployment' ? egress : []),
+  );
 }
 
 const jobsDocs = render(join(k8s, 'jobs'));

@@ -11,7 +11,8 @@
 #      migrates it, creates the group roles and one login role per deployable, loads demo data
 #      and issues tokens; each server image then runs under its own role (read-only root, no
 #      capabilities), answers /readyz and its HEALTHCHECK, is called with a real client, and
-#      exits 0 on SIGTERM.
+#      exits 0 on SIGTERM. ops reads a real Alertmanager started on loopback for its run, holding
+#      one posted alert, which its list_alerts must show.
 # Container steps are skipped, loudly, only when this machine cannot run containers.
 # Prints `infra: N passed, N failed` last and exits non-zero on any failure.
 set -uo pipefail
@@ -171,7 +172,44 @@ if $can_run && podman image exists localhost/bulkhead-jobs; then
   secrets=$(mktemp -d /tmp/bulkhead-secrets.XXXXXX)
   chmod 755 "$secrets"
   logins=()
+  # ops reads Prometheus Alertmanager (its upstream, bulkhead.upstreams.alertmanager): a real one on
+  # loopback, with infra/prometheus/alertmanager.yml, its own storage and no cluster, holding one alert.
+  alertmanager_pid=""
+  alertmanager_dir=""
+  start_alertmanager() {
+    local am_port
+    if ! command -v prometheus-alertmanager >/dev/null; then
+      fail "prometheus-alertmanager is not installed (Debian: apt-get install prometheus-alertmanager): ops has no upstream to read"
+      return 1
+    fi
+    am_port=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+    alertmanager_dir=$(mktemp -d /tmp/bulkhead-alertmanager.XXXXXX)
+    prometheus-alertmanager --config.file="$root/infra/prometheus/alertmanager.yml" --storage.path="$alertmanager_dir" \
+      --web.listen-address="127.0.0.1:$am_port" --cluster.listen-address= >"$alertmanager_dir/log" 2>&1 &
+    alertmanager_pid=$!
+    alertmanager_url="http://127.0.0.1:$am_port"
+    for _ in $(seq 1 40); do
+      curl -fsS "$alertmanager_url/-/ready" >/dev/null 2>&1 && break
+      kill -0 "$alertmanager_pid" 2>/dev/null || break
+      sleep 0.25
+    done
+    if ! curl -fsS "$alertmanager_url/-/ready" >/dev/null 2>&1; then
+      tail -n 20 "$alertmanager_dir/log"
+      fail "Alertmanager $(prometheus-alertmanager --version 2>&1 | head -n 1 | awk '{print $3}') not ready on $alertmanager_url"
+      return 1
+    fi
+    check "Alertmanager on $alertmanager_url: an alert posted (BulkheadInfraCheck)" curl -fsS -o /dev/null -X POST \
+      -H 'content-type: application/json' "$alertmanager_url/api/v2/alerts" \
+      -d '[{"labels":{"alertname":"BulkheadInfraCheck","severity":"warning","server":"infra-ci"},"annotations":{"summary":"posted by infra/ci/check.sh"}}]'
+  }
+  stop_alertmanager() {
+    [ -n "$alertmanager_pid" ] && kill "$alertmanager_pid" 2>/dev/null && wait "$alertmanager_pid" 2>/dev/null
+    [ -n "$alertmanager_dir" ] && rm -rf "$alertmanager_dir"
+    alertmanager_pid=""
+    alertmanager_dir=""
+  }
   cleanup_run() {
+    stop_alertmanager
     for s in "${servers[@]}"; do podman rm -f "bulkhead-ci-${s%% *}-$$" >/dev/null 2>&1; done
     pg -d postgres -c "drop database if exists $db with (force)" >/dev/null 2>&1
     for role in "${logins[@]}"; do pg -d postgres -c "drop role if exists $role" >/dev/null 2>&1; done
@@ -240,8 +278,13 @@ if $can_run && podman image exists localhost/bulkhead-jobs; then
       token=$(jobs localhost/bulkhead-jobs tokens issue --server "$name" --label "infra CI" --owner infra-ci-client@example.com "${extra[@]}" --json | node -pe 'JSON.parse(require("fs").readFileSync(0)).token')
     fi
     identity=(-e "PGUSER=bulkhead_ci_${name//-/_}_$$" -e PGPASSWORD_FILE=/run/secrets/db-password -v "$secrets/$name:/run/secrets/db-password:ro")
+    upstream=()
+    if [ "$name" = ops ]; then
+      start_alertmanager || { stop_alertmanager; continue; }
+      upstream=(-e "BULKHEAD_OPS_ALERTMANAGER_URL=$alertmanager_url")
+    fi
     podman run -d --name "$container" --network host --read-only --read-only-tmpfs=false --cap-drop ALL \
-      --security-opt no-new-privileges -e "DATABASE_URL=$url" -e "PORT=$port" "${identity[@]}" "${mail[@]}" "$image" >/dev/null 2>&1
+      --security-opt no-new-privileges -e "DATABASE_URL=$url" -e "PORT=$port" "${identity[@]}" "${mail[@]}" "${upstream[@]}" "$image" >/dev/null 2>&1
     ready=false
     for _ in $(seq 1 60); do
       if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then
@@ -254,6 +297,7 @@ if $can_run && podman image exists localhost/bulkhead-jobs; then
     if ! $ready; then
       podman logs "$container" 2>&1 | tail -n 20
       fail "$image: not ready on /readyz"
+      stop_alertmanager
       continue
     fi
     ok "$image: ready on /readyz (read-only root, no capabilities, uid $(podman exec "$container" id -u))"
@@ -265,6 +309,7 @@ if $can_run && podman image exists localhost/bulkhead-jobs; then
       dev-knowledge) call=(--tool search_docs --args '{"query":"kubernetes"}' --expect 'Deploying on Kubernetes') ;;
       customer) call=(--tool get_account_balance --expect '"customer_id": "C-1001"') ;;
       admin) call=(--tool get_customer --args '{"customer_id":"C-1002"}' --expect '"customer_id": "C-1002"') ;;
+      ops) call=(--tool list_alerts --args '{"limit":5}' --expect 'BulkheadInfraCheck') ;;
       *) call=(--tool "${probe_tool[$name]}" --args "${probe_args[$name]}") ;;
     esac
     check "$image: called with a real client" tsx infra/ci/call-server.ts --url "http://127.0.0.1:$port" --token "$token" "${call[@]}"
@@ -280,6 +325,7 @@ if $can_run && podman image exists localhost/bulkhead-jobs; then
       fail "$image: SIGTERM → exit code $code"
     fi
     podman rm -f "$container" >/dev/null 2>&1
+    stop_alertmanager
   done
 fi
 

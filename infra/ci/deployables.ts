@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { upstreamDeployments, type UpstreamDeployment } from '@bulkhead/cli/deployment';
 import { discoverDeployables, type Deployable } from '@bulkhead/db';
 
 /** The repository root (infra/ci → ../..). */
@@ -9,6 +11,14 @@ export type { Deployable };
 /** Every deployable under servers/, found by its manifest, by name: nothing here lists them by name. */
 export function deployables(root = ROOT): Deployable[] {
   return discoverDeployables(root).sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** The systems a deployable reaches (`bulkhead.upstreams` in its manifest), as its deployment entries take them. */
+export function upstreamsOf(server: Deployable): UpstreamDeployment[] {
+  const pkg = JSON.parse(readFileSync(join(server.dir, 'package.json'), 'utf8')) as {
+    bulkhead: { upstreams?: Parameters<typeof upstreamDeployments>[0] };
+  };
+  return upstreamDeployments(pkg.bulkhead.upstreams);
 }
 
 /** Collects named checks and prints one line each; `failed` says whether any failed. */

@@ -1,13 +1,78 @@
 // The deployment entries of a new server: its service in infra/docker/compose.yaml (with its login
 // role in `setup` and its password secret) and its Kubernetes overlay under infra/k8s/overlays/.
 // Lines are added next to the audit sealer's, which every stack has; nothing else is changed.
+// A server with upstreams also gets, for each, its base URL and secrets from the environment (compose)
+// or from a ConfigMap literal and its own Secret, and one NetworkPolicy egress rule to it (Kubernetes).
+import type { UpstreamManifest } from '@bulkhead/core';
 import { loginRole } from '@bulkhead/db';
 import { parseDocument } from 'yaml';
-import { snake, type NewServer } from './templates.ts';
+import { serverFiles, snake, type NewServer } from './templates.ts';
 
 /** The compose file does not have the shape this generator knows: what is missing, for a person to add by hand. */
 export class ComposeShapeError extends Error {
   override readonly name = 'ComposeShapeError';
+}
+
+/** A variable holding one of an upstream's secrets, and the key of its Secret in Kubernetes. */
+interface UpstreamSecret {
+  env: string;
+  key: 'token' | 'username' | 'password' | 'value';
+  /** What it holds, for the message compose prints when it is unset: "bearer token". */
+  what: string;
+}
+
+/** What the deployment entries need of one upstream: where its base URL and its secrets come from. */
+export interface UpstreamDeployment {
+  name: string;
+  baseUrlEnv: string;
+  /** The variables its `auth` reads (none for `auth: none`, or for secrets read from mounted files). */
+  secrets: UpstreamSecret[];
+}
+
+/** The placeholder base URL of an upstream in a Kubernetes overlay, and the port its egress rule opens. */
+export const upstreamPlaceholder = (u: { name: string }) => ({
+  url: `https://${u.name}.example.com`,
+  port: 443,
+});
+
+/**
+ * Never routed (RFC 5737 TEST-NET-1): the egress rule's destination until a person writes the
+ * upstream's own address, so that a new overlay opens nothing it was not told to.
+ */
+export const PLACEHOLDER_CIDR = '192.0.2.1/32';
+
+/** The Secret holding an upstream's credentials in Kubernetes: `bulkhead-ops-upstream-alertmanager`. */
+export const upstreamSecretName = (server: string, upstream: string) =>
+  `bulkhead-${server}-upstream-${upstream}`;
+
+/**
+ * The upstreams a manifest declares (`bulkhead.upstreams`), as the deployment needs them; the checks of
+ * infra/ci read a server's deployment entries through it too.
+ */
+export function upstreamDeployments(upstreams: UpstreamManifest | undefined): UpstreamDeployment[] {
+  return Object.entries(upstreams ?? {}).map(([name, u]) => {
+    const auth = u.auth ?? { type: 'none' };
+    const secrets: UpstreamSecret[] = [];
+    const add = (env: string | undefined, key: UpstreamSecret['key'], what: string) => {
+      if (env) secrets.push({ env, key, what });
+    };
+    if (auth.type === 'bearer') add(auth.tokenEnv, 'token', 'bearer token');
+    if (auth.type === 'basic') {
+      add(auth.usernameEnv, 'username', 'user name');
+      add(auth.passwordEnv, 'password', 'password');
+    }
+    if (auth.type === 'header') add(auth.valueEnv, 'value', `${auth.header} header`);
+    return { name, baseUrlEnv: u.baseUrlEnv, secrets };
+  });
+}
+
+/** The upstreams of the manifest the templates write for `s`: what the server will read, so what is deployed. */
+function templateUpstreams(s: NewServer): UpstreamManifest | undefined {
+  if (!s.upstream) return undefined;
+  const manifest = JSON.parse(serverFiles(s)['package.json']!) as {
+    bulkhead: { upstreams?: UpstreamManifest };
+  };
+  return manifest.bulkhead.upstreams;
 }
 
 /** Inserts `lines` before the first line matching `anchor`, or throws naming it. */
@@ -17,8 +82,25 @@ function insertBefore(text: string[], anchor: RegExp, lines: string[], what: str
   return [...text.slice(0, at), ...lines, ...text.slice(at)];
 }
 
-/** compose.yaml with the new server's service, its login role in `setup` and its password secret. */
-export function composeWithServer(compose: string, s: NewServer): string {
+/** The compose environment lines of a server's upstreams: each variable required, compose saying which is missing. */
+function composeUpstreamLines(upstreams: UpstreamDeployment[]): string[] {
+  const required = (env: string, what: string) => `      ${env}: \${${env}:?set ${env} to ${what}}`;
+  return upstreams.flatMap((u) => [
+    `      # ${u.name}: the upstream this server reaches (bulkhead.upstreams in its package.json).`,
+    required(u.baseUrlEnv, `the ${u.name} upstream's base URL`),
+    ...u.secrets.map((x) => required(x.env, `the ${u.name} upstream's ${x.what}`)),
+  ]);
+}
+
+/**
+ * compose.yaml with the new server's service, its login role in `setup` and its password secret, and
+ * its upstreams' variables (`upstreams`: its manifest's, by default those the templates write).
+ */
+export function composeWithServer(
+  compose: string,
+  s: NewServer,
+  upstreams: UpstreamManifest | undefined = templateUpstreams(s),
+): string {
   const login = loginRole(s.name);
   const secret = `${snake(s.name)}_db_password`;
   const before = parseDocument(compose).toJS() as { services?: Record<string, unknown> };
@@ -54,6 +136,7 @@ export function composeWithServer(compose: string, s: NewServer): string {
     `      PORT: '${s.port}'`,
     `      BULKHEAD_PUBLIC_URL: http://127.0.0.1:${s.port}`,
     '      BULKHEAD_AUTHORIZATION_SERVER: http://127.0.0.1:3100',
+    ...composeUpstreamLines(upstreamDeployments(upstreams)),
     `    secrets: [${secret}]`,
     `    ports: ['127.0.0.1:${s.port}:${s.port}']`,
     '',
@@ -68,15 +151,59 @@ export function composeWithServer(compose: string, s: NewServer): string {
   return out;
 }
 
-/** The Kubernetes overlay of the new server: its Deployment, Service, PDB, HPA and NetworkPolicy from the base. */
-export function k8sOverlay(s: NewServer): Record<string, string> {
-  return {
+/** The overlay's file of one NetworkPolicy per upstream: this deployable's server pods may reach it, on its port. */
+function upstreamEgress(s: NewServer, upstreams: UpstreamDeployment[]): string {
+  return upstreams
+    .map((u) => {
+      const { url, port } = upstreamPlaceholder(u);
+      return `# ${s.name}'s server pods may reach ${u.name} (${u.baseUrlEnv}, now ${url}), on its port, and nothing
+# else beyond bulkhead-egress's PostgreSQL and DNS. Write its address in \`to\`: an ipBlock of its
+# address for a system outside the cluster, or a namespaceSelector and podSelector (matchExpressions)
+# for one inside; and keep \`port\` the port of ${u.baseUrlEnv} (infra/ci/check-k8s.ts compares them).
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: bulkhead-upstream-${u.name}
+spec:
+  podSelector:
+    matchLabels:
+      app.kubernetes.io/component: server
+  policyTypes: [Egress]
+  egress:
+    - to:
+        - ipBlock: { cidr: ${PLACEHOLDER_CIDR} }
+      ports:
+        - { protocol: TCP, port: ${port} }
+`;
+    })
+    .join('---\n');
+}
+
+/**
+ * The Kubernetes overlay of the new server: its Deployment, Service, PDB, HPA and NetworkPolicy from
+ * the base, and for each upstream (`upstreams`: its manifest's, by default those the templates write)
+ * its base URL, its secrets from the Secret bulkhead-<server>-upstream-<upstream> and its egress rule.
+ */
+export function k8sOverlay(
+  s: NewServer,
+  upstreams: UpstreamManifest | undefined = templateUpstreams(s),
+): Record<string, string> {
+  const ups = upstreamDeployments(upstreams);
+  const upstreamNote = ups
+    .map((u) => {
+      const secrets = u.secrets.length
+        ? `\n# Its credentials: the Secret ${upstreamSecretName(s.name, u.name)} (${u.secrets.map((x) => `key ${x.key}: its ${x.what}`).join(', ')};\n# optional keys, so that the server, not the kubelet, says at start which one is missing).`
+        : '';
+      return `\n# Upstream ${u.name}: set ${u.baseUrlEnv} below to its address, and the same address and port in\n# upstream-egress.yaml.${secrets}`;
+    })
+    .join('');
+  const files: Record<string, string> = {
     'kustomization.yaml': `# bulkhead-${s.name}: kubectl apply -k infra/k8s/overlays/${s.name}
 # Needs, in namespace bulkhead: the Secret bulkhead-${s.name}-db (type kubernetes.io/basic-auth:
 # username = this deployable's login role, password), the Secret bulkhead-db-admin (the
 # database administrator, which creates the login role in the login Job), and the migration Job of infra/k8s/jobs run once.
 # Written by \`bulkhead new server\`; set BULKHEAD_PUBLIC_URL to the address clients use, and add
-# ${s.name}=<that address> to the console's BULKHEAD_SERVER_URLS so that it grants OAuth access to it.
+# ${s.name}=<that address> to the console's BULKHEAD_SERVER_URLS so that it grants OAuth access to it.${upstreamNote}
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 namespace: bulkhead
@@ -87,7 +214,7 @@ labels:
       app.kubernetes.io/part-of: bulkhead
     includeSelectors: true
 resources:
-  - ../../base
+  - ../../base${ups.length ? '\n  - upstream-egress.yaml' : ''}
 components:
   - ../../components/autoscale
 images:
@@ -103,10 +230,10 @@ configMapGenerator:
       - BULKHEAD_PUBLIC_URL=https://${s.name}.mcp.example.com
       - BULKHEAD_AUTHORIZATION_SERVER=https://approvals.example.com
       - LOG_LEVEL=info
-patches:
+${ups.map((u) => `      - ${u.baseUrlEnv}=${upstreamPlaceholder(u).url}\n`).join('')}patches:
   - path: secrets-and-port.yaml
 `,
-    'secrets-and-port.yaml': `# This deployable's port (its manifest's, servers/${s.name}/package.json) and its Secret.
+    'secrets-and-port.yaml': `# This deployable's port (its manifest's, servers/${s.name}/package.json) and its Secrets.
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -123,7 +250,15 @@ spec:
               valueFrom: { secretKeyRef: { name: bulkhead-${s.name}-db, key: username } }
             - name: PGPASSWORD
               valueFrom: { secretKeyRef: { name: bulkhead-${s.name}-db, key: password } }
----
+${ups
+  .flatMap((u) =>
+    u.secrets.map(
+      (x) => `            - name: ${x.env}
+              valueFrom: { secretKeyRef: { name: ${upstreamSecretName(s.name, u.name)}, key: ${x.key}, optional: true } }
+`,
+    ),
+  )
+  .join('')}---
 apiVersion: batch/v1
 kind: Job
 metadata:
@@ -141,4 +276,6 @@ spec:
           secret: { secretName: bulkhead-${s.name}-db }
 `,
   };
+  if (ups.length) files['upstream-egress.yaml'] = upstreamEgress(s, ups);
+  return files;
 }
