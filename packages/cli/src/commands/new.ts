@@ -71,7 +71,11 @@ Options:
                          a system the server reaches, e.g. alerts=ALERTS_URL: its
                          manifest entry (bulkhead.upstreams; bearer token from
                          ALERTS_TOKEN), an example read tool that calls it through
-                         ctx.upstream, and its test against a local HTTP server
+                         ctx.upstream, its test against a local HTTP server, a
+                         stand-in for the cross-server tests (src/testing/upstreams.ts),
+                         and its deployment entries: the variable required in compose;
+                         in the overlay a ConfigMap literal, the Secret
+                         bulkhead-<name>-upstream-<upstream> and an egress rule to its port
   --description <text>   one line: what the server is for (package.json, server
                          description, README)
   --from-openapi <file or URL>
