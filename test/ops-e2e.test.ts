@@ -6,6 +6,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAlertmanager, type TestAlertmanager } from '../servers/ops/src/fixtures/alertmanager.ts';
 import { opsServer } from '../servers/ops/src/server.ts';
+import { decideInConsole, signInToConsole } from './console-page.ts';
 import { freePort, spawnServer, type ServerProcess } from './helpers.ts';
 
 // The issue's "done when" for ops: a real Alertmanager, the ops server and the console as processes,
@@ -48,12 +49,7 @@ beforeAll(async () => {
     createdBy: 'test',
   });
   browser = await chromium.launch(chromiumLaunchOptions());
-  page = await browser.newPage();
-  page.setDefaultTimeout(10_000);
-  await page.goto(consoleServer.url.origin);
-  await page.getByLabel('Approver token').fill(approver);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Waiting for approval' }).waitFor();
+  page = await signInToConsole(browser, consoleServer.url.origin, approver);
 }, 90_000);
 afterAll(async () => {
   await client?.close();
@@ -63,16 +59,9 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** A person's decision in the console, in Chromium. */
-async function decide(id: string, decision: 'approve' | 'reject', reason: string, shown = ''): Promise<void> {
-  await page.goto(`${consoleServer.url.origin}/`);
-  await page.getByRole('link', { name: `Review and decide ${id}` }).click();
-  // What the person reads before deciding: the preview, as the tool wrote it.
-  if (shown) await page.getByText(shown, { exact: false }).first().waitFor();
-  await page.getByLabel('Reason').fill(reason);
-  await page.getByRole('button', { name: decision === 'approve' ? 'Approve and run' : 'Reject' }).click();
-  await page.getByRole('status').waitFor();
-}
+/** A person's decision in the console, in Chromium; `shown` is read on the request's page first. */
+const decide = (id: string, verdict: 'approve' | 'reject', reason: string, shown?: string) =>
+  decideInConsole(page, consoleServer.url.origin, { id, verdict, reason, ...(shown ? { shown } : {}) });
 
 /** Asks for a silence of the checkout alert; returns its approval id. */
 async function requestSilence(comment: string): Promise<string> {

@@ -11,6 +11,7 @@ import { seedDemo } from '@bulkhead/demo';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminServer } from '../servers/admin/src/server.ts';
+import { decideInConsole as decide, signInToConsole } from './console-page.ts';
 import { spawnServer, type ServerProcess } from './helpers.ts';
 
 let db: TestDatabase;
@@ -39,12 +40,7 @@ beforeAll(async () => {
     expiresAt: null,
     createdBy: 'test',
   });
-  page = await browser.newPage();
-  page.setDefaultTimeout(10_000);
-  await page.goto(consoleServer.url.origin);
-  await page.getByLabel('Approver token').fill(approver);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Waiting for approval' }).waitFor();
+  page = await signInToConsole(browser, consoleServer.url.origin, approver);
 }, 90_000);
 afterAll(async () => {
   await browser?.close();
@@ -71,13 +67,8 @@ async function creditable(): Promise<{ number: string; due: number }> {
 }
 
 /** A person's decision in the console, in Chromium, as an approver makes it. */
-async function decideInConsole(id: string, decision: 'approve' | 'reject', reason: string): Promise<void> {
-  await page.goto(`${consoleServer.url.origin}/`);
-  await page.getByRole('link', { name: `Review and decide ${id}` }).click();
-  await page.getByLabel('Reason').fill(reason);
-  await page.getByRole('button', { name: decision === 'approve' ? 'Approve and run' : 'Reject' }).click();
-  await page.getByRole('status').waitFor();
-}
+const decideInConsole = (id: string, verdict: 'approve' | 'reject', reason: string) =>
+  decide(page, consoleServer.url.origin, { id, verdict, reason });
 
 async function settled(get: () => Promise<Record<string, unknown>>): Promise<Record<string, unknown>> {
   for (let i = 0; i < 200; i++) {
