@@ -4,7 +4,6 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type ServerDefinition } from '@bulkhead/core';
 import { lintServer } from '@bulkhead/core/operator';
 import type * as Prettier from 'prettier';
 import { ManifestError } from '@bulkhead/db';
@@ -12,6 +11,7 @@ import { group, parse, type Command } from '../command.ts';
 import { serverReadme } from '../figures.ts';
 import { CliError, UsageError } from '../io.ts';
 import { ComposeShapeError, composeWithServer, k8sOverlay } from '../new-server/deployment.ts';
+import { loadDraft } from '../new-server/draft.ts';
 import { listOperations, loadApiDocument, type ApiDocument } from '../new-server/openapi.ts';
 import { draftTools, type Drafted, type ToolPlan } from '../new-server/openapi-tools.ts';
 import { EXAMPLE_TOOL, serverFiles, serverScopes, snake, type NewServer } from '../new-server/templates.ts';
@@ -196,20 +196,7 @@ async function measuredReadme(s: NewServer, files: Record<string, string>): Prom
     `${s.name}-${randomBytes(4).toString('hex')}`,
   );
   try {
-    for (const [path, text] of Object.entries(files)) {
-      if (path !== 'package.json' && !path.startsWith('src/')) continue;
-      await mkdir(dirname(join(scratch, path)), { recursive: true });
-      await writeFile(join(scratch, path), text);
-    }
-    // TypeScript, loaded through tsx whether this CLI runs from source or from its bundle.
-    const { tsImport } = await import('tsx/esm/api');
-    const module = (await tsImport(
-      pathToFileURL(join(scratch, 'src', 'server.ts')).href,
-      import.meta.url,
-    )) as Record<string, unknown>;
-    const def = Object.values(module).find(
-      (v): v is ServerDefinition => typeof v === 'object' && v !== null && 'catalog' in v,
-    )!;
+    const def = await loadDraft(files, scratch);
     const { findings } = lintServer(def);
     if (findings.length)
       throw new CliError(`the new server does not lint clean: ${findings.map((f) => f.message).join('; ')}`);

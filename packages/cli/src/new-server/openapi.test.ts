@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { ServerDefinition } from '@bulkhead/core';
 import { lintServer } from '@bulkhead/core/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +17,7 @@ import {
   upstreamAuth,
   type ApiDocument,
 } from './openapi.ts';
+import { loadDraft } from './draft.ts';
 import { draftTools, planTool, type ToolPlan } from './openapi-tools.ts';
 import { serverFiles, type NewServer } from './templates.ts';
 
@@ -313,19 +314,7 @@ describe('the drafted server, built and linted as the generator does', () => {
       },
     };
     files = serverFiles(server);
-    for (const [path, text] of Object.entries(files)) {
-      if (path !== 'package.json' && !path.startsWith('src/')) continue;
-      await mkdir(dirname(join(scratch, path)), { recursive: true });
-      await writeFile(join(scratch, path), text);
-    }
-    const { tsImport } = await import('tsx/esm/api');
-    const module = (await tsImport(
-      pathToFileURL(join(scratch, 'src', 'server.ts')).href,
-      import.meta.url,
-    )) as {
-      deskServer: ServerDefinition;
-    };
-    def = module.deskServer;
+    def = await loadDraft(files, scratch);
   });
   afterAll(async () => {
     await rm(scratch, { recursive: true, force: true });
