@@ -139,11 +139,8 @@ export function checkNarrow(matchers: readonly Matcher[]): void {
     );
 }
 
-/** The path of `GET /api/v2/alerts` (or `/alerts/groups`) with one `filter` parameter per matcher (the client's `query` holds one value a key). */
-export function withFilters(path: string, matchers: readonly Matcher[]): string {
-  if (!matchers.length) return path;
-  return `${path}?${matchers.map((m) => `filter=${encodeURIComponent(filterString(m))}`).join('&')}`;
-}
+/** Alertmanager's `filter` query parameter: one matcher a value, the client repeating the key. */
+export const filterQuery = (matchers: readonly Matcher[]) => ({ filter: matchers.map(filterString) });
 
 /** An answer of Alertmanager's read whole as JSON; a refusal becomes an error the model can act on. */
 export function answer<T>(res: UpstreamResponse, what: string): T {
@@ -158,7 +155,7 @@ export function answer<T>(res: UpstreamResponse, what: string): T {
 
 /** Every alert Alertmanager holds now that the matchers select (silenced, inhibited and unprocessed included). */
 export async function alertsMatching(ctx: ToolContext, matchers: readonly Matcher[]): Promise<AmAlert[]> {
-  const res = await ctx.upstream(ALERTMANAGER).get(withFilters('/api/v2/alerts', matchers));
+  const res = await ctx.upstream(ALERTMANAGER).get('/api/v2/alerts', { query: filterQuery(matchers) });
   return sortAlerts(answer<AmAlert[]>(res, 'the alert query'));
 }
 

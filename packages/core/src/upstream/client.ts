@@ -18,10 +18,15 @@ export class UpstreamError extends ToolError {
   }
 }
 
+/** One query parameter's value. */
+export type UpstreamQueryValue =
+  string | number | boolean | readonly (string | number | boolean)[] | undefined;
+
 /** Options of one request. `{name}` placeholders in the path are filled from `params`, each encoded. */
 export interface UpstreamRequestOptions {
   params?: Record<string, string | number>;
-  query?: Record<string, string | number | boolean | undefined>;
+  /** The query string: undefined is left out, a list repeats its key (`filter=a&filter=b`). */
+  query?: Record<string, UpstreamQueryValue>;
   /** Sent as JSON (`content-type: application/json`). */
   json?: unknown;
   headers?: Record<string, string>;
@@ -99,8 +104,11 @@ function target(base: URL, template: string, options: UpstreamRequestOptions): U
   const url = /^[a-z][a-z0-9+.-]*:/i.test(filled)
     ? new URL(filled)
     : new URL(`${base.pathname.replace(/\/+$/, '')}/${filled.replace(/^\/+/, '')}`, base);
-  for (const [k, v] of Object.entries(options.query ?? {}))
-    if (v !== undefined) url.searchParams.set(k, String(v));
+  for (const [k, v] of Object.entries(options.query ?? {})) {
+    if (v === undefined) continue;
+    url.searchParams.delete(k);
+    for (const item of Array.isArray(v) ? v : [v]) url.searchParams.append(k, String(item));
+  }
   return url;
 }
 

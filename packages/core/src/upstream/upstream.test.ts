@@ -96,6 +96,19 @@ const def = createServer({
       },
     }),
     defineTool({
+      name: 'find_alerts',
+      title: 'Find alerts',
+      description: 'Finds alerts of the alerting system by labels and state. Returns its status and body.',
+      scope: 'alerts:read',
+      input: z.object({ labels: z.array(z.string()), state: z.string().optional() }),
+      output: alertOutput,
+      annotations: readOnly,
+      handler: async ({ labels, state }, ctx) => {
+        const res = await ctx.upstream('alerts').get('/alerts', { query: { label: labels, state } });
+        return { status: res.status, body: res.text() };
+      },
+    }),
+    defineTool({
       name: 'get_alert',
       title: 'Get an alert',
       description: 'GETs one alert by id. Returns its status and body.',
@@ -292,6 +305,18 @@ describe('ctx.upstream', () => {
     ]);
     expect(e.text).not.toContain(CREDENTIAL);
     expect(e.text.toLowerCase()).not.toContain('bearer');
+  });
+
+  it('sends a list in the query as its key repeated, leaves out what is undefined, and records the path without it', async () => {
+    const before = alerts.seen.length;
+    await call('find_alerts', { labels: ['severity="critical"', 'team=db & ops'] });
+    await call('find_alerts', { labels: [], state: 'firing' });
+    expect(alerts.seen.slice(before).map((s) => s.path)).toEqual([
+      '/alerts?label=severity%3D%22critical%22&label=team%3Ddb+%26+ops',
+      '/alerts?state=firing',
+    ]);
+    const e = await lastEvent('find_alerts');
+    expect(e.result_summary!.upstream).toMatchObject([{ path_template: '/alerts' }]);
   });
 
   it('retries a GET on 503 and is served; never retries a POST', async () => {

@@ -9,7 +9,7 @@ import {
   labelText,
   matcherArg,
   sortAlerts,
-  withFilters,
+  filterQuery,
   type AmAlert,
 } from '../alertmanager.ts';
 
@@ -70,8 +70,14 @@ export const listAlerts = defineTool({
   timeoutMs: 10_000,
   handler: async ({ matchers = [], include_silenced, include_inhibited, receiver, limit }, ctx) => {
     checkRegexes(matchers);
-    const res = await ctx.upstream(ALERTMANAGER).get(withFilters('/api/v2/alerts', matchers), {
-      query: { active: true, silenced: include_silenced, inhibited: include_inhibited, receiver },
+    const res = await ctx.upstream(ALERTMANAGER).get('/api/v2/alerts', {
+      query: {
+        ...filterQuery(matchers),
+        active: true,
+        silenced: include_silenced,
+        inhibited: include_inhibited,
+        receiver,
+      },
     });
     const all = sortAlerts(answer<AmAlert[]>(res, 'the alert query'));
     const alerts = all.slice(0, limit).map(alertView);
