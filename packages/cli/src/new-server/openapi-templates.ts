@@ -31,11 +31,17 @@ function objectOf(args: ToolArg[], value: (a: ToolArg) => string = (a) => a.name
   return `{ ${args.map((a) => (a.wire === a.name && value(a) === a.name ? a.name : `${/^[A-Za-z_$][\w$]*$/.test(a.wire) ? a.wire : ts(a.wire)}: ${value(a)}`)).join(', ')} }`;
 }
 
-/** The path expression: the template, with the query arguments appended when there are any. */
-function pathExpression(t: ToolPlan): string {
+/** `, { params, query }`: a GET's request options, when it has any. */
+function options(params: string | undefined, query: string | undefined): string {
+  const parts = [...(params ? [`params: ${params}`] : []), ...(query ? [`query: ${query}`] : [])];
+  return parts.length ? `, { ${parts.join(', ')} }` : '';
+}
+
+/** The query arguments as the client's `query` (a list repeats its key, a CSV one is joined), if any. */
+function queryOf(t: ToolPlan): string | undefined {
   const query = t.args.filter((a) => a.in === 'query');
-  if (!query.length) return ts(t.path);
-  return `withQuery(${ts(t.path)}, ${objectOf(query, (a) => (a.csv ? `${a.name}${a.required ? '' : '?'}.join(',')` : a.name))})`;
+  if (!query.length) return undefined;
+  return objectOf(query, (a) => (a.csv ? `${a.name}${a.required ? '' : '?'}.join(',')` : a.name));
 }
 
 function paramsOf(t: ToolPlan): string | undefined {
@@ -81,12 +87,10 @@ const destructure = (t: ToolPlan) =>
 
 /** One tool file. */
 export function openApiToolTs(s: OpenApiServer, t: ToolPlan): string {
-  const query = t.args.some((a) => a.in === 'query');
   const imports = t.gated
     ? [`import { defineTool, upstreamEffect } from '@bulkhead/core';`, `import { z } from 'zod';`]
     : [`import { defineTool, ToolError } from '@bulkhead/core';`, `import { z } from 'zod';`];
-  const helpers = t.gated ? (query ? ['withQuery'] : []) : ['untrustedData', ...(query ? ['withQuery'] : [])];
-  if (helpers.length) imports.push(`import { ${helpers.join(', ')} } from '../upstream-data.ts';`);
+  if (!t.gated) imports.push(`import { untrustedData } from '../upstream-data.ts';`);
   const annotations = t.gated
     ? `{ readOnlyHint: false, destructiveHint: ${t.method === 'DELETE'}, idempotentHint: ${t.method === 'PUT' || t.method === 'DELETE'}, openWorldHint: true }`
     : '{ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true }';
@@ -104,13 +108,13 @@ export function openApiToolTs(s: OpenApiServer, t: ToolPlan): string {
       upstreamEffect({
         upstream: ${ts(s.upstream)},
         method: ${ts(t.method)},
-        path: ${pathExpression(t)},${params ? `\n        params: ${params},` : ''}${json ? `\n        json: ${json},` : ''}
+        path: ${ts(t.path)},${params ? `\n        params: ${params},` : ''}${queryOf(t) ? `\n        query: ${queryOf(t)},` : ''}${json ? `\n        json: ${json},` : ''}
       }),
     );
     return { outbox_id: id };
   },`
     : `handler: async (${destructure(t)}, ctx) => {
-    const res = await ctx.upstream(${ts(s.upstream)}).get(${pathExpression(t)}${params ? `, { params: ${params} }` : ''});
+    const res = await ctx.upstream(${ts(s.upstream)}).get(${ts(t.path)}${options(params, queryOf(t))});
     if (!res.ok)
       throw new ToolError(
         \`${tpl(capital(s.upstreamTitle))} answered HTTP \${res.status} to ${tpl(`${t.method} ${t.path}`)}: check the arguments. Nothing was changed.\`,
@@ -141,7 +145,7 @@ export function exampleArgs(t: ToolPlan): Record<string, unknown> {
   return Object.fromEntries(t.args.map((a) => [a.name, a.example]));
 }
 
-/** The path and query the stub sees for `args`, as the tool's \`withQuery\` writes the query. */
+/** The path and query the stub sees for `args`, as the kit's client writes the query. */
 function sentUrl(t: ToolPlan, args: Record<string, unknown>): string {
   const search = new URLSearchParams();
   for (const a of t.args.filter((q) => q.in === 'query')) {
@@ -273,7 +277,7 @@ describe('${t.name}', () => {
 `;
 }
 
-/** `src/upstream-data.ts`: the answer as the model gets it, and the query string. */
+/** `src/upstream-data.ts`: the answer as the model gets it. */
 export function upstreamDataTs(): string {
   return `import { untrusted, type UpstreamResponse } from '@bulkhead/core';
 
@@ -298,17 +302,6 @@ export function untrustedData(res: UpstreamResponse, source: string): unknown {
     return v;
   };
   return mark(value);
-}
-
-type QueryValue = string | number | boolean | readonly (string | number | boolean)[] | undefined;
-
-/** \`path\` with the query string of the values given: an array repeats its key, undefined is left out. */
-export function withQuery(path: string, query: Record<string, QueryValue>): string {
-  const search = new URLSearchParams();
-  for (const [key, value] of Object.entries(query))
-    for (const v of value === undefined ? [] : Array.isArray(value) ? value : [value]) search.append(key, String(v));
-  const text = search.toString();
-  return text ? \`\${path}?\${text}\` : path;
 }
 `;
 }

@@ -345,7 +345,7 @@ describe('the drafted server, built and linted as the generator does', () => {
 
   it('reads through ctx.upstream for GET, and queues every other method in the outbox', () => {
     expect(files['src/tools/list-tickets.ts']).toContain(
-      ".get(withQuery('/api/v1/tickets', { status, limit, tag: tag?.join(',') }))",
+      ".get('/api/v1/tickets', { query: { status, limit, tag: tag?.join(',') } })",
     );
     expect(files['src/tools/delete-ticket.ts']).toContain(
       "method: 'DELETE',\n        path: '/api/v1/tickets/{ticketId}',\n        params: { ticketId },",

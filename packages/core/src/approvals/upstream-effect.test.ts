@@ -14,6 +14,7 @@ import {
   type TestServer,
 } from '../testing.ts';
 import { upstreamFixtureServer } from './fixtures/upstream-server.ts';
+import { upstreamEffect } from './upstream-effect.ts';
 
 const MAIN = fileURLToPath(new URL('./fixtures/upstream-dispatcher-main.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -241,4 +242,22 @@ it('no audit event and no outbox row carries the credential', async () => {
     select (select count(*) from audit_events e where row_to_json(e)::text like ${`%${CREDENTIAL}%`})::int
       + (select count(*) from bulkhead_outbox o where row_to_json(o)::text like ${`%${CREDENTIAL}%`})::int as hits`;
   expect(row!.hits).toBe(0);
+});
+
+it('an effect keeps its query for the client: a list stays a list (its key repeated when sent), undefined is left out', () => {
+  const effect = upstreamEffect({
+    upstream: 'alerts',
+    method: 'DELETE',
+    path: '/silences',
+    query: { label: ['team=db', 'severity=page'], state: undefined, force: true },
+  });
+  expect(JSON.parse(JSON.stringify(effect))).toEqual({
+    upstream: 'alerts',
+    method: 'DELETE',
+    path: '/silences',
+    query: { label: ['team=db', 'severity=page'], force: true },
+  });
+  expect(() =>
+    upstreamEffect({ upstream: 'alerts', method: 'POST', path: '/x', query: { deep: { a: 1 } as never } }),
+  ).toThrow();
 });

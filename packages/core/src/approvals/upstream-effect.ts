@@ -7,6 +7,9 @@ import { DeliveryError, type Deliverer } from './outbox.ts';
 export const UPSTREAM_EFFECT = 'upstream';
 
 const params = z.record(z.string(), z.union([z.string(), z.number()]));
+const scalar = z.union([z.string(), z.number(), z.boolean()]);
+/** The query string, as the client takes it: a list repeats its key. */
+const query = z.record(z.string(), z.union([scalar, z.array(scalar)]).optional());
 
 /**
  * An effect on an upstream, as a gated handler queues it: `ctx.outbox.enqueue('upstream', upstreamEffect({...}))`.
@@ -23,6 +26,7 @@ export const upstreamEffectSchema = z
     method: z.enum(['POST', 'PUT', 'PATCH', 'DELETE']),
     path: z.string().min(1),
     params: params.optional(),
+    query: query.optional(),
     json: z.unknown().optional(),
     check: z
       .object({ path: z.string().min(1), params: params.optional(), contains: z.string().min(1).optional() })
@@ -92,6 +96,7 @@ export function upstreamDeliverer(upstreams: Upstreams): Deliverer {
     const res = await attempt(() =>
       client.request(effect.method, effect.path, {
         ...(effect.params ? { params: effect.params } : {}),
+        ...(effect.query ? { query: effect.query } : {}),
         ...(effect.json !== undefined ? { json: withKey(effect.json, key) } : {}),
         idempotencyKey: key,
         headers: { 'x-bulkhead-delivery-attempt': String(item.attempt) },
