@@ -96,7 +96,7 @@ Options:
       `${s.name} needs ${unset(s).join(' and ')} (the base URL of ${s.upstreams
         .filter((u) => unset(s).includes(u.baseUrlEnv))
         .map((u) => u.name)
-        .join(' and ')}, e.g. http://127.0.0.1:9093; servers/${s.name}/README.md)`;
+        .join(' and ')}; its README: servers/${s.name}/README.md)`;
     if (values.only && waiting.length)
       throw new CliError(`cannot start ${waiting.map(needs).join('; ')}: set it and start again`);
     for (const s of waiting) io.err(`Not starting ${needs(s)}.`);
