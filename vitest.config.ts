@@ -9,6 +9,7 @@ export default defineConfig({
     include: [
       'packages/*/src/**/*.test.{ts,tsx}',
       'servers/*/src/**/*.test.{ts,tsx}',
+      'apps/*/src/**/*.test.{ts,tsx}',
       'infra/**/*.test.ts',
       'test/**/*.test.ts',
     ],

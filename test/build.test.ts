@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { discoverDeployables } from '@bulkhead/db';
+import { discoverDeployables } from '@bulkhead/deployables';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, root, testMailCatcher } from './helpers.ts';
@@ -16,8 +16,7 @@ const deployables = discoverDeployables(root);
 
 describe.each(deployables.map((d) => d.name))('the built %s', (name) => {
   it('bundles to dist/main.js and runs from it with node alone', async () => {
-    const dir = `${root}servers/${name}`;
-    const { upstreams } = deployables.find((d) => d.name === name)!;
+    const { dir, upstreams } = deployables.find((d) => d.name === name)!;
     const build = spawnSync(process.execPath, ['../../packages/cli/build-server.mjs'], {
       cwd: dir,
       encoding: 'utf8',

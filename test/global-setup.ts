@@ -1,7 +1,7 @@
 import { lstat, mkdtemp, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureEmbedded, type EmbeddedDatabase } from '@bulkhead/db';
+import { ensureEmbedded, type EmbeddedDatabase } from '@bulkhead/db/embedded';
 import { ensureBundle } from '@bulkhead/cli/bundle';
 
 /**

@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { startMailCatcher, type MailCatcher } from '@bulkhead/core/mail-catcher';
+import { discoverDeployables } from '@bulkhead/deployables';
 
 /** The repository root. */
 export const root = fileURLToPath(new URL('..', import.meta.url));
@@ -37,7 +39,7 @@ export interface ServerProcess {
 }
 
 /**
- * Starts `servers/<name>/src/main.ts` on a free port (or on `port`, to restart a server where its
+ * Starts the deployable `name`'s `src/main.ts` (found by discovery) on a free port (or on `port`, to restart a server where its
  * clients expect it) against `databaseUrl` and waits for /healthz.
  */
 export async function spawnServer(
@@ -49,8 +51,10 @@ export async function spawnServer(
   port ??= await freePort();
   const mail = await testMailCatcher();
   let output = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', `${root}servers/${name}/src/main.ts`], {
-    cwd: `${root}servers/${name}`,
+  const dir = discoverDeployables(root).find((d) => d.name === name)?.dir;
+  if (!dir) throw new Error(`no deployable named ${name}`);
+  const child = spawn(process.execPath, ['--import', 'tsx', `${dir}/src/main.ts`], {
+    cwd: dir,
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,
@@ -88,6 +92,39 @@ export async function spawnServer(
         child.kill(signal);
       }),
   };
+}
+
+/** Whether `port` on 127.0.0.1 can be listened on now. */
+export const portIsFree = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+
+/** The lowest port the kernel hands out for outgoing connections and `listen(0)` (Linux's default 32768). */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 5000 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/**
+ * A `--port-offset` for `bulkhead start` whose ports (3100 + offset up to `lastPort` + offset) are free
+ * now, all below the kernel's ephemeral range: a port in that range may be taken at any moment by a
+ * connection's local end (the stack's own connections to its database, or another test's), so a
+ * server would fail to bind it although it was free when checked.
+ */
+export async function freeOffset(lastPort = 3104): Promise<number> {
+  const highest = ephemeralLow() - 1 - lastPort;
+  for (;;) {
+    const offset = 2_000 + Math.floor(Math.random() * (highest - 2_000));
+    const ports = Array.from({ length: lastPort - 3100 + 1 }, (_, i) => 3100 + offset + i);
+    if ((await Promise.all(ports.map(portIsFree))).every(Boolean)) return offset;
+  }
 }
 
 /** `bulkhead start` as its own process, on the embedded database in `dataDir`. */

@@ -1,3 +1,4 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
 import { root } from './helpers.ts';
@@ -15,25 +16,46 @@ async function layerFindings(path: string, code: string): Promise<string[]> {
 describe('eslint.config.js: layers point one way', () => {
   it('between packages: core imports no package above it', async () => {
     expect(
-      await layerFindings('packages/core/src/call-tool.ts', `import { x } from '@bulkhead/domain';`),
+      await layerFindings('packages/core/src/pipeline/call-tool.ts', `import { x } from '@bulkhead/domain';`),
     ).toEqual([
       "no-restricted-imports: '@bulkhead/domain' import is restricted from being used by a pattern. core may not import this",
     ]);
   });
 
+  it('between packages: the database layer does not find the deployables, its test helper may', async () => {
+    expect(
+      await layerFindings('packages/db/src/open.ts', `import { x } from '@bulkhead/deployables';`),
+    ).toEqual([
+      "no-restricted-imports: '@bulkhead/deployables' import is restricted from being used by a pattern. db may not import this",
+    ]);
+    expect(
+      await layerFindings('packages/db/src/test-database.ts', `import { x } from '@bulkhead/deployables';`),
+    ).toEqual([]);
+  });
+
+  it('the console (an app, not an MCP server) imports neither the CLI nor a server', async () => {
+    const path = 'apps/console/src/main.ts';
+    expect(await layerFindings(path, `import { x } from '@bulkhead/cli/deployment';`)).toEqual([
+      "no-restricted-imports: '@bulkhead/cli/deployment' import is restricted from being used by a pattern. apps may not import this",
+    ]);
+    expect(await layerFindings(path, `import { x } from '../../../servers/admin/src/server.ts';`)).toEqual([
+      "no-restricted-imports: '../../../servers/admin/src/server.ts' import is restricted from being used by a pattern. Nothing imports a server or an app",
+    ]);
+  });
+
   it('inside core: the call pipeline imports neither approvals/, tasks/ nor the assembly', async () => {
-    const path = 'packages/core/src/call-tool.ts';
-    expect(await layerFindings(path, `import { x } from './approvals/store.ts';`)).toEqual([
-      'bulkhead/core-layers: the call pipeline may not import ./approvals/store.ts, which is approvals',
+    const path = 'packages/core/src/pipeline/call-tool.ts';
+    expect(await layerFindings(path, `import { x } from '../approvals/store.ts';`)).toEqual([
+      'bulkhead/core-layers: the call pipeline may not import ../approvals/store.ts, which is approvals',
     ]);
-    expect(await layerFindings(path, `import { x } from './tasks/task-state.ts';`)).toEqual([
-      'bulkhead/core-layers: the call pipeline may not import ./tasks/task-state.ts, which is approvals',
+    expect(await layerFindings(path, `import { x } from '../tasks/task-state.ts';`)).toEqual([
+      'bulkhead/core-layers: the call pipeline may not import ../tasks/task-state.ts, which is approvals',
     ]);
-    expect(await layerFindings(path, `import type { x } from './create-server.ts';`)).toEqual([
-      'bulkhead/core-layers: the call pipeline may not import ./create-server.ts, which is the assembly',
+    expect(await layerFindings(path, `import type { x } from '../serve/create-server.ts';`)).toEqual([
+      'bulkhead/core-layers: the call pipeline may not import ../serve/create-server.ts, which is the assembly',
     ]);
-    expect(await layerFindings(path, `const x = () => import('./http-app.ts');`)).toEqual([
-      'bulkhead/core-layers: the call pipeline may not import ./http-app.ts, which is the assembly',
+    expect(await layerFindings(path, `const x = () => import('../serve/http-app.ts');`)).toEqual([
+      'bulkhead/core-layers: the call pipeline may not import ../serve/http-app.ts, which is the assembly',
     ]);
     expect(await layerFindings(path, `import { x } from './server-definition.ts';`)).toEqual([]);
   });
@@ -42,16 +64,23 @@ describe('eslint.config.js: layers point one way', () => {
     expect(
       await layerFindings(
         'packages/core/src/approvals/requester.ts',
-        `import { x } from '../create-server.ts';`,
+        `import { x } from '../serve/create-server.ts';`,
       ),
-    ).toEqual(['bulkhead/core-layers: approvals may not import ../create-server.ts, which is the assembly']);
+    ).toEqual([
+      'bulkhead/core-layers: approvals may not import ../serve/create-server.ts, which is the assembly',
+    ]);
     expect(
-      await layerFindings('packages/core/src/tasks/task-store.ts', `export { x } from '../mcp-server.ts';`),
-    ).toEqual(['bulkhead/core-layers: approvals may not import ../mcp-server.ts, which is the assembly']);
+      await layerFindings(
+        'packages/core/src/tasks/task-store.ts',
+        `export { x } from '../serve/mcp-server.ts';`,
+      ),
+    ).toEqual([
+      'bulkhead/core-layers: approvals may not import ../serve/mcp-server.ts, which is the assembly',
+    ]);
     expect(
       await layerFindings(
         'packages/core/src/approvals/executor.ts',
-        `import { x } from '../call-tool.ts';\nimport { y } from './store.ts';\nconsole.log(y);`,
+        `import { x } from '../pipeline/call-tool.ts';\nimport { y } from './store.ts';\nconsole.log(y);`,
       ),
     ).toEqual([]);
   });
@@ -59,15 +88,71 @@ describe('eslint.config.js: layers point one way', () => {
   it('inside core: the assembly imports every layer, and tests import anything', async () => {
     expect(
       await layerFindings(
-        'packages/core/src/create-server.ts',
-        `import { x } from './approvals/get-approval-status.ts';`,
+        'packages/core/src/serve/create-server.ts',
+        `import { x } from '../approvals/get-approval-status.ts';`,
       ),
     ).toEqual([]);
     expect(
       await layerFindings(
         'packages/core/src/approvals/approvals.test.ts',
-        `import { x } from '../testing.ts';`,
+        `import { x } from '../testing/index.ts';`,
       ),
     ).toEqual([]);
+  });
+
+  it('inside core: no production file imports the test helpers, and every folder is a layer', async () => {
+    expect(
+      await layerFindings('packages/core/src/serve/run.ts', `import { x } from '../testing/index.ts';`),
+    ).toEqual([
+      'bulkhead/core-layers: the assembly may not import ../testing/index.ts, which is the test helpers',
+    ]);
+    expect(await layerFindings('packages/core/src/index.ts', `import { x } from './serve/run.ts';`)).toEqual(
+      [],
+    );
+    await expect(
+      layerFindings('packages/core/src/misc/x.ts', `import { x } from '../serve/run.ts';`),
+    ).rejects.toThrow('packages/core/src/misc/ is in no layer');
+  });
+});
+
+describe('eslint.config.js: no function over 120 lines without a reason', () => {
+  const body = (lines: number) =>
+    Array.from({ length: lines - 2 }, (_, i) => `  const v${i} = ${i};`).join('\n');
+  const longFunction = (lines: number) => `export function long() {\n${body(lines)}\n}\n`;
+  const findings = async (path: string, code: string) => {
+    const [result] = await eslint.lintText(code, { filePath: `${root}${path}` });
+    return result!.messages.filter((m) => m.ruleId === 'max-lines-per-function').map((m) => m.message);
+  };
+
+  it('reports a function of 121 lines in production code, not one of 120', async () => {
+    expect(await findings('packages/core/src/pipeline/x.ts', longFunction(121))).toEqual([
+      "Function 'long' has too many lines (121). Maximum allowed is 120.",
+    ]);
+    expect(await findings('servers/admin/src/x.ts', longFunction(120))).toEqual([]);
+  });
+
+  it('lets tests be long, and a function whose comment says why it must be', async () => {
+    expect(await findings('packages/core/src/pipeline/x.test.ts', longFunction(200))).toEqual([]);
+    const reasoned = `// eslint-disable-next-line max-lines-per-function -- one table, read top to bottom\n${longFunction(200)}`;
+    expect(await findings('packages/core/src/pipeline/x.ts', reasoned)).toEqual([]);
+  });
+});
+
+describe('ARCHITECTURE.md stays true', () => {
+  const page = readFileSync(`${root}ARCHITECTURE.md`, 'utf8');
+
+  it('draws every package, every deployable and every folder of the kit', () => {
+    for (const dir of ['packages', 'servers', 'apps'])
+      for (const name of readdirSync(`${root}${dir}`, { withFileTypes: true }))
+        if (name.isDirectory() && existsSync(`${root}${dir}/${name.name}/package.json`))
+          expect(page, `${dir}/${name.name}`).toContain(`${dir}/${name.name}`);
+    for (const name of readdirSync(`${root}packages/core/src`, { withFileTypes: true }))
+      if (name.isDirectory()) expect(page, name.name).toContain(`\`${name.name}/\``);
+  });
+
+  it('names only files that exist where it says', () => {
+    const paths = [...page.matchAll(/`((?:packages|servers|apps|test)\/[\w./-]+)`/g)].map((m) => m[1]!);
+    expect(paths.length).toBeGreaterThan(10);
+    expect(paths.filter((p) => !existsSync(`${root}${p}`))).toEqual([]);
   });
 });

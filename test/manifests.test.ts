@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { hasGatedTools } from '@bulkhead/core';
-import { discoverDeployables } from '@bulkhead/db';
+import { discoverDeployables } from '@bulkhead/deployables';
 import { describe, expect, it } from 'vitest';
 import { root } from './helpers.ts';
 import { discoverMcpServers, loadServerDefinition } from './servers.ts';
@@ -15,10 +15,13 @@ const mcp = await Promise.all(
   discoverMcpServers().map(async (m) => ({ manifest: m, def: await loadServerDefinition(m) })),
 );
 
-it('finds the deployables under servers/, each on a port of its own', () => {
+it('finds the deployables under servers/ and apps/, each on a port of its own', () => {
   const ports = deployables.map((d) => d.port);
   expect(new Set(ports).size).toBe(ports.length);
   expect(mcp.length).toBeGreaterThanOrEqual(2);
+  expect(deployables.filter((d) => d.kind === 'console').map((d) => d.dir)).toEqual([
+    join(root, 'apps', 'console'),
+  ]);
 });
 
 /**

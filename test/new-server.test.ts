@@ -1,13 +1,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmod, copyFile, lstat, mkdir, mkdtemp, readFile, readlink, rm, stat } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { discoverDeployables } from '@bulkhead/db';
+import { discoverDeployables } from '@bulkhead/deployables';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, expect, it } from 'vitest';
 import { extractAlertmanagerSpec } from './alertmanager-spec.ts';
-import { root } from './helpers.ts';
+import { freeOffset, root } from './helpers.ts';
 
 // The issue's "done when": in a copy of this repository, `bulkhead new server billing-reports` gives a
 // server that installs, typechecks, lints and passes its tests (and the cross-server matrix) at once,
@@ -108,21 +107,6 @@ async function copyRepository(): Promise<void> {
   expect(git('commit', '-qm', 'the repository before bulkhead new server').status).toBe(0);
 }
 
-/** An offset for `pnpm start` whose ports (3100 to the new servers') are free now. */
-async function freeOffset(): Promise<number> {
-  const free = (port: number) =>
-    new Promise<boolean>((resolve) => {
-      const s = createServer();
-      s.once('error', () => resolve(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-  for (;;) {
-    const offset = 20_000 + Math.floor(Math.random() * 30_000);
-    const ports = Array.from({ length: PORT + 1 - 3100 + 1 }, (_, i) => 3100 + offset + i);
-    if ((await Promise.all(ports.map(free))).every(Boolean)) return offset;
-  }
-}
-
 const outputOf = (r: Run) => `${r.stdout}\n${r.stderr}`.slice(-4000);
 
 it('bulkhead new server billing-reports: installed, typechecked, linted, tested, served, and nothing else changed', async () => {
@@ -177,7 +161,7 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   expect(prettier.code, outputOf(prettier)).toBe(0);
 
   // Its own tests, and the cross-server ones that find it by its manifest (token matrix, roles, README
-  // figures, the README's roles table), on this run's PostgreSQL.
+  // figures, the roles table of docs/database.md), on this run's PostgreSQL.
   const tests = await run(
     'pnpm',
     [
@@ -223,7 +207,7 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   );
 
   // pnpm start on the embedded default: the new server is served and gets a demo token.
-  const offset = await freeOffset();
+  const offset = await freeOffset(PORT + 1);
   started = spawn('pnpm', ['start', '--port-offset', String(offset), '--quiet'], {
     cwd: copy,
     env: childEnv({

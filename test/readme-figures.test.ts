@@ -4,7 +4,7 @@ import { lintServer, modelPart } from '@bulkhead/core/operator';
 import { describe, expect, it } from 'vitest';
 import { root } from './helpers.ts';
 import { discoverServerDefinitions } from './servers.ts';
-import { mainReadme, serverReadme } from '@bulkhead/cli/figures';
+import { serverReadme, serversPage } from '@bulkhead/cli/figures';
 
 const fmt = (n: number) => n.toLocaleString('en-US');
 const definitions: ServerDefinition[] = await discoverServerDefinitions();
@@ -24,32 +24,32 @@ describe.each(definitions)('README figures of $name', (def) => {
     }
   });
 
-  // The main README's servers table lists the shipped servers; one added by `bulkhead new server`
-  // has its figures in its own README until someone adds its row (then `pnpm figures` keeps it true).
-  const main = readFileSync(`${root}README.md`, 'utf8');
+  // The servers table of docs/servers/index.md lists the shipped servers; one added by `bulkhead new
+  // server` has its figures in its own README until someone adds its row (then `pnpm figures` keeps it true).
+  const main = readFileSync(`${root}docs/servers/index.md`, 'utf8');
   it.runIf(main.split('\n').some((line) => line.startsWith(`| \`${def.name}\` |`)))(
-    'appears in the main README with both figures and both budgets',
+    'appears in the servers table of docs/servers/index.md with both figures, the model part against its budget',
     () => {
       const { size } = lintServer(def);
       expect(main).toContain(
-        `| ${fmt(size.modelChars)} of ${fmt(def.modelBudgetChars)} (~${fmt(size.modelTokens)} tokens) | ${fmt(size.chars)} of ${fmt(def.toolsBudgetChars)} (~${fmt(size.tokens)} tokens) |`,
+        `| ${fmt(size.modelChars)} of ${fmt(def.modelBudgetChars)} (~${fmt(size.modelTokens)} tokens) | ${fmt(size.chars)} (~${fmt(size.tokens)} tokens) |`,
       );
     },
   );
 
-  it('states both figures and both budgets in its own README', () => {
+  it('states both figures, the model part against its budget, in its own README', () => {
     const { size } = lintServer(def);
     expect(readme.replace(/\s+/g, ' ')).toContain(
-      `the part a model reads measures ${fmt(size.modelChars)} characters (about ${fmt(size.modelTokens)} tokens) of a budget of ${fmt(def.modelBudgetChars)}, the whole tools/list ${fmt(size.chars)} (about ${fmt(size.tokens)} tokens) of ${fmt(def.toolsBudgetChars)}`,
+      `the part a model reads measures ${fmt(size.modelChars)} characters (about ${fmt(size.modelTokens)} tokens) of a budget of ${fmt(def.modelBudgetChars)}, the whole tools/list ${fmt(size.chars)} (about ${fmt(size.tokens)} tokens)`,
     );
   });
 });
 
-it('the READMEs hold exactly what `pnpm figures` writes', () => {
+it('the READMEs and the servers page hold exactly what `pnpm figures` writes', () => {
   for (const def of definitions) {
     const readme = readFileSync(`${root}servers/${def.name}/README.md`, 'utf8');
     expect(serverReadme(def, readme), `servers/${def.name}/README.md: run pnpm figures`).toBe(readme);
   }
-  const main = readFileSync(`${root}README.md`, 'utf8');
-  expect(mainReadme(definitions, main), 'README.md: run pnpm figures').toBe(main);
+  const page = readFileSync(`${root}docs/servers/index.md`, 'utf8');
+  expect(serversPage(definitions, page), 'docs/servers/index.md: run pnpm figures').toBe(page);
 });

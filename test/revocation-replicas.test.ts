@@ -19,7 +19,7 @@ afterAll(async () => {
 
 /**
  * Asks every replica until each refuses `token` (a replica that never does times the test out). How
- * soon is the token cache's promise, tested with the clock in hand in packages/core/src/tokens.test.ts:
+ * soon is the token cache's promise, tested with the clock in hand in packages/core/src/serve/tokens.test.ts:
  * a verdict kept under a second, dropped at once when the database announces the change.
  */
 async function untilRefusedEverywhere(token: string): Promise<void> {

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { createAuditWriter } from '@bulkhead/audit';
 import { issueToken, parseToken } from '@bulkhead/core/operator';
-import { discoverDeployables, groupRole, type Sql } from '@bulkhead/db';
+import { groupRole, type Sql } from '@bulkhead/db';
+import { discoverDeployables } from '@bulkhead/deployables';
 import { seedDemo } from '@bulkhead/demo';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ServerDefinition } from '@bulkhead/core';
-import { discoverDeployables, type Deployable } from '@bulkhead/db';
+import { discoverDeployables, type Deployable } from '@bulkhead/deployables';
 import { root } from './helpers.ts';
 
 /** An MCP server as the repository declares it: its folder, and the `bulkhead` field of its package.json. */

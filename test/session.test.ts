@@ -3,13 +3,13 @@ import { createAuditWriter } from '@bulkhead/audit';
 import { decideApproval, issueToken, parseToken } from '@bulkhead/core/operator';
 import {
   createSql,
-  discoverDeployables,
   groupRole,
   isConnectionError,
   sessionHazards,
   unpinnedFunctions,
   type Sql,
 } from '@bulkhead/db';
+import { discoverDeployables } from '@bulkhead/deployables';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { root } from './helpers.ts';

@@ -5,28 +5,12 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { root, startStack } from './helpers.ts';
+import { freeOffset, root, startStack } from './helpers.ts';
 
 let dataDir = '';
 afterAll(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
-
-const free = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const s = createServer();
-    s.once('error', () => resolve(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-  });
-
-/** An offset whose four ports (3100+n … 3103+n) are free now. */
-async function freeOffset(): Promise<number> {
-  for (;;) {
-    const offset = 20_000 + Math.floor(Math.random() * 20_000);
-    const ports = [0, 1, 2, 3].map((i) => 3100 + offset + i);
-    if ((await Promise.all(ports.map(free))).every(Boolean)) return offset;
-  }
-}
 
 // Ctrl-C in a terminal sends SIGINT to the whole foreground process group: pnpm, the script's
 // shell, the CLI and every server at once, and pnpm relays it once more. All of that has to end
@@ -104,6 +88,29 @@ it('pnpm start stops everything and exits 1 when a server is killed with SIGKILL
     await expect(fetch(`http://127.0.0.1:${3103 + offset}/healthz`)).rejects.toThrow();
   } finally {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+  }
+}, 300_000);
+
+// A server that exits on its own says why, even under --quiet: its last lines follow "exited".
+it('pnpm start --quiet names why a server exited: its port taken, the server’s own last lines', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'bulkhead-taken-'));
+  const offset = await freeOffset();
+  // Whatever connects (start's readiness checks) is hung up on, so that closing it does not wait.
+  const taken = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => taken.listen(3103 + offset, '127.0.0.1', resolve));
+  try {
+    const failed = await startStack(dir, offset).then(
+      async (stack) => {
+        stack.child.kill('SIGKILL');
+        return `came up although port ${3103 + offset} was taken`;
+      },
+      (e: Error) => e.message,
+    );
+    expect(failed).toContain('dev-knowledge exited (code 1); stopping everything.');
+    expect(failed).toMatch(/Its last lines:\n\[dev-knowledge\] .*EADDRINUSE/);
+  } finally {
+    await new Promise((resolve) => taken.close(resolve));
     await rm(dir, { recursive: true, force: true });
   }
 }, 300_000);

@@ -220,7 +220,7 @@ describe('separation', () => {
     expect((await clientA.callTool(call)).isError).toBeFalsy();
     expect((await clientB.callTool(call)).isError).toBeFalsy();
     await revokeToken(db.sql, a.split('_')[2]!);
-    // How soon is the token cache's promise, tested with the clock in hand (packages/core/src/tokens.test.ts);
+    // How soon is the token cache's promise, tested with the clock in hand (packages/core/src/serve/tokens.test.ts);
     // here, that the server refuses the revoked token's next calls (a token never refused times the test out).
     let refused: unknown;
     while (!refused)

@@ -250,8 +250,8 @@ if $can_run && podman image exists localhost/bulkhead-jobs; then
   check "jobs image: bulkhead-setup (db owner, db migrate, db roles, db roles --login for ${#args[@]} login roles)" \
     superuser -v "$secrets:/run/secrets:ro" -e BULKHEAD_OWNER_PASSWORD_FILE=/run/secrets/owner --entrypoint /usr/local/bin/bulkhead-setup localhost/bulkhead-jobs "${args[@]}"
   check "jobs image: bulkhead db seed --demo" jobs localhost/bulkhead-jobs db seed --demo
-  check "jobs image: bulkhead kb ingest (the dev-knowledge docs, mounted)" \
-    jobs -v "$root/servers/dev-knowledge/docs:/docs:ro" localhost/bulkhead-jobs kb ingest /docs
+  check "jobs image: bulkhead kb ingest (the handbook, docs/handbook, mounted)" \
+    jobs -v "$root/docs/handbook:/docs:ro" localhost/bulkhead-jobs kb ingest /docs
 
   # A server with e-mail tools (admin) refuses to start without an SMTP server and a From: every
   # server run here gets them (nothing is approved here, so nothing is sent; the others ignore them).

@@ -1,14 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { upstreamDeployments, type UpstreamDeployment } from '@bulkhead/cli/deployment';
-import { discoverDeployables, type Deployable } from '@bulkhead/db';
+import { discoverDeployables, type Deployable } from '@bulkhead/deployables';
 
 /** The repository root (infra/ci → ../..). */
 export const ROOT = join(import.meta.dirname, '..', '..');
 
 export type { Deployable };
 
-/** Every deployable under servers/, found by its manifest, by name: nothing here lists them by name. */
+/** Every deployable under servers/ and apps/, found by its manifest, by name: nothing here lists them by name. */
 export function deployables(root = ROOT): Deployable[] {
   return discoverDeployables(root).sort((a, b) => a.name.localeCompare(b.name));
 }

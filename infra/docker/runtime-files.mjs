@@ -5,8 +5,8 @@
 //
 //   node infra/docker/runtime-files.mjs <package dir> <out dir> [--manifests]
 //
-// --manifests (the jobs image): also every server's manifest (package.json name and `bulkhead`
-// field) and its grants.sql, no code, so the CLI knows the deployables (`tokens issue --server`,
+// --manifests (the jobs image): also every deployable's manifest (package.json name and `bulkhead`
+// field) and its grants.sql, under servers/ or apps/ as in the repository, no code, so the CLI knows the deployables (`tokens issue --server`,
 // `db roles`).
 import {
   cpSync,
@@ -56,24 +56,28 @@ const manifest = (p) => ({
 writeFileSync(join(out, 'package.json'), `${JSON.stringify(manifest(pkg), null, 2)}\n`);
 
 if (flags.includes('--manifests')) {
-  // workspaceRoot() looks for this file; with it the CLI finds servers/*/package.json under /app.
+  // workspaceRoot() looks for this file; with it the CLI finds servers/*/package.json and
+  // apps/*/package.json under /app (the folders @bulkhead/deployables looks in).
   writeFileSync(
     join(out, 'pnpm-workspace.yaml'),
     '# manifests only: no packages are installed here\npackages: []\n',
   );
-  for (const entry of readdirSync(join(root, 'servers'), { withFileTypes: true })) {
-    const file = join(root, 'servers', entry.name, 'package.json');
-    if (!entry.isDirectory() || !existsSync(file)) continue;
-    const server = JSON.parse(readFileSync(file, 'utf8'));
-    if (!server.bulkhead) continue;
-    mkdirSync(join(out, 'servers', entry.name), { recursive: true });
-    writeFileSync(
-      join(out, 'servers', entry.name, 'package.json'),
-      `${JSON.stringify(manifest(server), null, 2)}\n`,
-    );
-    // `db roles` gives each group role what the deployable's grants.sql says.
-    const grants = join(root, 'servers', entry.name, 'grants.sql');
-    if (existsSync(grants)) cpSync(grants, join(out, 'servers', entry.name, 'grants.sql'));
+  for (const folder of ['servers', 'apps']) {
+    if (!existsSync(join(root, folder))) continue;
+    for (const entry of readdirSync(join(root, folder), { withFileTypes: true })) {
+      const file = join(root, folder, entry.name, 'package.json');
+      if (!entry.isDirectory() || !existsSync(file)) continue;
+      const deployable = JSON.parse(readFileSync(file, 'utf8'));
+      if (!deployable.bulkhead) continue;
+      mkdirSync(join(out, folder, entry.name), { recursive: true });
+      writeFileSync(
+        join(out, folder, entry.name, 'package.json'),
+        `${JSON.stringify(manifest(deployable), null, 2)}\n`,
+      );
+      // `db roles` gives each group role what the deployable's grants.sql says.
+      const grants = join(root, folder, entry.name, 'grants.sql');
+      if (existsSync(grants)) cpSync(grants, join(out, folder, entry.name, 'grants.sql'));
+    }
   }
 }
 

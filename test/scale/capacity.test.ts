@@ -392,7 +392,7 @@ describe('capacity', () => {
     const console_ = run(
       ['src/main.ts'],
       { DATABASE_URL: url.toString(), PORT: String(await freePort()) },
-      `${root}servers/console`,
+      `${root}apps/console`,
     );
     const consoleCode = await console_.exit(20_000);
     console.log(`console started with no connection left: exit ${consoleCode}: ${console_.output().trim()}`);

@@ -343,7 +343,7 @@ describe('two customer replicas behind HAProxy', () => {
       await revokeToken(db.sql, parseToken(token)!.id);
       // Until 10 calls in a row through the balancer (five on each replica) are refused; a replica that
       // never refuses times the test out. How soon is printed for the scale table, not asserted: the
-      // second is the token cache's promise, tested with the clock in hand (packages/core/src/tokens.test.ts).
+      // second is the token cache's promise, tested with the clock in hand (packages/core/src/serve/tokens.test.ts).
       let run = 0;
       let calls = 0;
       while (run < 10) {

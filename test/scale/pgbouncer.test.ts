@@ -7,6 +7,7 @@ import { createReadLanes } from '@bulkhead/core';
 import { parseToken, revokeToken } from '@bulkhead/core/operator';
 import { callFlat, connectTestClient, issueTestToken } from '@bulkhead/core/testing';
 import { createSql } from '@bulkhead/db';
+import { discoverDeployables } from '@bulkhead/deployables';
 import { seedDemo } from '@bulkhead/demo';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import type { Client } from '@modelcontextprotocol/client';
@@ -127,8 +128,10 @@ async function startExpectingExit(
 ): Promise<{ code: number | null; output: string; saidReady: boolean }> {
   const port = await freePort();
   let output = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', `${root}servers/${name}/src/main.ts`], {
-    cwd: `${root}servers/${name}`,
+  const dir = discoverDeployables(root).find((d) => d.name === name)?.dir;
+  if (!dir) throw new Error(`no deployable named ${name}`);
+  const child = spawn(process.execPath, ['--import', 'tsx', `${dir}/src/main.ts`], {
+    cwd: dir,
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,

@@ -41,6 +41,8 @@ export interface AuditEventInput {
   resultSummary?: unknown;
   approvalId?: string | null;
   injectionSuspected?: boolean;
+  /** The W3C trace id (32 lowercase hex digits) of the request's trace, when it is traced. */
+  traceId?: string | null;
 }
 
 /** An event as it is stored: every field normalised and bounded (see `normaliseEvent`). */
@@ -60,6 +62,7 @@ export interface StoredEventFields {
   requestId: string;
   approvalId: string | null;
   injectionSuspected: boolean;
+  traceId: string | null;
 }
 
 /** A stored event, as read back. */

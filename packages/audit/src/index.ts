@@ -5,6 +5,14 @@ export {
   type AuditEventInput,
   type StoredEventFields,
 } from './events.ts';
+export {
+  AUDIT_COLUMNS,
+  AUDIT_COLUMN_NAMES,
+  SEALED_WHEN_SET,
+  eventRow,
+  type AuditColumn,
+  type AuditEventRow,
+} from './columns.ts';
 export { canonicalJson } from './hash.ts';
 export {
   cleanField,

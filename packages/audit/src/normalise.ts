@@ -84,6 +84,8 @@ export function cleanJson(value: unknown): unknown {
   };
 }
 
+const TRACE_ID = /^(?!0{32})[0-9a-f]{32}$/;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Every field of an event normalised and bounded: the form that is stored, sealed and verified. */
@@ -106,5 +108,6 @@ export function normaliseEvent(input: AuditEventInput): StoredEventFields {
     requestId: cleanField(input.requestId, FIELD_LIMITS.requestId) ?? '',
     approvalId: cleanField(input.approvalId, FIELD_LIMITS.approvalId),
     injectionSuspected: input.injectionSuspected === true,
+    traceId: typeof input.traceId === 'string' && TRACE_ID.test(input.traceId) ? input.traceId : null,
   };
 }

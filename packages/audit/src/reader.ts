@@ -1,4 +1,5 @@
 import type { Sql } from '@bulkhead/db';
+import { AUDIT_COLUMNS } from './columns.ts';
 import type { AuditEvent, Outcome } from './events.ts';
 
 /** Filters shared by `audit tail` and `audit export`. */
@@ -13,11 +14,10 @@ export interface AuditFilter {
   afterSeq?: number;
 }
 
-/** The select list matching {@link AuditEvent}. */
-export const EVENT_COLUMNS = `seq, id, at, server, db_role as "dbRole", token_id as "tokenId", token_label as "tokenLabel",
-  client_name as "clientName", client_version as "clientVersion", method, tool, arguments, outcome,
-  result_summary as "resultSummary", duration_ms as "durationMs", request_id as "requestId",
-  approval_id as "approvalId", injection_suspected as "injectionSuspected"`;
+/** The select list that reads rows as {@link AuditEvent}s: each column under its field's name. */
+export const EVENT_COLUMNS = Object.entries(AUDIT_COLUMNS)
+  .map(([field, column]) => (field === column ? column : `${column} as "${field}"`))
+  .join(', ');
 
 function where(sql: Sql, f: AuditFilter) {
   return sql`

@@ -4,7 +4,8 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import type { Outcome } from './events.ts';
 import { pruneLog } from './prune.ts';
 import { LEASE_MS, takeLease } from './lease.ts';
-import { sealLog, startSealer } from './seal.ts';
+import { SEALED_WHEN_SET } from './columns.ts';
+import { readBodies, SEALED_COLUMNS, sealLog, startSealer } from './seal.ts';
 import { verifyLog } from './verify.ts';
 import { createAuditWriter } from './writer.ts';
 
@@ -95,6 +96,29 @@ it('seals what two server roles appended, and verify accounts for every event of
   expect((await verifyLog(db.sql, { key: KEY })).ok).toBe(true);
 });
 
+it('seals the columns every seal before sealed, in the same order: a change here breaks every sealed log', () => {
+  expect(SEALED_COLUMNS).toEqual([
+    'seq',
+    'id',
+    'at',
+    'server',
+    'db_role',
+    'token_id',
+    'token_label',
+    'client_name',
+    'client_version',
+    'method',
+    'tool',
+    'arguments',
+    'outcome',
+    'result_summary',
+    'duration_ms',
+    'request_id',
+    'approval_id',
+    'injection_suspected',
+  ]);
+});
+
 it('a column added to the log by a later migration leaves every sealed event verifiable', async () => {
   await appendAs('customer', 5);
   await sealLog(db.sql, KEY);
@@ -104,6 +128,47 @@ it('a column added to the log by a later migration leaves every sealed event ver
   const report = await verifyLog(db.sql, { key: KEY });
   expect(report.breaks).toEqual([]);
   expect(report.ok).toBe(true);
+});
+
+it('seals a trace id when an event has one, and an event without one exactly as every seal before 0042 did', async () => {
+  expect(SEALED_WHEN_SET).toEqual(['trace_id']);
+  const audit = createAuditWriter((await db.as('customer')).sql);
+  const traceId = 'ab'.repeat(16);
+  await appendAs('customer', 2);
+  await audit.append({
+    server: 'customer',
+    method: 'tools/call',
+    outcome: 'ok',
+    requestId: 'r-t',
+    durationMs: 1,
+    traceId,
+  });
+  // The body as seals were made before trace_id existed: the same bytes for an event without one.
+  const old = `jsonb_build_object(${SEALED_COLUMNS.map((c) => `'${c}', e.${c}`).join(', ')})::text`;
+  const bodies = await db.sql.begin(async (tx) => {
+    const now = await readBodies(tx, 0, 1_000, 1_000);
+    const before = await tx<
+      { body: string }[]
+    >`select ${tx.unsafe(old)} as body from audit_events e order by seq`;
+    return now.map((b, i) => [b.body === before[i]!.body, b.body.includes(`"trace_id": "${traceId}"`)]);
+  });
+  expect(bodies).toEqual([
+    [true, false],
+    [true, false],
+    [false, true],
+  ]);
+  await sealLog(db.sql, KEY);
+  expect((await verifyLog(db.sql, { key: KEY })).ok).toBe(true);
+  const [plain, traced] = await db.sql<{ seq: string }[]>`
+    select seq from audit_events order by seq offset 1 limit 2`;
+  await asOwnerWithoutTriggers(async (sql) => {
+    await sql`update audit_events set trace_id = ${'cd'.repeat(16)} where seq = ${plain!.seq}`;
+    await sql`update audit_events set trace_id = null where seq = ${traced!.seq}`;
+  });
+  expect(kinds(await verifyLog(db.sql, { key: KEY }))).toEqual([
+    `event_changed:${plain!.seq}`,
+    `event_changed:${traced!.seq}`,
+  ]);
 });
 
 it('detects a rewritten event even when the writer recomputes anything it can without the key', async () => {

@@ -1,5 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { Sql } from '@bulkhead/db';
+import { AUDIT_COLUMN_NAMES, SEALED_WHEN_SET } from './columns.ts';
 import { canonicalJson } from './hash.ts';
 import { fenceLease, LEASE_MS, leaseHolder, releaseLease, takeLease } from './lease.ts';
 
@@ -98,32 +99,19 @@ export function sealMac(key: string, s: Omit<Seal, 'mac'>): string {
 type TransactionSql = Parameters<Parameters<Sql['begin']>[1]>[0];
 
 /**
- * The columns a seal covers, named rather than taken as the whole row: a column added to
- * `audit_events` later must not change the digest of every event sealed before it. (A new column
- * that must be covered is a new seal format: add it here together with a way to verify older seals.)
+ * The columns a seal covers: the event's columns ({@link AUDIT_COLUMN_NAMES}), named rather than taken
+ * as the whole row, so that a column added to `audit_events` later does not change the digest of every
+ * event sealed before it. (A new column that must be covered is a new seal format: add it to the event's
+ * columns together with a way to verify older seals; `seal.test.ts` pins this list.)
  */
-export const SEALED_COLUMNS = [
-  'seq',
-  'id',
-  'at',
-  'server',
-  'db_role',
-  'token_id',
-  'token_label',
-  'client_name',
-  'client_version',
-  'method',
-  'tool',
-  'arguments',
-  'outcome',
-  'result_summary',
-  'duration_ms',
-  'request_id',
-  'approval_id',
-  'injection_suspected',
-] as const;
+export const SEALED_COLUMNS = AUDIT_COLUMN_NAMES.filter((c) => !SEALED_WHEN_SET.includes(c));
 
-const SEALED_BODY = `jsonb_build_object(${SEALED_COLUMNS.map((c) => `'${c}', e.${c}`).join(', ')})::text`;
+/**
+ * The sealed body: the always-sealed columns, and each of {@link SEALED_WHEN_SET} that holds a value
+ * (`jsonb_strip_nulls` of an object of those alone, so a null in an always-sealed column stays).
+ */
+const SEALED_BODY = `(jsonb_build_object(${SEALED_COLUMNS.map((c) => `'${c}', e.${c}`).join(', ')})
+  || jsonb_strip_nulls(jsonb_build_object(${SEALED_WHEN_SET.map((c) => `'${c}', e.${c}`).join(', ')})))::text`;
 
 /**
  * Rows of `audit_events` with sequence numbers in (after, upTo], their sealed columns rendered by

@@ -1,4 +1,5 @@
 import { isConnectionError, type Sql } from '@bulkhead/db';
+import { STORED_COLUMN_NAMES, storedRow } from './columns.ts';
 import type { AuditEventInput, StoredEventFields } from './events.ts';
 import { normaliseEvent } from './normalise.ts';
 
@@ -60,34 +61,13 @@ export interface AuditWriterOptions {
   keepWaitMs?: number;
 }
 
-const ROW_COLUMNS = `id, server, token_id, token_label, client_name, client_version, method, tool, arguments,
-  outcome, result_summary, duration_ms, request_id, approval_id, injection_suspected`;
-
-function toRow(e: StoredEventFields): Record<string, unknown> {
-  return {
-    id: e.id,
-    server: e.server,
-    token_id: e.tokenId,
-    token_label: e.tokenLabel,
-    client_name: e.clientName,
-    client_version: e.clientVersion,
-    method: e.method,
-    tool: e.tool,
-    arguments: e.arguments,
-    outcome: e.outcome,
-    result_summary: e.resultSummary,
-    duration_ms: e.durationMs,
-    request_id: e.requestId,
-    approval_id: e.approvalId,
-    injection_suspected: e.injectionSuspected,
-  };
-}
+const ROW_COLUMNS = STORED_COLUMN_NAMES.join(', ');
 
 /** One statement, one parameter, any number of rows; the database stamps number, time, role and server. */
 async function insertRows(sql: TransactionSql | Sql, events: StoredEventFields[]): Promise<void> {
   await sql`
     insert into audit_events (${sql.unsafe(ROW_COLUMNS)})
-    select ${sql.unsafe(ROW_COLUMNS)} from jsonb_populate_recordset(null::audit_events, ${sql.json(events.map(toRow) as never)})`;
+    select ${sql.unsafe(ROW_COLUMNS)} from jsonb_populate_recordset(null::audit_events, ${sql.json(events.map(storedRow) as never)})`;
 }
 
 /** The event is stored already: an earlier attempt committed, and only its answer was lost. */
@@ -101,25 +81,23 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
+/** Group commit: events appended at about the same time are written by one statement. */
+interface Batcher {
+  /** Resolves with the event once the batch it went in has committed. */
+  enqueue(event: StoredEventFields): Promise<StoredEventFields>;
+  /** Resolves once no event waits or is being written. */
+  idle(): Promise<void>;
+}
+
 /**
- * Appending costs at most one round trip and takes no lock shared between processes: the database
- * numbers each event from a sequence and stamps its time, the writing role and (for a server's role)
- * the server. Integrity does not come from here but from the sealer, off the request path
- * (`sealLog`). Events appended outside a transaction are group-committed: what arrives while a batch
- * is being written goes in the next one, and while the server is busy a batch waits a few
- * milliseconds for company (`lingerMs`), so a busy server writes many events per statement.
+ * What arrives while a batch is being written goes in the next one, and while the server is busy a
+ * batch waits up to `lingerMs` for company.
  */
-export function createAuditWriter(sql: Sql, options: AuditWriterOptions = {}): AuditWriter {
-  const maxBatch = options.maxBatch ?? 500;
-  const maxInFlight = options.maxInFlight ?? 1;
-  const lingerMs = options.lingerMs ?? 5;
-  const maxHeld = options.maxHeld ?? 10_000;
-  const retryMs = options.retryMs ?? 1_000;
-  const keepWaitMs = options.keepWaitMs ?? 1_000;
-  const held = { waiting: 0, dropped: 0 };
-  let holding: StoredEventFields[] = [];
-  let retrying: Promise<void> | undefined;
-  let retryTimer: NodeJS.Timeout | undefined;
+function createBatcher(
+  sql: Sql,
+  options: { maxBatch: number; maxInFlight: number; lingerMs: number },
+): Batcher {
+  const { maxBatch, maxInFlight, lingerMs } = options;
   let queue: Pending[] = [];
   let inFlight = 0;
   let scheduled = false;
@@ -176,11 +154,34 @@ export function createAuditWriter(sql: Sql, options: AuditWriterOptions = {}): A
     setImmediate(drain);
   };
 
-  const enqueue = (event: StoredEventFields) =>
-    new Promise<StoredEventFields>((resolve, reject) => {
-      queue.push({ event, at: performance.now(), resolve: () => resolve(event), reject });
-      schedule();
-    });
+  return {
+    enqueue: (event) =>
+      new Promise<StoredEventFields>((resolve, reject) => {
+        queue.push({ event, at: performance.now(), resolve: () => resolve(event), reject });
+        schedule();
+      }),
+    async idle() {
+      if (queue.length || inFlight) await new Promise<void>((resolve) => idle.push(resolve));
+    },
+  };
+}
+
+/** Events held while the database is unreachable, written once it is back. */
+interface Hold {
+  /** Held and not yet written; dropped because the hold was full. */
+  readonly held: { waiting: number; dropped: number };
+  /** Holds an event, marked with when it was held, and starts retrying. */
+  add(event: StoredEventFields): void;
+  /** Tries once more to write the held events (if there are any). */
+  flush(): Promise<void>;
+}
+
+function createHold(sql: Sql, options: { maxBatch: number; maxHeld: number; retryMs: number }): Hold {
+  const { maxBatch, maxHeld, retryMs } = options;
+  const held = { waiting: 0, dropped: 0 };
+  let holding: StoredEventFields[] = [];
+  let retrying: Promise<void> | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
 
   /**
    * Writes the held events, oldest first. An event whose id is already stored was written by an
@@ -212,32 +213,62 @@ export function createAuditWriter(sql: Sql, options: AuditWriterOptions = {}): A
       }
     })());
 
-  const hold = (event: StoredEventFields) => {
-    if (holding.length >= maxHeld) {
-      held.dropped++;
-      return;
-    }
-    const since = new Date().toISOString();
-    const summary = event.resultSummary;
-    const fields = summary && typeof summary === 'object' && !Array.isArray(summary) ? summary : { summary };
-    holding.push({ ...event, resultSummary: { ...fields, held_since: since } });
-    held.waiting = holding.length;
-    if (!retryTimer) {
-      retryTimer = setInterval(() => void retryHeld(), retryMs);
-      retryTimer.unref();
-    }
-  };
-
   return {
     held,
+    add(event) {
+      if (holding.length >= maxHeld) {
+        held.dropped++;
+        return;
+      }
+      const since = new Date().toISOString();
+      const summary = event.resultSummary;
+      const fields =
+        summary && typeof summary === 'object' && !Array.isArray(summary) ? summary : { summary };
+      holding.push({ ...event, resultSummary: { ...fields, held_since: since } });
+      held.waiting = holding.length;
+      if (!retryTimer) {
+        retryTimer = setInterval(() => void retryHeld(), retryMs);
+        retryTimer.unref();
+      }
+    },
+    async flush() {
+      if (holding.length) await retryHeld();
+    },
+  };
+}
+
+/**
+ * Appending costs at most one round trip and takes no lock shared between processes: the database
+ * numbers each event from a sequence and stamps its time, the writing role and (for a server's role)
+ * the server. Integrity does not come from here but from the sealer, off the request path
+ * (`sealLog`). Events appended outside a transaction are group-committed: what arrives while a batch
+ * is being written goes in the next one, and while the server is busy a batch waits a few
+ * milliseconds for company (`lingerMs`), so a busy server writes many events per statement.
+ */
+export function createAuditWriter(sql: Sql, options: AuditWriterOptions = {}): AuditWriter {
+  const maxBatch = options.maxBatch ?? 500;
+  const keepWaitMs = options.keepWaitMs ?? 1_000;
+  const batcher = createBatcher(sql, {
+    maxBatch,
+    maxInFlight: options.maxInFlight ?? 1,
+    lingerMs: options.lingerMs ?? 5,
+  });
+  const hold = createHold(sql, {
+    maxBatch,
+    maxHeld: options.maxHeld ?? 10_000,
+    retryMs: options.retryMs ?? 1_000,
+  });
+
+  return {
+    held: hold.held,
     append(input) {
-      return enqueue(normaliseEvent(input));
+      return batcher.enqueue(normaliseEvent(input));
     },
     async keep(input) {
       const event = normaliseEvent(input);
-      const kept = enqueue(event).catch((err: unknown) => {
+      const kept = batcher.enqueue(event).catch((err: unknown) => {
         if (!isConnectionError(err)) throw err;
-        hold(event);
+        hold.add(event);
       });
       let timer: NodeJS.Timeout | undefined;
       const waited = new Promise<'waited'>(
@@ -258,8 +289,8 @@ export function createAuditWriter(sql: Sql, options: AuditWriterOptions = {}): A
       if (!row?.ok) throw new Error('the audit log refuses inserts from this role');
     },
     async flush() {
-      if (queue.length || inFlight) await new Promise<void>((resolve) => idle.push(resolve));
-      if (holding.length) await retryHeld();
+      await batcher.idle();
+      await hold.flush();
     },
   };
 }

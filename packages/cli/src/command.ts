@@ -15,8 +15,14 @@ export interface Command {
   summary: string;
   /** The full `--help` text. */
   help: string;
+  /** A group's commands (`tokens issue`, `tokens list`, ...), for the CLI reference page. */
+  subcommands?: Command[];
   run(argv: string[], ctx: CommandContext): Promise<number>;
 }
+
+/** Where the docs site explains the commands: the CLI reference page, at one command's section if named. */
+export const referenceOf = (name?: string) =>
+  `docs/cli.md${name ? `#bulkhead-${name}` : ''} (\`pnpm docs\` serves it)`;
 
 /** A command made of subcommands (`tokens issue`, `tokens list`, ...). */
 export function group(name: string, summary: string, subcommands: Command[]): Command {
@@ -29,11 +35,13 @@ export function group(name: string, summary: string, subcommands: Command[]): Co
     ...subcommands.map((c) => `  ${c.name.padEnd(12)} ${c.summary}`),
     '',
     `Run \`bulkhead ${name} <command> --help\` for the options of one command.`,
+    `Reference: ${referenceOf(name)}.`,
   ].join('\n');
   return {
     name,
     summary,
     help,
+    subcommands,
     async run(argv, ctx) {
       const [sub, ...rest] = argv;
       if (!sub || sub === '--help' || sub === '-h' || sub === 'help') {

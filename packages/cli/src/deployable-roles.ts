@@ -1,11 +1,5 @@
-import {
-  applyPrivileges,
-  discoverDeployables,
-  ensureGroupRoles,
-  groupRole,
-  roleSpecs,
-  type Sql,
-} from '@bulkhead/db';
+import { applyPrivileges, ensureGroupRoles, groupRole, roleSpecs, type Sql } from '@bulkhead/db';
+import { discoverDeployables } from '@bulkhead/deployables';
 import { repoRoot } from './root.ts';
 
 /** The role specs of every deployable under `servers/`, plus the audit sealer. */

@@ -29,8 +29,15 @@ const schema = z
      */
     BULKHEAD_MIGRATE: boolEnv.default(true),
     USER: z.string().optional(),
-    /** Where the user ran `pnpm bulkhead` (pnpm runs the CLI in packages/cli); relative paths are resolved from here. */
+    /** Where the user ran `pnpm run …` (pnpm runs a script in its package); relative paths are resolved from here. */
     INIT_CWD: z.string().min(1).optional(),
+    /**
+     * `pnpm bulkhead …` runs the CLI with `pnpm exec` (the root has no `bulkhead` script, so pnpm
+     * prints none of its own lines), which sets no INIT_CWD: with `--dir` it changes directory but
+     * leaves the shell's PWD, where the user is. Read only under pnpm (PNPM_PACKAGE_NAME).
+     */
+    PWD: z.string().startsWith('/').optional(),
+    PNPM_PACKAGE_NAME: z.string().optional(),
     NO_COLOR: z.string().optional(),
     /**
      * Where a server is reached, read as the server itself reads them, so that the
@@ -49,7 +56,7 @@ const schema = z
     serverLogLevel: env.LOG_LEVEL ?? 'info',
     BULKHEAD_DATA_DIR: env.BULKHEAD_DATA_DIR ?? join(repoRoot, '.bulkhead'),
     operator: env.BULKHEAD_OPERATOR ?? `cli:${env.USER ?? 'operator'}`,
-    cwd: env.INIT_CWD ?? process.cwd(),
+    cwd: env.INIT_CWD ?? (env.PNPM_PACKAGE_NAME !== undefined ? env.PWD : undefined) ?? process.cwd(),
   }));
 
 export type CliEnv = z.output<typeof schema> & { passthrough: Record<string, string | undefined> };

@@ -1,21 +1,8 @@
 import { dropPnpmSeparator } from './command.ts';
-import { commands, type CommandEntry } from './commands/index.ts';
+import { commands, commandListHelp as help } from './commands/index.ts';
 import { CliError, UsageError, processIo } from './io.ts';
 
 const io = processIo();
-
-function help(list: CommandEntry[]): string {
-  return [
-    'Usage: bulkhead <command> [options]',
-    '',
-    'Bulkhead: MCP servers split by trust boundary.',
-    '',
-    'Commands:',
-    ...list.map((c) => `  ${c.name.padEnd(12)} ${c.summary}`),
-    '',
-    'Run `bulkhead <command> --help` for details. Scripts: most commands take --json.',
-  ].join('\n');
-}
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = dropPnpmSeparator(argv);

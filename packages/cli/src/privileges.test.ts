@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { discoverDeployables, groupRole, roleSpecs } from '@bulkhead/db';
+import { groupRole, roleSpecs } from '@bulkhead/db';
+import { discoverDeployables } from '@bulkhead/deployables';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describePrivileges, privilegesTable } from './privileges.ts';
@@ -17,13 +18,13 @@ afterAll(async () => {
   await db.drop();
 });
 
-it("the README's roles table is what the catalog of a migrated database says", async () => {
-  const readme = readFileSync(`${root}README.md`, 'utf8');
+it('the roles table of docs/database.md is what the catalog of a migrated database says', async () => {
+  const readme = readFileSync(`${root}docs/database.md`, 'utf8');
   const start = readme.indexOf(BEGIN);
   const end = readme.indexOf(END);
-  expect(start, `README.md has the line ${BEGIN}`).toBeGreaterThan(0);
+  expect(start, `docs/database.md has the line ${BEGIN}`).toBeGreaterThan(0);
   expect(end).toBeGreaterThan(start);
-  // The roles of the deployables the README lists: a server added since (`bulkhead new server`) is
+  // The roles of the deployables the page lists: a server added since (`bulkhead new server`) is
   // in the table once someone pastes `db roles --table` again; until then its rows are not required.
   const listed = new Set(
     [...readme.slice(start, end).matchAll(/^\| `(bulkhead_[a-z_]+)` \|/gm)].map((m) => m[1]),

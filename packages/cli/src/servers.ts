@@ -1,4 +1,4 @@
-import { discoverDeployables, type Deployable } from '@bulkhead/db';
+import { discoverDeployables, type Deployable } from '@bulkhead/deployables';
 import { UsageError } from './io.ts';
 import { repoRoot } from './root.ts';
 

@@ -1,9 +1,9 @@
 // What operators' tools need of the kit — the CLI and the approvers' console — and server code does
 // not: managing tokens, deciding and listing approvals, metrics, the tool linter, showing text as it
 // is. `@bulkhead/core/operator`.
-export { createMetrics, metricsRoute, type Metrics, type MetricsSources } from './metrics.ts';
-export { sourceOf } from './http/middleware/request-context.ts';
-export { secretHash } from './secret.ts';
+export { createMetrics, metricsRoute, type Metrics, type MetricsSources } from './serve/metrics.ts';
+export { sourceOf } from './serve/http/middleware/request-context.ts';
+export { secretHash } from './pipeline/secret.ts';
 export {
   codePointLabel,
   escapeJson,
@@ -11,8 +11,8 @@ export {
   isHiddenCodePoint,
   visible,
   visibleLines,
-} from './visible.ts';
-export { mixedScriptWords, type MixedScriptWord } from './mixed-script.ts';
+} from './pipeline/visible.ts';
+export { mixedScriptWords, type MixedScriptWord } from './pipeline/mixed-script.ts';
 export {
   lintTools,
   lintServer,
@@ -21,8 +21,8 @@ export {
   type LintFinding,
   type LintOptions,
   type LintResult,
-} from './lint/lint-tools.ts';
-export { RULES, type LintRule, type RuleId } from './lint/rules.ts';
+} from './pipeline/lint/lint-tools.ts';
+export { RULES, type LintRule, type RuleId } from './pipeline/lint/rules.ts';
 export {
   createTokenVerifier,
   getToken,
@@ -43,7 +43,7 @@ export {
   type TokenVerifier,
   type TokenVerifierOptions,
   tokenPersons,
-} from './tokens.ts';
+} from './serve/tokens.ts';
 export {
   APPROVAL_ID,
   APPROVAL_STATUSES,
@@ -67,5 +67,5 @@ export {
   type ApprovalStatus,
   type SmtpOptions,
 } from './approvals/index.ts';
-export { PENDING_NOTE } from './pending-result.ts';
-export { listCaughtMail, storeCaughtMail, type CaughtMail } from './caught-mail.ts';
+export { PENDING_NOTE } from './pipeline/pending-result.ts';
+export { listCaughtMail, storeCaughtMail, type CaughtMail } from './approvals/caught-mail.ts';

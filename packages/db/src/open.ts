@@ -1,6 +1,5 @@
 import { createSql, type Sql } from './connect.ts';
-import { ensureEmbedded } from './embedded.ts';
-import { prepareEmbeddedRoles } from './embedded-roles.ts';
+import type { EmbeddedDatabase } from './embedded.ts';
 import type { RoleSpec } from './roles.ts';
 
 /** Options for {@link openDatabase}. */
@@ -29,20 +28,13 @@ export interface Database {
   close(): Promise<boolean>;
 }
 
-/** Connects to `DATABASE_URL`, or to the embedded default, starting it when nothing runs yet. */
+/**
+ * Connects to `DATABASE_URL`, or to the embedded default, starting it when nothing runs yet. The
+ * embedded modules are loaded only then: with `DATABASE_URL` (every deployment) they never are.
+ */
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
-  const embedded = options.databaseUrl
-    ? undefined
-    : await ensureEmbedded({ dataDir: options.dataDir, ...(options.log ? { log: options.log } : {}) });
-  const url =
-    options.databaseUrl ??
-    (options.deployable
-      ? (
-          await prepareEmbeddedRoles(embedded!.adminUrl, options.dataDir, options.deployable.roles, [
-            options.deployable.name,
-          ])
-        )[options.deployable.name]!
-      : embedded!.url);
+  const embedded = options.databaseUrl ? undefined : await openEmbedded(options);
+  const url = options.databaseUrl ?? embedded!.url;
   const sql = createSql(url, {
     max: options.max ?? 10,
     applicationName: options.applicationName ?? 'bulkhead',
@@ -51,10 +43,26 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     sql,
     url,
     embedded: Boolean(embedded),
-    ...(embedded ? { adminUrl: embedded.adminUrl } : {}),
+    ...(embedded ? { adminUrl: embedded.server.adminUrl } : {}),
     close: async () => {
       await sql.end({ timeout: 5 });
-      return (await embedded?.stop()) ?? false;
+      return (await embedded?.server.stop()) ?? false;
     },
   };
+}
+
+/** The embedded default, started if needed, and the URL to connect with (the deployable's own login, if given). */
+async function openEmbedded(
+  options: OpenDatabaseOptions,
+): Promise<{ server: EmbeddedDatabase; url: string }> {
+  const { ensureEmbedded } = await import('./embedded.ts');
+  const server = await ensureEmbedded({
+    dataDir: options.dataDir,
+    ...(options.log ? { log: options.log } : {}),
+  });
+  if (!options.deployable) return { server, url: server.url };
+  const { prepareEmbeddedRoles } = await import('./embedded-roles.ts');
+  const { name, roles } = options.deployable;
+  const urls = await prepareEmbeddedRoles(server.adminUrl, options.dataDir, roles, [name]);
+  return { server, url: urls[name]! };
 }

@@ -199,7 +199,7 @@ export async function applyPrivileges(sql: Sql, specs: readonly RoleSpec[]): Pro
 
 /**
  * Connections one login role may hold at once (`CONNECTION LIMIT`), unless told otherwise: one server
- * replica holds up to 13 (see the capacity table in the README), so three replicas fit, and no single
+ * replica holds up to 13 (see "Capacity" in docs/concepts.md), so three replicas fit, and no single
  * login can take every connection of the cluster from the others.
  */
 export const DEFAULT_CONNECTION_LIMIT = 40;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { discoverDeployables } from '@bulkhead/deployables';
 import { createSql, type Sql } from './connect.ts';
-import { discoverDeployables } from './deployables.ts';
 import { migrate } from './migrate.ts';
 import { ensureOwner, OWNER_ROLE } from './owner.ts';
 import {

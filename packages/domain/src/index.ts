@@ -1,5 +1,5 @@
 // The business vocabulary the servers share, kept out of the kit: customer, invoice, ticket and
-// document arguments, the helpdesk's words and thread query, the knowledge base's documents.
+// document arguments, the helpdesk's words, thread query and thread output shape, the knowledge base's documents.
 export { customerIdArg, docIdArg, invoiceNumberArg, messageArg, ticketKeyArg } from './arguments.ts';
 export {
   getTicketThread,
@@ -15,6 +15,12 @@ export {
   type TicketMessage,
   type TicketStatus,
 } from './helpdesk.ts';
+export {
+  ticketMessageOutput,
+  ticketThreadOutput,
+  ticketThreadResult,
+  type TicketThreadResult,
+} from './ticket-thread.ts';
 export {
   DOC_ID_PATTERN,
   DOC_KINDS,

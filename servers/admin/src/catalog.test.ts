@@ -54,7 +54,7 @@ const EXPECTED = {
 } as const;
 
 describe('tools/list', () => {
-  it('lists every tool with its annotations (title there), an output schema unless gated, and no icon (the server has one)', async () => {
+  it('lists every tool with its annotations (title there), an output schema unless gated, and an icon', async () => {
     const { tools } = await h.client.listTools();
     expect(tools.map((t) => t.name)).toEqual(Object.keys(EXPECTED));
     for (const t of tools) {
@@ -64,11 +64,12 @@ describe('tools/list', () => {
       expect(Boolean(tool.approval)).toBe(gated);
       expect(t.title).toBeUndefined();
       expect(t.annotations).toEqual({ title: tool.title, ...annotations });
-      // A gated call answers the kit's pending_approval envelope, explained in the description.
+      // A gated call answers the kit's pending_approval envelope (or a task), explained in the description.
       expect(t.outputSchema?.type).toBe(gated ? undefined : 'object');
       if (gated) expect(t.description).toContain('Returns pending_approval (gated).');
+      else expect(t.outputSchema?.required).toEqual(Object.keys(t.outputSchema!.properties!));
       expect(t.inputSchema.additionalProperties).toBeUndefined();
-      expect(t.icons).toBeUndefined();
+      expect(t.icons).toEqual([expect.objectContaining({ mimeType: 'image/svg+xml', sizes: ['any'] })]);
     }
   });
 

@@ -1,5 +1,5 @@
 import { createServer } from '@bulkhead/core';
-import { serverIcon } from './tools/shared.ts';
+import { icons } from './tools/shared.ts';
 import { tools } from './tools/index.ts';
 
 /** Billing and helpdesk administration: customers, invoices, tickets; actions that leave the house are gated. */
@@ -9,6 +9,6 @@ export const adminServer = createServer({
   title: 'Billing and helpdesk administration',
   description:
     'Customers, invoices and helpdesk tickets for the operators; answers, invoices, credit notes and contact changes wait for a person’s approval.',
-  icons: serverIcon,
+  icons: icons.invoice,
   tools,
 });

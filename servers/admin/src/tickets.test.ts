@@ -100,11 +100,11 @@ describe('get_ticket', () => {
   it('returns the whole thread, every text marked untrusted with its source', async () => {
     const r = await h.call('get_ticket', { key: 'T-1263' });
     expect(r.isError).toBe(false);
-    const m = (n: number, author_kind: string, author: string, sent: string, body: string) => ({
+    const m = (n: number, author_kind: string, author_name: string, created_at: string, body: string) => ({
       n,
       author_kind,
-      author: u(author, `ticket T-1263 message ${n}`),
-      sent,
+      author_name: u(author_name, `ticket T-1263 message ${n} author`),
+      created_at,
       body: u(body, `ticket T-1263 message ${n}`),
     });
     expect(r.structured).toEqual({

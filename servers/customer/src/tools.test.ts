@@ -625,12 +625,15 @@ describe('get_invoice with long lists', () => {
     expect((result.structured!.lines as unknown[]).length).toBe(100);
   });
 
-  it('types the payment method in its output schema (output schemas carry fields and types, not value lists)', async () => {
+  it('lists the payment methods in its output schema, an enum a client can rely on', async () => {
     const { tools } = await me.client.listTools();
     const schema = tools.find((t) => t.name === 'get_invoice')!.outputSchema as {
       properties: Record<string, { items: { properties: Record<string, unknown> } }>;
     };
-    expect(schema.properties.payments!.items.properties.method).toEqual({ type: 'string' });
+    expect(schema.properties.payments!.items.properties.method).toEqual({
+      type: 'string',
+      enum: ['bank_transfer', 'card', 'direct_debit'],
+    });
   });
 });
 

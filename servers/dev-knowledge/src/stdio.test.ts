@@ -18,7 +18,7 @@ let roleUrl: string;
 beforeAll(async () => {
   db = await createTestDatabase();
   roleUrl = (await db.as('dev-knowledge')).url;
-  await ingestFolder(db.sql, fileURLToPath(new URL('../docs', import.meta.url)));
+  await ingestFolder(db.sql, fileURLToPath(new URL('../../../docs/handbook', import.meta.url)));
 });
 afterAll(async () => {
   await db.drop();

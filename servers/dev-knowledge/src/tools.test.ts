@@ -15,7 +15,7 @@ let client: Client;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  await ingestFolder(db.sql, fileURLToPath(new URL('../docs', import.meta.url)));
+  await ingestFolder(db.sql, fileURLToPath(new URL('../../../docs/handbook', import.meta.url)));
   server = await startTestServer(devKnowledgeServer, { db });
   client = await connect(server, await issueTestToken(db.sql, devKnowledgeServer));
 });

@@ -76,9 +76,34 @@ describe('bulkhead audit', () => {
       env,
     );
     const csvLines = csv.stdout.trim().split('\n');
-    expect(csvLines[0]).toBe(
-      'seq,id,at,server,chain_seq,token_id,token_label,client_name,client_version,method,tool,arguments,outcome,result_summary,duration_ms,request_id,approval_id,injection_suspected,prev_hash,hash,db_role',
-    );
+    const columns =
+      'seq,id,at,server,chain_seq,token_id,token_label,client_name,client_version,method,tool,arguments,outcome,result_summary,duration_ms,request_id,approval_id,injection_suspected,prev_hash,hash,db_role,trace_id';
+    expect(csvLines[0]).toBe(columns);
+    expect(Object.keys(rows[0])).toEqual(columns.split(','));
+    expect(rows[0]).toEqual({
+      seq: 1,
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      server: 'admin',
+      chain_seq: null,
+      token_id: 'tok123',
+      token_label: 'Claude on Ana’s laptop',
+      client_name: null,
+      client_version: null,
+      method: 'tools/call',
+      tool: 'get_ticket',
+      arguments: { key: 'T-1001', note: 'comma, "quoted"' },
+      outcome: 'ok',
+      result_summary: null,
+      duration_ms: 1,
+      request_id: 'req-1',
+      approval_id: null,
+      injection_suspected: false,
+      prev_hash: null,
+      hash: null,
+      db_role: expect.any(String),
+      trace_id: null,
+    });
     expect(csvLines).toHaveLength(4);
     expect(csvLines[1]).toContain(',"{""key"":""T-1002"",""note"":""comma, \\""quoted\\""""}",ok,');
     expect((await runCli(['audit', 'export', '--format', 'csv'], env)).stderr).toContain(

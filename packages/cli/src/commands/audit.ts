@@ -3,6 +3,8 @@ import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { readFile, writeFile } from 'node:fs/promises';
 import {
+  AUDIT_COLUMN_NAMES,
+  eventRow,
   OUTCOMES,
   pruneLog,
   readRecent,
@@ -53,32 +55,28 @@ function filterFrom(values: {
   };
 }
 
+/**
+ * The columns of `audit export` and `audit tail --json`, in the order scripts have read since the log was
+ * a hash chain: the event's columns with `db_role` and `trace_id` (added later) last, and the chain's columns
+ * (`chain_seq`, `prev_hash`, `hash`), kept for those scripts and null now that the log is sealed.
+ */
+const EXPORT_COLUMNS = [
+  'seq',
+  'id',
+  'at',
+  'server',
+  'chain_seq',
+  ...AUDIT_COLUMN_NAMES.filter((c) => !['seq', 'id', 'at', 'server', 'db_role', 'trace_id'].includes(c)),
+  'prev_hash',
+  'hash',
+  'db_role',
+  'trace_id',
+] as const;
+
 /** The JSON form of an event for scripts (snake_case, ISO time). */
-export function eventJson(e: AuditEvent) {
-  return {
-    seq: e.seq,
-    id: e.id,
-    at: e.at.toISOString(),
-    server: e.server,
-    // Kept for scripts written against the hash-chained log; the log is sealed now (see `audit verify`).
-    chain_seq: null,
-    token_id: e.tokenId,
-    token_label: e.tokenLabel,
-    client_name: e.clientName,
-    client_version: e.clientVersion,
-    method: e.method,
-    tool: e.tool,
-    arguments: e.arguments,
-    outcome: e.outcome,
-    result_summary: e.resultSummary,
-    duration_ms: e.durationMs,
-    request_id: e.requestId,
-    approval_id: e.approvalId,
-    injection_suspected: e.injectionSuspected,
-    prev_hash: null,
-    hash: null,
-    db_role: e.dbRole,
-  };
+export function eventJson(e: AuditEvent): Record<string, unknown> {
+  const row = { ...eventRow(e), at: e.at.toISOString(), chain_seq: null, prev_hash: null, hash: null };
+  return Object.fromEntries(EXPORT_COLUMNS.map((c) => [c, row[c]]));
 }
 
 /** One readable line; everything a client chose (tool name, client name, arguments) is shown, never sent raw. */
@@ -156,30 +154,6 @@ Options:
   },
 };
 
-const CSV_COLUMNS = [
-  'seq',
-  'id',
-  'at',
-  'server',
-  'chain_seq',
-  'token_id',
-  'token_label',
-  'client_name',
-  'client_version',
-  'method',
-  'tool',
-  'arguments',
-  'outcome',
-  'result_summary',
-  'duration_ms',
-  'request_id',
-  'approval_id',
-  'injection_suspected',
-  'prev_hash',
-  'hash',
-  'db_role',
-] as const;
-
 function csvCell(value: unknown): string {
   if (value === null || value === undefined) return '';
   const text = typeof value === 'object' ? JSON.stringify(value) : String(value);
@@ -217,14 +191,14 @@ Options:
     const filter = filterFrom(values);
     return withDatabase(env, io, async ({ sql }) => {
       const out: Writable = values.output ? createWriteStream(values.output) : process.stdout;
-      if (values.format === 'csv') await write(out, `${CSV_COLUMNS.join(',')}\n`);
+      if (values.format === 'csv') await write(out, `${EXPORT_COLUMNS.join(',')}\n`);
       let count = 0;
       for await (const e of streamEvents(sql, filter)) {
         const row = eventJson(e);
         await write(
           out,
           values.format === 'csv'
-            ? `${CSV_COLUMNS.map((c) => csvCell(row[c])).join(',')}\n`
+            ? `${EXPORT_COLUMNS.map((c) => csvCell(row[c])).join(',')}\n`
             : `${JSON.stringify(row)}\n`,
         );
         if (++count % 10_000 === 0) io.progress(`exported ${count} events`);

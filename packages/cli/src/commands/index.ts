@@ -1,4 +1,4 @@
-import type { Command } from '../command.ts';
+import { referenceOf, type Command } from '../command.ts';
 
 /**
  * A top-level command as `bulkhead --help` lists it. Its code (and the kit, the SDK, zod and the
@@ -67,3 +67,18 @@ export const commands: CommandEntry[] = [
     load: async () => (await import('./db.ts')).dbCommand(),
   },
 ];
+
+/** `bulkhead --help`: the commands, one line each, and where the reference is. */
+export function commandListHelp(list: CommandEntry[] = commands): string {
+  return [
+    'Usage: bulkhead <command> [options]',
+    '',
+    'Bulkhead: MCP servers split by trust boundary.',
+    '',
+    'Commands:',
+    ...list.map((c) => `  ${c.name.padEnd(12)} ${c.summary}`),
+    '',
+    'Run `bulkhead <command> --help` for details. Scripts: most commands take --json.',
+    `Reference: ${referenceOf()}.`,
+  ].join('\n');
+}

@@ -36,10 +36,10 @@ describe('the knowledge-base start hook', () => {
     await kbStartHook({ sql: db.sql, env, io: first.io, embedded: false, servers: [] });
     expect(first.err).toEqual([
       'Loading the sample engineering documents for dev-knowledge...',
-      'servers/dev-knowledge/docs: 42 files, 42 added, 0 updated, 0 unchanged, 0 removed, 0 invalid',
+      'docs/handbook: 42 files, 42 added, 0 updated, 0 unchanged, 0 removed, 0 invalid',
     ]);
     expect(first.progress).toHaveLength(42);
-    expect(first.progress[0]).toBe('[1/42] adr-0001-record-architecture-decisions.md');
+    expect(first.progress[0]).toBe('[1/42] adr/adr-0001-record-architecture-decisions.md');
     const [row] = await db.sql`select count(*)::int as n from kb_documents`;
     expect(row!.n).toBe(42);
 

@@ -6,8 +6,8 @@ import { repoRoot } from '../root.ts';
 import { printDetails, summary } from './kb.ts';
 import type { StartHook } from './start.ts';
 
-/** The sample documents shipped with dev-knowledge. */
-export const demoDocsFolder = (root = repoRoot) => join(root, 'servers', 'dev-knowledge', 'docs');
+/** The sample documents dev-knowledge serves: Bulkhead's own handbook, the pages of the docs site. */
+export const demoDocsFolder = (root = repoRoot) => join(root, 'docs', 'handbook');
 
 /**
  * On a start with an empty knowledge base, loads the shipped sample documents

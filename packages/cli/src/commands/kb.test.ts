@@ -66,6 +66,25 @@ describe('bulkhead kb ingest', () => {
     );
   });
 
+  it("resolves a relative folder from the shell's PWD under `pnpm exec` (no INIT_CWD), not elsewhere", async () => {
+    const fromPnpm = await runCli(['kb', 'ingest', basename(dir), '--dry-run'], {
+      ...env,
+      INIT_CWD: undefined,
+      PWD: dirname(dir),
+      PNPM_PACKAGE_NAME: 'bulkhead',
+    });
+    expect(fromPnpm.code).toBe(0);
+    expect(fromPnpm.stdout).toContain(`${basename(dir)}: 2 files, 0 added, 0 updated, 2 unchanged`);
+    // Without pnpm, PWD may be stale (nothing but a shell keeps it): the process's own directory counts.
+    const direct = await runCli(['kb', 'ingest', basename(dir), '--dry-run'], {
+      ...env,
+      INIT_CWD: undefined,
+      PNPM_PACKAGE_NAME: undefined,
+      PWD: dirname(dir),
+    });
+    expect(direct.code).not.toBe(0);
+  });
+
   it('exits 1 when a file is invalid, naming the file and the field, and still ingests the others', async () => {
     await writeFile(join(dir, 'guide-broken.md'), front('Broken', 'howto'));
     try {

@@ -106,7 +106,7 @@ describe('bulkhead lint-tools --url', () => {
     expect(run).toEqual({
       code: 0,
       stdout: '[]\n',
-      stderr: `2 tools, model part ${size.modelChars.toLocaleString('en-US')} characters (~${size.modelTokens.toLocaleString('en-US')} tokens) of 6,000, tools/list ${size.chars.toLocaleString('en-US')} characters (~${size.tokens.toLocaleString('en-US')} tokens) of 12,000: clean.\n`,
+      stderr: `2 tools, model part ${size.modelChars.toLocaleString('en-US')} characters (~${size.modelTokens.toLocaleString('en-US')} tokens) of 6,000, tools/list ${size.chars.toLocaleString('en-US')} characters (~${size.tokens.toLocaleString('en-US')} tokens): clean.\n`,
     });
   });
 
@@ -143,7 +143,7 @@ describe('bulkhead lint-tools --url', () => {
     expect(run.stdout).toContain('(U+200B)');
     expect(run.stdout).not.toContain('\u200b');
     expect(run.stderr).toMatch(
-      /^1 tool, model part [\d,]+ characters \(~[\d,]+ tokens\) of 6,000, tools\/list [\d,]+ characters \(~[\d,]+ tokens\) of 12,000: 4 findings\.\n$/,
+      /^1 tool, model part [\d,]+ characters \(~[\d,]+ tokens\) of 6,000, tools\/list [\d,]+ characters \(~[\d,]+ tokens\): 4 findings\.\n$/,
     );
   });
 
@@ -170,14 +170,17 @@ describe('bulkhead lint-tools --url', () => {
       'property-described',
     ]);
     expect(lines.at(-2)).toMatch(
-      /^1 tool, model part [\d,]+ characters \(~[\d,]+ tokens\) of 6,000, tools\/list [\d,]+ characters \(~[\d,]+ tokens\) of 12,000: 4 findings\.$/,
+      /^1 tool, model part [\d,]+ characters \(~[\d,]+ tokens\) of 6,000, tools\/list [\d,]+ characters \(~[\d,]+ tokens\): 4 findings\.$/,
     );
   });
 
-  it('applies --budget and --model-budget', async () => {
+  it('applies --budget and --model-budget, and shows the whole list against a --budget asked for', async () => {
     const run = await lint(cleanServer, cleanToken, '--json', '--budget', '500', '--model-budget', '400');
     const { size } = lintServer(clean);
     expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      `tools/list ${size.chars.toLocaleString('en-US')} characters (~${size.tokens.toLocaleString('en-US')} tokens) of 500: 2 findings.`,
+    );
     expect(JSON.parse(run.stdout)).toEqual([
       {
         tool: null,

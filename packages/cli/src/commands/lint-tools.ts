@@ -1,10 +1,9 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { escapeJson, lintTools, RULES, visible, type LintableTool } from '@bulkhead/core/operator';
-import { parse, type Command } from '../command.ts';
+import { parse, referenceOf, type Command } from '../command.ts';
 import { table } from '../format.ts';
 import { CliError, UsageError } from '../io.ts';
 
-const DEFAULT_BUDGET = 12_000;
 const DEFAULT_MODEL_BUDGET = 6000;
 
 const help = `Usage: bulkhead lint-tools --url <url> [--header "Name: value"]... [--json] [--budget <chars>] [--model-budget <chars>]
@@ -12,8 +11,8 @@ const help = `Usage: bulkhead lint-tools --url <url> [--header "Name: value"]...
 Checks what a running MCP server shows the model — every tool's name,
 description, schemas and annotations — against the rules below, and measures
 its tools/list — the part a model reads (each tool's name, title, description and
-input schema) and the whole list — in characters, and tokens estimated as
-characters / 4. Use it to
+input schema), against its budget, and the whole list, shown — in characters,
+and tokens estimated as characters / 4. Use it to
 vet a third-party server before connecting it to an assistant. A shipped
 Bulkhead server is linted by its own test (src/server.test.ts, lintServer).
 
@@ -21,14 +20,16 @@ Options:
   --url <url>       the server's MCP endpoint, e.g. http://127.0.0.1:3103/mcp
   --header <h>      a request header, repeatable: --header "Authorization: Bearer bh_..."
   --json            print the findings as a JSON list of { tool, rule, message, path }
-  --budget <chars>  the budget of the whole tools/list in characters (default ${DEFAULT_BUDGET.toLocaleString('en-US')})
+  --budget <chars>  a limit on the whole tools/list in characters (default: none, it is only shown)
   --model-budget <chars>
                     the budget of the part a model reads (default ${DEFAULT_MODEL_BUDGET.toLocaleString('en-US')})
 
 Exit code: 0 no findings, 1 findings (or the server could not be read), 2 usage error.
 
 Rules:
-${RULES.map((r) => `  ${r.id.padEnd(24)} ${r.checks}`).join('\n')}`;
+${RULES.map((r) => `  ${r.id.padEnd(24)} ${r.checks}`).join('\n')}
+
+Reference: ${referenceOf('lint-tools')}.`;
 
 function headers(list: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
@@ -107,19 +108,22 @@ export const lintToolsCommand: Command = {
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:')
       throw new UsageError(`--url must be http:// or https://, got ${url.protocol}`);
-    const chars = (option: string, value: string | undefined, fallback: number) => {
-      const n = value === undefined ? fallback : Number(value);
+    const chars = (option: string, value: string) => {
+      const n = Number(value);
       if (!Number.isInteger(n) || n <= 0)
         throw new UsageError(`--${option} must be a positive whole number of characters, got "${value}"`);
       return n;
     };
-    const budget = chars('budget', values.budget, DEFAULT_BUDGET);
-    const modelBudget = chars('model-budget', values['model-budget'], DEFAULT_MODEL_BUDGET);
+    const budget = values.budget === undefined ? undefined : chars('budget', values.budget);
+    const modelBudget =
+      values['model-budget'] === undefined
+        ? DEFAULT_MODEL_BUDGET
+        : chars('model-budget', values['model-budget']);
 
     const tools = await listTools(url, headers(values.header));
     const { findings, size } = lintTools(tools, { budgetChars: budget, modelBudgetChars: modelBudget });
     const n = (x: number) => x.toLocaleString('en-US');
-    const summary = `${tools.length} tool${tools.length === 1 ? '' : 's'}, model part ${n(size.modelChars)} characters (~${n(size.modelTokens)} tokens) of ${n(modelBudget)}, tools/list ${n(size.chars)} characters (~${n(size.tokens)} tokens) of ${n(budget)}: ${findings.length ? `${findings.length} finding${findings.length === 1 ? '' : 's'}` : 'clean'}.`;
+    const summary = `${tools.length} tool${tools.length === 1 ? '' : 's'}, model part ${n(size.modelChars)} characters (~${n(size.modelTokens)} tokens) of ${n(modelBudget)}, tools/list ${n(size.chars)} characters (~${n(size.tokens)} tokens)${budget === undefined ? '' : ` of ${n(budget)}`}: ${findings.length ? `${findings.length} finding${findings.length === 1 ? '' : 's'}` : 'clean'}.`;
     if (values.json) {
       io.out(escapeJson(JSON.stringify(findings, null, 2)));
       io.err(summary);

@@ -6,7 +6,7 @@ import { dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { lintServer } from '@bulkhead/core/operator';
 import type * as Prettier from 'prettier';
-import { ManifestError } from '@bulkhead/db';
+import { ManifestError } from '@bulkhead/deployables';
 import { group, parse, type Command } from '../command.ts';
 import { serverReadme } from '../figures.ts';
 import { CliError, UsageError } from '../io.ts';
@@ -143,7 +143,7 @@ function choosePort(value: string | undefined, servers: ServerManifest[]): numbe
   const owner = servers.find((s) => s.port === port);
   if (owner)
     throw new CliError(
-      `port ${port} is ${owner.name}'s (servers/${owner.name}/package.json); choose another, e.g. --port ${highest + 1}`,
+      `port ${port} is ${owner.name}'s (${relative(repoRoot, owner.dir)}/package.json); choose another, e.g. --port ${highest + 1}`,
     );
   return port;
 }
@@ -291,6 +291,103 @@ function nextSteps(server: NewServer, dir: string, io: { out(line: string): void
   );
 }
 
+/** The new server as the options describe it, checked against those there are, and the tools drafted from `api`. */
+function planServer(
+  values: {
+    port?: string | undefined;
+    'customer-bound': boolean;
+    upstream?: string | undefined;
+    description?: string | undefined;
+  },
+  nameArg: string | undefined,
+  api: ApiDocument | undefined,
+  operations: string[],
+): { server: NewServer; drafted: Drafted | undefined; dir: string; overlay: string } {
+  let servers: ServerManifest[];
+  try {
+    servers = discoverServers();
+  } catch (err) {
+    if (err instanceof ManifestError) throw new CliError(err.message);
+    throw err;
+  }
+  const name = checkName(nameArg, servers);
+  const dir = `servers/${name}`;
+  if (existsSync(join(repoRoot, dir)))
+    throw new CliError(`${dir} exists already: choose another name, or remove the folder first`);
+  const overlay = `${OVERLAYS}/${name}`;
+  if (existsSync(join(repoRoot, overlay)))
+    throw new CliError(`${overlay} exists already (an overlay without its server?): remove it first`);
+  const port = choosePort(values.port, servers);
+  const upstream = values.upstream !== undefined ? checkUpstream(values.upstream) : undefined;
+  const drafted = api ? draftTools(api, name, operations, upstream) : undefined;
+  const server: NewServer = {
+    name,
+    port,
+    description: checkDescription(values.description ?? (api ? `Tools over ${api.title}.` : undefined), name),
+    customerBound: values['customer-bound'],
+    ...(drafted ? { upstream: drafted.upstream, openapi: drafted.openapi } : upstream ? { upstream } : {}),
+    versions: versions(),
+  };
+  return { server, drafted, dir, overlay };
+}
+
+/** The server's own files under `dir`, and its entries in the compose file and the Kubernetes overlays (where they exist). */
+async function newFiles(server: NewServer, dir: string, overlay: string): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  const own = serverFiles(server);
+  own['README.md'] = await measuredReadme(server, own);
+  for (const [path, text] of Object.entries(own)) files.set(`${dir}/${path}`, text);
+  const composeFile = join(repoRoot, COMPOSE);
+  if (existsSync(composeFile)) {
+    try {
+      files.set(COMPOSE, composeWithServer(readFileSync(composeFile, 'utf8'), server));
+    } catch (err) {
+      if (!(err instanceof ComposeShapeError)) throw err;
+      throw new CliError(
+        `${COMPOSE}: ${err.message}; nothing was written. Add the service by hand (as dev-knowledge's), or fix the file and run again`,
+      );
+    }
+  }
+  if (existsSync(join(repoRoot, OVERLAYS)))
+    for (const [file, text] of Object.entries(k8sOverlay(server))) files.set(`${overlay}/${file}`, text);
+  return files;
+}
+
+/** What was created, for a reader: the server's files, then the deployment entries. */
+function created(server: NewServer, dir: string, written: string[], io: { out(line: string): void }): void {
+  const shown = (path: string) => relative(repoRoot, join(repoRoot, path));
+  const scopes = serverScopes(server);
+  io.out(
+    `Created ${dir}: port ${server.port}, scope${scopes.length > 1 ? 's' : ''} ${scopes.join(', ')}, ${server.customerBound ? 'customer-bound' : 'not customer-bound'}.`,
+  );
+  for (const path of written.filter((p) => p.startsWith(`${dir}/`))) io.out(`  ${shown(path)}`);
+  const deployment = written.filter((p) => !p.startsWith(`${dir}/`));
+  if (deployment.length) {
+    io.out('Deployment entries:');
+    for (const path of deployment) io.out(`  ${shown(path)}`);
+  }
+}
+
+/** The next steps for a server made from the example tool. */
+function exampleNextSteps(server: NewServer, dir: string, io: { out(line: string): void }): void {
+  const token = `pnpm bulkhead tokens issue --server ${server.name}${server.customerBound ? ' --customer C-1001' : ''} --label "<who>"`;
+  io.out('');
+  io.out('Next:');
+  io.out('  pnpm install                          link the new package (pnpm-lock.yaml gains it)');
+  io.out(`  pnpm vitest run ${dir}    its tests: lint, budgets, scopes, ${EXAMPLE_TOOL} over HTTP`);
+  io.out(`  pnpm start                            serves it at http://127.0.0.1:${server.port}/mcp`);
+  io.out(`  ${token}`);
+  io.out(
+    `Then replace src/tools/count-weekdays.ts with the server's own tools (one a file, listed in src/tools/index.ts),`,
+  );
+  io.out(
+    "grant their tables in grants.sql, keep the manifest's scopes and probe true (test/manifests.test.ts checks",
+  );
+  io.out(
+    'them), and run pnpm figures after changing a tool. A new table is a migration in packages/db/migrations.',
+  );
+}
+
 const serverCommand: Command = {
   name: 'server',
   summary: 'scaffold a new bounded MCP server and its deployment entries',
@@ -325,53 +422,8 @@ const serverCommand: Command = {
         return 0;
       }
     }
-    let servers: ServerManifest[];
-    try {
-      servers = discoverServers();
-    } catch (err) {
-      if (err instanceof ManifestError) throw new CliError(err.message);
-      throw err;
-    }
-    const name = checkName(positionals[0], servers);
-    const dir = `servers/${name}`;
-    if (existsSync(join(repoRoot, dir)))
-      throw new CliError(`${dir} exists already: choose another name, or remove the folder first`);
-    const overlay = `${OVERLAYS}/${name}`;
-    if (existsSync(join(repoRoot, overlay)))
-      throw new CliError(`${overlay} exists already (an overlay without its server?): remove it first`);
-    const port = choosePort(values.port, servers);
-    const upstream = values.upstream !== undefined ? checkUpstream(values.upstream) : undefined;
-    const drafted = api ? draftTools(api, name, operations, upstream) : undefined;
-    const server: NewServer = {
-      name,
-      port,
-      description: checkDescription(
-        values.description ?? (api ? `Tools over ${api.title}.` : undefined),
-        name,
-      ),
-      customerBound: values['customer-bound'],
-      ...(drafted ? { upstream: drafted.upstream, openapi: drafted.openapi } : upstream ? { upstream } : {}),
-      versions: versions(),
-    };
-
-    const files = new Map<string, string>();
-    const own = serverFiles(server);
-    own['README.md'] = await measuredReadme(server, own);
-    for (const [path, text] of Object.entries(own)) files.set(`${dir}/${path}`, text);
-    const composeFile = join(repoRoot, COMPOSE);
-    if (existsSync(composeFile)) {
-      try {
-        files.set(COMPOSE, composeWithServer(readFileSync(composeFile, 'utf8'), server));
-      } catch (err) {
-        if (!(err instanceof ComposeShapeError)) throw err;
-        throw new CliError(
-          `${COMPOSE}: ${err.message}; nothing was written. Add the service by hand (as dev-knowledge's), or fix the file and run again`,
-        );
-      }
-    }
-    if (existsSync(join(repoRoot, OVERLAYS)))
-      for (const [file, text] of Object.entries(k8sOverlay(server))) files.set(`${overlay}/${file}`, text);
-
+    const { server, drafted, dir, overlay } = planServer(values, positionals[0], api, operations);
+    const files = await newFiles(server, dir, overlay);
     for (const [path, text] of await formatted(files)) {
       await mkdir(dirname(join(repoRoot, path)), { recursive: true });
       await writeFile(join(repoRoot, path), text);
@@ -381,8 +433,8 @@ const serverCommand: Command = {
     if (values.json) {
       io.out(
         JSON.stringify({
-          name,
-          port,
+          name: server.name,
+          port: server.port,
           customer_bound: server.customerBound,
           files: written,
           ...(drafted ? { tools: drafted.openapi.tools.map((t) => t.name) } : {}),
@@ -390,38 +442,11 @@ const serverCommand: Command = {
       );
       return 0;
     }
-    const shown = (path: string) => relative(repoRoot, join(repoRoot, path));
-    const scopes = serverScopes(server);
-    io.out(
-      `Created ${dir}: port ${port}, scope${scopes.length > 1 ? 's' : ''} ${scopes.join(', ')}, ${server.customerBound ? 'customer-bound' : 'not customer-bound'}.`,
-    );
-    for (const path of written.filter((p) => p.startsWith(`${dir}/`))) io.out(`  ${shown(path)}`);
-    const deployment = written.filter((p) => !p.startsWith(`${dir}/`));
-    if (deployment.length) {
-      io.out('Deployment entries:');
-      for (const path of deployment) io.out(`  ${shown(path)}`);
-    }
+    created(server, dir, written, io);
     if (drafted) {
       stillToDecide(drafted, server, io);
       nextSteps(server, dir, io);
-      return 0;
-    }
-    const token = `pnpm bulkhead tokens issue --server ${name}${server.customerBound ? ' --customer C-1001' : ''} --label "<who>"`;
-    io.out('');
-    io.out('Next:');
-    io.out('  pnpm install                          link the new package (pnpm-lock.yaml gains it)');
-    io.out(`  pnpm vitest run ${dir}    its tests: lint, budgets, scopes, ${EXAMPLE_TOOL} over HTTP`);
-    io.out(`  pnpm start                            serves it at http://127.0.0.1:${port}/mcp`);
-    io.out(`  ${token}`);
-    io.out(
-      `Then replace src/tools/count-weekdays.ts with the server's own tools (one a file, listed in src/tools/index.ts),`,
-    );
-    io.out(
-      "grant their tables in grants.sql, keep the manifest's scopes and probe true (test/manifests.test.ts checks",
-    );
-    io.out(
-      'them), and run pnpm figures after changing a tool. A new table is a migration in packages/db/migrations.',
-    );
+    } else exampleNextSteps(server, dir, io);
     return 0;
   },
 };

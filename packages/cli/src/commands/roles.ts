@@ -45,7 +45,7 @@ Options:
   --connection-limit <n>
                     with --login: connections the login role may hold at once
                     (default ${DEFAULT_CONNECTION_LIMIT}: three replicas of a server; -1 for no limit)
-  --table           print the roles table of the README, read from the
+  --table           print the roles table of docs/database.md, read from the
                     database's own catalog
   --json            print what was created and granted`,
   async run(argv, { env, io }) {

@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { startSealer, type Sealer } from '@bulkhead/audit';
 import { storeCaughtMail } from '@bulkhead/core/operator';
 import type { MailCatcher } from '@bulkhead/core/mail-catcher';
-import { createSql, loginRole, migrate, openDatabase, prepareEmbeddedRoles, type Sql } from '@bulkhead/db';
+import { createSql, loginRole, migrate, openDatabase, type Database, type Sql } from '@bulkhead/db';
+import { prepareEmbeddedRoles } from '@bulkhead/db/embedded';
 import { auditKey } from '../audit-key.ts';
 import { deployableRoles } from '../deployable-roles.ts';
-import { parse, type Command } from '../command.ts';
+import { parse, referenceOf, type Command } from '../command.ts';
 import type { CliEnv } from '../env.ts';
 import { CliError, UsageError, type Io } from '../io.ts';
 import { defaultUrl, discoverServers, portOffsetOption, type ServerManifest } from '../servers.ts';
@@ -45,6 +46,226 @@ async function waitHealthy(
   return false;
 }
 
+/** The variables holding the base URLs of `server`'s upstreams that are not set. */
+function unsetUpstreams(server: ServerManifest, env: CliEnv): string[] {
+  return server.upstreams.filter((u) => !env.passthrough[u.baseUrlEnv]).map((u) => u.baseUrlEnv);
+}
+
+/**
+ * The servers to start (`--only`, ports with the offset) and those waiting for the base URL of a
+ * system they reach: a server over another system starts only when it knows where that system is;
+ * the others start regardless. With `--only`, a waiting server stops the start instead.
+ */
+function chooseServers(
+  values: { only?: string | undefined; 'port-offset'?: string | undefined },
+  env: CliEnv,
+  io: Io,
+): { servers: ServerManifest[]; waiting: ServerManifest[] } {
+  const offset = portOffsetOption(values['port-offset'], env.BULKHEAD_PORT_OFFSET);
+  let servers = discoverServers().map((s) => ({ ...s, port: s.port + offset }));
+  if (values.only) {
+    const only = values.only.split(',').map((s) => s.trim());
+    const unknown = only.filter((n) => !servers.some((s) => s.name === n));
+    if (unknown.length)
+      throw new UsageError(
+        `--only: unknown server ${unknown.join(', ')}; servers: ${servers.map((s) => s.name).join(', ')}`,
+      );
+    servers = servers.filter((s) => only.includes(s.name));
+  }
+  const waiting = servers.filter((s) => unsetUpstreams(s, env).length > 0);
+  const needs = (s: ServerManifest) =>
+    `${s.name} needs ${unsetUpstreams(s, env).join(' and ')} (the base URL of ${s.upstreams
+      .filter((u) => unsetUpstreams(s, env).includes(u.baseUrlEnv))
+      .map((u) => u.name)
+      .join(' and ')}; its README: servers/${s.name}/README.md)`;
+  if (values.only && waiting.length)
+    throw new CliError(`cannot start ${waiting.map(needs).join('; ')}: set it and start again`);
+  for (const s of waiting) io.err(`Not starting ${needs(s)}.`);
+  return { servers: servers.filter((s) => !waiting.includes(s)), waiting };
+}
+
+/** What `start` runs and stops: the database, the servers' processes, the sealer and the mail catcher. */
+interface Stack {
+  db: Database;
+  children: Map<string, ChildProcess>;
+  stopping: boolean;
+  sealer?: Sealer;
+  sealerSql?: Sql;
+  catcher?: MailCatcher;
+}
+
+/** Stops the servers, then the sealer, the mail catcher and the database, and ends the process with `code`. */
+async function stopStack(stack: Stack, io: Io, code: number): Promise<void> {
+  if (stack.stopping) return;
+  stack.stopping = true;
+  io.err('Stopping the servers...');
+  await Promise.all(
+    [...stack.children.values()].map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          // A child ended by a signal has no exit code, only a signal code: both mean gone.
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          child.once('exit', () => resolve());
+          child.kill('SIGTERM');
+          setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+        }),
+    ),
+  );
+  await stack.sealer?.stop();
+  await stack.sealerSql?.end({ timeout: 2 });
+  await stack.catcher?.close();
+  const { db } = stack;
+  if (db.embedded) io.err('Stopping the embedded PostgreSQL...');
+  const stopped = await db.close();
+  if (db.embedded && !stopped)
+    io.err('The embedded PostgreSQL keeps running: another process still uses it.');
+  process.exit(code);
+}
+
+/**
+ * The login role URL of every server and the sealer: every server runs under its own login role, on
+ * the embedded default exactly as in production. None (everyone under DATABASE_URL's role) only
+ * with BULKHEAD_ALLOW_OWNER_ROLE.
+ */
+async function prepareRoles(
+  db: Database,
+  env: CliEnv,
+  io: Io,
+  servers: readonly ServerManifest[],
+): Promise<Record<string, string>> {
+  try {
+    return await prepareEmbeddedRoles(db.adminUrl ?? db.url, env.BULKHEAD_DATA_DIR, deployableRoles(), [
+      ...servers.map((s) => s.name),
+      'sealer',
+    ]);
+  } catch (err) {
+    if (!env.BULKHEAD_ALLOW_OWNER_ROLE)
+      throw new CliError(
+        `could not create the servers' roles (${(err as Error).message}): run \`bulkhead db roles\` as the schema owner, ` +
+          'or set BULKHEAD_ALLOW_OWNER_ROLE=true to run every server under DATABASE_URL’s role (not for production)',
+      );
+    io.err('Running every server under DATABASE_URL’s role (BULKHEAD_ALLOW_OWNER_ROLE=true).');
+    return {};
+  }
+}
+
+/** What a server's process is started with beyond its own variables: where its database, console, mail are. */
+interface ChildSettings {
+  env: CliEnv;
+  urls: Record<string, string>;
+  dbUrl: string;
+  consoleUrl: string | undefined;
+  catcher: MailCatcher | undefined;
+  servers: readonly ServerManifest[];
+}
+
+/** The environment of `server`'s process. */
+function childEnv(server: ServerManifest, settings: ChildSettings): NodeJS.ProcessEnv {
+  const { env, consoleUrl, servers } = settings;
+  const mail =
+    server.kind !== 'mcp'
+      ? {}
+      : {
+          BULKHEAD_SMTP_URL: env.BULKHEAD_SMTP_URL ?? settings.catcher!.url,
+          BULKHEAD_MAIL_FROM: env.BULKHEAD_MAIL_FROM ?? `${server.name}@bulkhead.test`,
+        };
+  // The console is the OAuth authorization server of the MCP servers this start runs, and grants
+  // tokens for them at the URLs they are served at.
+  const oauth =
+    server.kind === 'mcp'
+      ? consoleUrl
+        ? { BULKHEAD_AUTHORIZATION_SERVER: consoleUrl }
+        : {}
+      : {
+          BULKHEAD_SERVER_URLS: servers
+            .filter((s) => s.kind === 'mcp')
+            .map((s) => `${s.name}=${defaultUrl(s).replace(/\/mcp$/, '')}`)
+            .join(','),
+        };
+  return {
+    ...env.passthrough,
+    DATABASE_URL: settings.urls[server.name] ?? settings.dbUrl,
+    BULKHEAD_DATA_DIR: env.BULKHEAD_DATA_DIR,
+    PORT: String(server.port),
+    BULKHEAD_MIGRATE: 'false',
+    LOG_LEVEL: env.serverLogLevel,
+    ...(consoleUrl ? { BULKHEAD_CONSOLE_URL: consoleUrl } : {}),
+    ...oauth,
+    ...mail,
+  };
+}
+
+/** How many of a quiet server's last log lines `start` prints when the server exits on its own. */
+const LAST_LINES = 20;
+
+/** Starts `server` as its own process, relays its log lines (unless `quiet`), and stops everything when it exits. */
+function spawnServer(server: ServerManifest, settings: ChildSettings, stack: Stack, io: Io, quiet: boolean) {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(server.dir, 'src', 'main.ts')], {
+    cwd: server.dir,
+    env: childEnv(server, settings),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  stack.children.set(server.name, child);
+  // The last lines are kept even when quiet: a server that exits says why.
+  const last: string[] = [];
+  for (const stream of [child.stdout!, child.stderr!]) {
+    createInterface({ input: stream }).on('line', (line) => {
+      if (!quiet) io.err(`[${server.name}] ${line}`);
+      else if (last.push(line) > LAST_LINES) last.shift();
+    });
+  }
+  // 'close', not 'exit': its output has been read to the end by then.
+  child.once('close', (code, signal) => {
+    if (stack.stopping) return;
+    io.err(`${server.name} exited (${signal ?? `code ${code}`}); stopping everything.`);
+    if (last.length > 0)
+      io.err(`Its last lines:\n${last.map((line) => `[${server.name}] ${line}`).join('\n')}`);
+    void stopStack(stack, io, 1);
+  });
+}
+
+/** Lists what runs, under which role each server is connected, what waits, and how to go on. */
+async function printRunning(
+  stack: Stack,
+  env: CliEnv,
+  io: Io,
+  servers: readonly ServerManifest[],
+  waiting: readonly ServerManifest[],
+): Promise<void> {
+  const { catcher } = stack;
+  const roles = new Map(
+    (
+      await stack.db.sql<{ app: string; role: string }[]>`
+        select distinct application_name as app, usename as role from pg_stat_activity
+        where datname = current_database() and application_name like 'bulkhead-%'`
+    ).map((r) => [r.app, r.role]),
+  );
+  io.out('');
+  io.out('Bulkhead is running:');
+  const width = nameWidth([...servers, ...waiting]);
+  for (const s of servers)
+    io.out(
+      `  ${s.name.padEnd(width)} ${defaultUrl(s).padEnd(32)} as ${roles.get(`bulkhead-${s.name}`) ?? loginRole(s.name)}`,
+    );
+  io.out(
+    `  ${'audit sealer'.padEnd(width)} ${''.padEnd(32)} as ${roles.get('bulkhead-sealer') ?? loginRole('sealer')}`,
+  );
+  for (const s of waiting)
+    io.out(
+      `  ${s.name.padEnd(width)} not started: set ${unsetUpstreams(s, env).join(' and ')} (servers/${s.name}/README.md)`,
+    );
+  if (catcher)
+    io.out(`  ${'mail catcher'.padEnd(width)} ${catcher.url.padEnd(32)} (approved e-mails land here)`);
+  io.out('');
+  const approvalConsole = servers.find((s) => s.kind === 'console');
+  if (approvalConsole)
+    io.out(
+      `Approve gated actions at ${defaultUrl(approvalConsole)} with an approver token: pnpm bulkhead approvers add --person <who>.` +
+        (catcher ? ` The e-mails they send show under Sent mail there.` : ''),
+    );
+  io.out('Issue a token: pnpm bulkhead tokens issue --server <name> --label <who>. Ctrl-C stops everything.');
+}
+
 export const startCommand: Command = {
   name: 'start',
   summary: 'start the database (embedded unless DATABASE_URL) and every server',
@@ -70,37 +291,16 @@ Options:
   --only <a,b>         start only these servers
   --port-offset <n>    add n to every server's port (a second stack beside the first;
                        default BULKHEAD_PORT_OFFSET, else 0)
-  --quiet              do not relay the servers' log lines`,
+  --quiet              do not relay the servers' log lines
+
+Reference: ${referenceOf('start')}.`,
   async run(argv, { env, io }) {
     const { values } = parse(argv, {
       only: { type: 'string' },
       'port-offset': { type: 'string' },
       quiet: { type: 'boolean', default: false },
     });
-    const offset = portOffsetOption(values['port-offset'], env.BULKHEAD_PORT_OFFSET);
-    let servers = discoverServers().map((s) => ({ ...s, port: s.port + offset }));
-    if (values.only) {
-      const only = values.only.split(',').map((s) => s.trim());
-      const unknown = only.filter((n) => !servers.some((s) => s.name === n));
-      if (unknown.length)
-        throw new UsageError(
-          `--only: unknown server ${unknown.join(', ')}; servers: ${servers.map((s) => s.name).join(', ')}`,
-        );
-      servers = servers.filter((s) => only.includes(s.name));
-    }
-    // A server over another system starts only when it knows where that system is; the others start regardless.
-    const unset = (s: ServerManifest) =>
-      s.upstreams.filter((u) => !env.passthrough[u.baseUrlEnv]).map((u) => u.baseUrlEnv);
-    const waiting = servers.filter((s) => unset(s).length > 0);
-    const needs = (s: ServerManifest) =>
-      `${s.name} needs ${unset(s).join(' and ')} (the base URL of ${s.upstreams
-        .filter((u) => unset(s).includes(u.baseUrlEnv))
-        .map((u) => u.name)
-        .join(' and ')}; its README: servers/${s.name}/README.md)`;
-    if (values.only && waiting.length)
-      throw new CliError(`cannot start ${waiting.map(needs).join('; ')}: set it and start again`);
-    for (const s of waiting) io.err(`Not starting ${needs(s)}.`);
-    servers = servers.filter((s) => !waiting.includes(s));
+    const { servers, waiting } = chooseServers(values, env, io);
     io.err(
       env.DATABASE_URL
         ? 'Using DATABASE_URL.'
@@ -113,64 +313,20 @@ Options:
       max: 4,
       log: (line) => io.err(line),
     });
-    const children = new Map<string, ChildProcess>();
-    let stopping = false;
-    let sealer: Sealer | undefined;
-    let sealerSql: Sql | undefined;
-    let catcher: MailCatcher | undefined;
-    const stop = async (code: number) => {
-      if (stopping) return;
-      stopping = true;
-      io.err('Stopping the servers...');
-      await Promise.all(
-        [...children.values()].map(
-          (child) =>
-            new Promise<void>((resolve) => {
-              // A child ended by a signal has no exit code, only a signal code: both mean gone.
-              if (child.exitCode !== null || child.signalCode !== null) return resolve();
-              child.once('exit', () => resolve());
-              child.kill('SIGTERM');
-              setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-            }),
-        ),
-      );
-      await sealer?.stop();
-      await sealerSql?.end({ timeout: 2 });
-      await catcher?.close();
-      if (db.embedded) io.err('Stopping the embedded PostgreSQL...');
-      const stopped = await db.close();
-      if (db.embedded && !stopped)
-        io.err('The embedded PostgreSQL keeps running: another process still uses it.');
-      process.exit(code);
-    };
+    const stack: Stack = { db, children: new Map(), stopping: false };
     // `on`, not `once`: Ctrl-C reaches this process twice under `pnpm start` (from the terminal, and
     // relayed by pnpm), and a second SIGINT without a handler would kill it mid-stop.
-    process.on('SIGINT', () => void stop(0));
-    process.on('SIGTERM', () => void stop(0));
+    process.on('SIGINT', () => void stopStack(stack, io, 0));
+    process.on('SIGTERM', () => void stopStack(stack, io, 0));
 
     const { applied } = await migrate(db.sql);
     if (applied.length) io.err(`Applied migrations: ${applied.join(', ')}`);
     for (const hook of startHooks) await hook({ sql: db.sql, env, io, embedded: db.embedded, servers });
 
-    // Every server runs under its own login role, on the embedded default exactly as in production.
-    const allowOwner = env.BULKHEAD_ALLOW_OWNER_ROLE;
-    let urls: Record<string, string> = {};
-    try {
-      urls = await prepareEmbeddedRoles(db.adminUrl ?? db.url, env.BULKHEAD_DATA_DIR, deployableRoles(), [
-        ...servers.map((s) => s.name),
-        'sealer',
-      ]);
-    } catch (err) {
-      if (!allowOwner)
-        throw new CliError(
-          `could not create the servers' roles (${(err as Error).message}): run \`bulkhead db roles\` as the schema owner, ` +
-            'or set BULKHEAD_ALLOW_OWNER_ROLE=true to run every server under DATABASE_URL’s role (not for production)',
-        );
-      io.err('Running every server under DATABASE_URL’s role (BULKHEAD_ALLOW_OWNER_ROLE=true).');
-    }
+    const urls = await prepareRoles(db, env, io, servers);
     const key = await auditKey(env, true);
-    sealerSql = createSql(urls.sealer ?? db.url, { max: 2, applicationName: 'bulkhead-sealer' });
-    sealer = startSealer(sealerSql, key!, {
+    stack.sealerSql = createSql(urls.sealer ?? db.url, { max: 2, applicationName: 'bulkhead-sealer' });
+    stack.sealer = startSealer(stack.sealerSql, key!, {
       onError: (err) => io.err(`[sealer] ${err instanceof Error ? err.message : String(err)}`),
     });
 
@@ -179,99 +335,22 @@ Options:
     if (!env.BULKHEAD_SMTP_URL) {
       // Imported here: the SMTP server and the message parser would slow every other command's start.
       const { startMailCatcher } = await import('@bulkhead/core/mail-catcher');
-      catcher = await startMailCatcher({ onMail: (mail) => storeCaughtMail(db.sql, mail) });
+      stack.catcher = await startMailCatcher({ onMail: (mail) => storeCaughtMail(db.sql, mail) });
     }
-    const mail = (server: (typeof servers)[number]) =>
-      server.kind !== 'mcp'
-        ? {}
-        : {
-            BULKHEAD_SMTP_URL: env.BULKHEAD_SMTP_URL ?? catcher!.url,
-            BULKHEAD_MAIL_FROM: env.BULKHEAD_MAIL_FROM ?? `${server.name}@bulkhead.test`,
-          };
 
     // MCP servers link approval notifications to the console that this start runs.
     const approvalConsole = servers.find((s) => s.kind === 'console');
     const consoleUrl = env.BULKHEAD_CONSOLE_URL ?? (approvalConsole && defaultUrl(approvalConsole));
-    // The console is the OAuth authorization server of the MCP servers this start runs, and grants
-    // tokens for them at the URLs they are served at.
-    const oauth = (server: (typeof servers)[number]) =>
-      server.kind === 'mcp'
-        ? consoleUrl
-          ? { BULKHEAD_AUTHORIZATION_SERVER: consoleUrl }
-          : {}
-        : {
-            BULKHEAD_SERVER_URLS: servers
-              .filter((s) => s.kind === 'mcp')
-              .map((s) => `${s.name}=${defaultUrl(s).replace(/\/mcp$/, '')}`)
-              .join(','),
-          };
-    for (const server of servers) {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(server.dir, 'src', 'main.ts')], {
-        cwd: server.dir,
-        env: {
-          ...env.passthrough,
-          DATABASE_URL: urls[server.name] ?? db.url,
-          BULKHEAD_DATA_DIR: env.BULKHEAD_DATA_DIR,
-          PORT: String(server.port),
-          BULKHEAD_MIGRATE: 'false',
-          LOG_LEVEL: env.serverLogLevel,
-          ...(consoleUrl ? { BULKHEAD_CONSOLE_URL: consoleUrl } : {}),
-          ...oauth(server),
-          ...mail(server),
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      children.set(server.name, child);
-      for (const stream of [child.stdout!, child.stderr!]) {
-        createInterface({ input: stream }).on('line', (line) => {
-          if (!values.quiet) io.err(`[${server.name}] ${line}`);
-        });
-      }
-      child.once('exit', (code, signal) => {
-        if (stopping) return;
-        io.err(`${server.name} exited (${signal ?? `code ${code}`}); stopping everything.`);
-        void stop(1);
-      });
-    }
-    const healthy = await Promise.all(servers.map((s) => waitHealthy(s, children.get(s.name)!)));
+    const settings = { env, urls, dbUrl: db.url, consoleUrl, catcher: stack.catcher, servers };
+    for (const server of servers) spawnServer(server, settings, stack, io, values.quiet);
+    const healthy = await Promise.all(servers.map((s) => waitHealthy(s, stack.children.get(s.name)!)));
     const failed = servers.filter((_, i) => !healthy[i]);
     if (failed.length) {
       io.err(`Did not come up: ${failed.map((s) => s.name).join(', ')}.`);
-      await stop(1);
+      await stopStack(stack, io, 1);
       return 1;
     }
-    const roles = new Map(
-      (
-        await db.sql<{ app: string; role: string }[]>`
-          select distinct application_name as app, usename as role from pg_stat_activity
-          where datname = current_database() and application_name like 'bulkhead-%'`
-      ).map((r) => [r.app, r.role]),
-    );
-    io.out('');
-    io.out('Bulkhead is running:');
-    const width = nameWidth([...servers, ...waiting]);
-    for (const s of servers)
-      io.out(
-        `  ${s.name.padEnd(width)} ${defaultUrl(s).padEnd(32)} as ${roles.get(`bulkhead-${s.name}`) ?? loginRole(s.name)}`,
-      );
-    io.out(
-      `  ${'audit sealer'.padEnd(width)} ${''.padEnd(32)} as ${roles.get('bulkhead-sealer') ?? loginRole('sealer')}`,
-    );
-    for (const s of waiting)
-      io.out(
-        `  ${s.name.padEnd(width)} not started: set ${unset(s).join(' and ')} (servers/${s.name}/README.md)`,
-      );
-    if (catcher)
-      io.out(`  ${'mail catcher'.padEnd(width)} ${catcher.url.padEnd(32)} (approved e-mails land here)`);
-    io.out('');
-    if (approvalConsole)
-      io.out(
-        `Approve gated actions at ${defaultUrl(approvalConsole)} with an approver token: pnpm bulkhead approvers add --person <who>.` +
-          (catcher ? ` The e-mails they send show under Sent mail there.` : ''),
-      );
-    io.out(
-      'Issue a token: pnpm bulkhead tokens issue --server <name> --label <who>. Ctrl-C stops everything.',
-    );
+    await printRunning(stack, env, io, servers, waiting);
     await new Promise(() => {});
     return 0;
   },

@@ -199,10 +199,25 @@ describe('bulkhead tokens', () => {
         ],
         { cwd: elsewhere, env: { ...process.env, ...env, LOG_LEVEL: 'warn' }, encoding: 'utf8' },
       );
-      // pnpm echoes the script it runs on stderr; nothing else may be there.
-      expect(viaPnpm.stderr.replace(/^\$ .*\n\n?/, '')).toBe('');
+      // pnpm runs the bin (`pnpm exec`: the root has no `bulkhead` script), and adds nothing of its own.
+      expect(viaPnpm.stderr).toBe('');
       expect(viaPnpm.status).toBe(0);
       expect(JSON.parse(viaPnpm.stdout)).toMatchObject({ server: 'admin', label: 'pnpm --dir' });
+      // A failing command: its own message, its own exit code, no ELIFECYCLE or ERR_PNPM after it.
+      const failing = spawnSync(
+        'pnpm',
+        ['--dir', repoRoot, 'bulkhead', 'tokens', 'issue', '--server', 'nosuch'],
+        {
+          cwd: elsewhere,
+          env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
+          encoding: 'utf8',
+        },
+      );
+      expect(failing.status).toBe(2);
+      expect(failing.stdout).toBe('');
+      expect(failing.stderr).toMatch(
+        /^bulkhead tokens: --server: unknown server "nosuch"; one of: admin, [^\n]+\nRun `bulkhead tokens --help` for usage\.\n$/,
+      );
     } finally {
       await rm(elsewhere, { recursive: true, force: true });
     }

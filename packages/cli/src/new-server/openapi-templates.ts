@@ -85,15 +85,22 @@ export function previewText(t: ToolPlan, upstreamTitle: string, args: Record<str
 const destructure = (t: ToolPlan) =>
   t.args.length ? `{ ${t.args.map((a) => a.name).join(', ')} }` : '_args';
 
+// A tool's icon in the drafted file: an arrow out for an operation that changes the upstream, a page for a read.
+const GATED_ICON = `"<path d='M1 8l14-6-4 13-3-5z'/>"`;
+const READ_ICON = `"<path d='M3 1h10v14H3zm2 4h6v1H5zm0 3h6v1H5z' fill-rule='evenodd'/>"`;
+
 /** One tool file. */
 export function openApiToolTs(s: OpenApiServer, t: ToolPlan): string {
   const imports = t.gated
-    ? [`import { defineTool, upstreamEffect } from '@bulkhead/core';`, `import { z } from 'zod';`]
-    : [`import { defineTool, ToolError } from '@bulkhead/core';`, `import { z } from 'zod';`];
+    ? [`import { defineTool, svgIcon, upstreamEffect } from '@bulkhead/core';`, `import { z } from 'zod';`]
+    : [
+        `import { defineTool, READ_ONLY, svgIcon, ToolError } from '@bulkhead/core';`,
+        `import { z } from 'zod';`,
+      ];
   if (!t.gated) imports.push(`import { untrustedData } from '../upstream-data.ts';`);
   const annotations = t.gated
     ? `{ readOnlyHint: false, destructiveHint: ${t.method === 'DELETE'}, idempotentHint: ${t.method === 'PUT' || t.method === 'DELETE'}, openWorldHint: true }`
-    : '{ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true }';
+    : '{ ...READ_ONLY, openWorldHint: true }';
   const input = t.args.length
     ? `z.strictObject({\n${t.args.map((a) => `    ${a.name}: ${a.zod},`).join('\n')}\n  })`
     : 'z.strictObject({})';
@@ -134,6 +141,7 @@ export const ${t.exportName} = defineTool({
   input: ${input},
   output: ${t.gated ? 'z.object({ outbox_id: z.number() })' : 'z.object({ http_status: z.number(), data: z.unknown() })'},
   annotations: ${annotations},
+  icons: svgIcon(${t.gated ? GATED_ICON : READ_ICON}),
   timeoutMs: 10_000,
   ${handler}
 });

@@ -3,19 +3,19 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { sealLog, verifyLog } from '@bulkhead/audit';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
-import { startMailCatcher, type MailCatcher } from '../mail-catcher.ts';
+import { startMailCatcher, type MailCatcher } from './mail-catcher.ts';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createServer, defineTool, ToolError } from '../index.ts';
-import { issueToken } from '../tokens.ts';
+import { issueToken } from '../serve/tokens.ts';
 import {
   issueTestToken,
   startTestServer,
   testApprover,
   type TestApprover,
   type TestServer,
-} from '../testing.ts';
-import { PENDING_NOTE } from '../pending-result.ts';
+} from '../testing/index.ts';
+import { PENDING_NOTE } from '../pipeline/pending-result.ts';
 import { ApprovalDecisionError, getApproval, startApprovalExecutor, type ApprovalExecutor } from './index.ts';
 
 const write = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
@@ -193,7 +193,7 @@ async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean): Promise<T>
 }
 
 describe('the gate', () => {
-  it('lists get_approval_status, and no output schema for a gated tool (its call answers the kit’s pending envelope)', async () => {
+  it('lists get_approval_status, with an icon, and no output schema for a gated tool (its call answers the kit’s pending envelope, or a task)', async () => {
     const client = await connect();
     const { tools } = await client.listTools();
     await client.close();
@@ -208,8 +208,9 @@ describe('the gate', () => {
     const send = tools.find((t) => t.name === 'send_note')!;
     expect(send.outputSchema).toBeUndefined();
     expect(tools.find((t) => t.name === 'get_approval_status')!.annotations?.readOnlyHint).toBe(true);
-    // Icons cost every tools/list; the server's own icon stands for its tools.
-    expect(tools.find((t) => t.name === 'get_approval_status')!.icons).toBeUndefined();
+    expect(tools.find((t) => t.name === 'get_approval_status')!.icons).toEqual([
+      expect.objectContaining({ mimeType: 'image/svg+xml', sizes: ['any'] }),
+    ]);
     const plain = createServer({
       name: 'plain',
       version: '1',

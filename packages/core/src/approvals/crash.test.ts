@@ -6,12 +6,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMailCatcher, type MailCatcher } from '../mail-catcher.ts';
-import { issueTestToken, testApprover } from '../testing.ts';
-import { FIXTURE_EFFECTS_DDL, fixtureServer } from './fixtures/gated-server.ts';
+import { startMailCatcher, type MailCatcher } from './mail-catcher.ts';
+import { issueTestToken, testApprover } from '../testing/index.ts';
+import { FIXTURE_EFFECTS_DDL, fixtureServer } from '../testing/fixtures/gated-server.ts';
 import { getApproval } from './index.ts';
 
-const MAIN = fileURLToPath(new URL('./fixtures/gated-server-main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../testing/fixtures/gated-server-main.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 
 interface Proc {

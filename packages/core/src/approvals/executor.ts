@@ -3,14 +3,16 @@ import { hostname } from 'node:os';
 import { createAuditWriter, type AuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
-import { DEFAULT_TIMEOUT_MS } from '../call-tool.ts';
-import type { ServerDefinition } from '../server-definition.ts';
-import type { AnyTool, ToolContext } from '../define-tool.ts';
-import { ToolError, formatIssues } from '../errors.ts';
-import { guardedSql, openCallTransaction, type TransactionSql } from '../guarded-sql.ts';
-import { NO_PROGRESS } from '../progress.ts';
-import { TimeLimitExceeded, withTimeLimit } from '../time-limit.ts';
-import { scanUntrusted } from '../untrusted.ts';
+import { DEFAULT_TIMEOUT_MS } from '../pipeline/call-tool.ts';
+import type { ServerDefinition } from '../pipeline/server-definition.ts';
+import type { AnyTool, ToolContext } from '../pipeline/define-tool.ts';
+import { ToolError, formatIssues } from '../pipeline/errors.ts';
+import { guardedSql, openCallTransaction, type TransactionSql } from '../pipeline/guarded-sql.ts';
+import { NO_PROGRESS } from '../pipeline/progress.ts';
+import { tracedSink } from '../pipeline/request-audit.ts';
+import { inSpan, linkTo, ROOT_CONTEXT } from '../pipeline/tracing.ts';
+import { TimeLimitExceeded, withTimeLimit } from '../pipeline/time-limit.ts';
+import { scanUntrusted } from '../pipeline/untrusted/detect.ts';
 import { executionEvent } from './audit-trail.ts';
 import { expireOverdue } from './decide.ts';
 import { DEFAULT_RETRY, createOutbox, dispatchOutbox, type Deliverer, type RetryPolicy } from './outbox.ts';
@@ -24,8 +26,8 @@ import {
 import { smtpDeliverer, type SmtpOptions } from './smtp.ts';
 import { APPROVAL_WEBHOOK, webhookDeliverer } from './webhook.ts';
 import { UPSTREAM_EFFECT, upstreamDeliverer } from './upstream-effect.ts';
-import { createUpstreamClient } from '../upstream/client.ts';
-import { createUpstreams, type UpstreamRecord, type Upstreams } from '../upstream/upstreams.ts';
+import { createUpstreamClient } from '../pipeline/upstream/client.ts';
+import { createUpstreams, type UpstreamRecord, type Upstreams } from '../pipeline/upstream/upstreams.ts';
 
 const NO_UPSTREAMS = createUpstreams();
 
@@ -70,26 +72,47 @@ interface Outcome {
   failure: ApprovalFailure | null;
 }
 
+/** What the executor's jobs share: who it runs for, where, and whether it is stopping. */
+interface ExecutorContext {
+  def: ServerDefinition;
+  server: string;
+  sql: Sql;
+  logger: Logger;
+  audit: AuditWriter;
+  instanceId: string;
+  upstreams: Upstreams | undefined;
+  /** Aborted when the executor stops. */
+  stopping: AbortSignal;
+}
+
+/** A loop of passes: see {@link worker}. */
+interface Worker {
+  kick(): void;
+  idle(): Promise<void>;
+}
+
 /**
  * Runs the approved actions of `def`'s gated tools, exactly once each:
  *
  * - wakes on NOTIFY (a decision) within a second, at start (anything approved
  *   while no process ran) and every few seconds as a safety net;
  * - claims one approval at a time with `FOR UPDATE SKIP LOCKED`, so replicas
- *   share the work and never run the same approval;
+ *   share the work and never run the same approval ({@link runNext});
  * - runs only what an approver decided: a decision the console's role wrote
  *   (no server role can set `approved`), naming the arguments hash the stored
- *   arguments still have;
+ *   arguments still have ({@link check});
  * - runs the handler under its time limit inside the claiming transaction
  *   (`ctx.sql`), so its database effects and the status `executed` commit
  *   together; a kill before the commit rolls both back and the approval runs
- *   on the next start; effects outside the database go through `ctx.outbox`;
+ *   on the next start; effects outside the database go through `ctx.outbox`
+ *   ({@link run});
  * - records the result (or the failure) with its audit event in the same
- *   transaction, and expires overdue requests, each with its event;
+ *   transaction ({@link record}), and expires overdue requests, each with its
+ *   event ({@link approvalLoop});
  * - delivers the outbox (webhook notifications, e-mails) in a loop of its own,
  *   woken by its own NOTIFY and retry timer, each row claimed with a lease and
  *   delivered outside any transaction, so that a slow or hanging receiver
- *   never delays an approved action.
+ *   never delays an approved action ({@link outboxLoop}).
  */
 export function startApprovalExecutor(
   def: ServerDefinition,
@@ -97,200 +120,24 @@ export function startApprovalExecutor(
 ): ApprovalExecutor {
   const { sql } = options;
   const server = def.name;
-  const logger = options.logger.child({ component: 'approvals' });
-  const audit = options.audit ?? createAuditWriter(sql);
-  const instanceId = options.instanceId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-  const sweepMs = options.sweepIntervalMs ?? 5_000;
-  const retry: RetryPolicy = { ...DEFAULT_RETRY, ...options.retry };
-  const deliveriesPerPass = options.deliveriesPerPass ?? 20;
-  const leaseMs = options.deliveryLeaseMs ?? 60_000;
-  const deliverers: Record<string, Deliverer> = {
-    ...(options.smtp ? { email: smtpDeliverer(options.smtp) } : {}),
-    ...(options.webhookUrl ? { [APPROVAL_WEBHOOK]: webhookDeliverer(options.webhookUrl) } : {}),
-    ...(options.upstreams?.byName.size ? { [UPSTREAM_EFFECT]: upstreamDeliverer(options.upstreams) } : {}),
-    ...options.deliverers,
-  };
-
-  /**
-   * Runs only what a person approved: a decision the console's role wrote (the database lets no other
-   * role set `approved`), naming this approval's arguments hash, which the stored arguments still have.
-   */
-  function check(a: ApprovalRecord): { refused: string } | { tool: AnyTool; args: unknown } {
-    const tool = def.catalog.byName.get(a.tool);
-    if (!tool?.approval) return { refused: `${a.tool} is no longer a gated tool of ${server}.` };
-    if (!a.decidedByTokenId || !a.decidedArgumentsHash)
-      return { refused: 'The approval carries no decision by an approver token.' };
-    if (argumentsHash(a.arguments) !== a.argumentsHash)
-      return {
-        refused: 'The stored arguments no longer match their hash: they were changed after the request.',
-      };
-    if (a.decidedArgumentsHash !== a.argumentsHash)
-      return { refused: 'The arguments differ from those the approver approved.' };
-    const parsed = tool.input.safeParse(a.arguments);
-    if (!parsed.success) return { refused: formatIssues(parsed.error, a.arguments) };
-    return { tool, args: parsed.data };
-  }
-
-  async function run(tx: TransactionSql, a: ApprovalRecord, tool: AnyTool, args: unknown): Promise<Outcome> {
-    const log = logger.child({ approvalId: a.id, tool: a.tool, requestId: a.requestId });
-    const timeoutMs = tool.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    try {
-      const value = await tx.savepoint(async (sp) => {
-        await openCallTransaction(sp, { customerId: a.customerId, timeoutMs });
-        return withTimeLimit(timeoutMs, async (signal) => {
-          const guarded = guardedSql(sp, signal);
-          const ctx: ToolContext = {
-            access: {
-              tokenId: a.requestedByTokenId ?? 'unknown',
-              label: a.requestedByLabel ?? 'unknown',
-              server,
-              scopes: a.requestedScopes,
-              customerId: a.customerId,
-            },
-            sql: guarded,
-            logger: log,
-            signal,
-            server,
-            requestId: a.requestId,
-            // Nobody listens: the client that asked is not connected to an approved run.
-            progress: NO_PROGRESS.report,
-            outbox: createOutbox(guarded, server, a.id),
-            // Reads only: an effect on an upstream is queued in the outbox, delivered after the commit.
-            upstream: (name) => {
-              const records: UpstreamRecord[] = [];
-              log.debug({ upstream: name }, 'upstream read during an approved action');
-              return createUpstreamClient(options.upstreams ?? NO_UPSTREAMS, name, {
-                signal,
-                records,
-                readOnly: true,
-              });
-            },
-            approval: { id: a.id, decidedBy: a.decidedBy ?? 'unknown', preview: a.preview },
-          };
-          return (await tool.handler(args, ctx)) as unknown;
-        });
-      });
-      return {
-        status: 'executed',
-        result: storedForm(scanUntrusted(value).value),
-        error: null,
-        failure: null,
-      };
-    } catch (err) {
-      if (err instanceof TimeLimitExceeded || (err as { code?: string }).code === '57014')
-        return {
-          status: 'failed',
-          result: null,
-          failure: 'timeout',
-          error: `${tool.name} did not finish within ${timeoutMs / 1000} s and was stopped; none of its changes were kept.`,
-        };
-      if (err instanceof ToolError)
-        return { status: 'failed', result: null, failure: 'tool_error', error: err.message };
-      const incident = randomUUID().slice(0, 8);
-      log.error({ err, incident }, 'approved action failed');
-      return {
-        status: 'failed',
-        result: null,
-        failure: 'internal_error',
-        error: `Internal error, incident ${incident}; none of its changes were kept. The details are in the server's log under that id.`,
-      };
-    }
-  }
-
-  /** Claims and runs the oldest runnable approval; returns its id, or null when there is none. */
-  async function runNext(): Promise<string | null> {
-    return sql.begin(async (tx) => {
-      const [a] = await tx<ApprovalRecord[]>`
-        select ${tx.unsafe(APPROVAL_COLUMNS)} from bulkhead_approvals
-        where server = ${server} and status = 'approved'
-        order by decided_at, id limit 1
-        for update skip locked`;
-      if (!a) return null;
-      const started = performance.now();
-      const verdict = check(a);
-      const outcome: Outcome =
-        'refused' in verdict
-          ? {
-              status: 'failed',
-              result: null,
-              failure: 'refused',
-              error: `Refused: ${verdict.refused} Nothing was done.`,
-            }
-          : await run(tx, a, verdict.tool, verdict.args);
-      const ms = Math.round(performance.now() - started);
-      const [done] = await tx<ApprovalRecord[]>`
-        update bulkhead_approvals set status = ${outcome.status}, executed_at = now(), executed_by = ${instanceId},
-          duration_ms = ${ms}, result = ${outcome.result === null ? null : tx.json(outcome.result as never)},
-          error = ${outcome.error}, failure = ${outcome.failure}
-        where id = ${a.id}
-        returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
-      // The outcome and its event commit together: the story in the log is never behind the row.
-      await audit.appendIn(tx, executionEvent(done!));
-      const line = { approvalId: a.id, tool: a.tool, status: outcome.status, durationMs: ms, instanceId };
-      if (outcome.status === 'executed') logger.info(line, 'approved action executed');
-      else logger.warn({ ...line, error: outcome.error }, 'approved action failed');
-      return a.id;
-    });
-  }
-
-  let stopped = false;
   const stopping = new AbortController();
-  let retryTimer: NodeJS.Timeout | undefined;
-
-  /**
-   * One worker: a kick starts a pass, or asks for one more when a pass is
-   * running, so that work signalled meanwhile is never missed.
-   */
-  function worker(name: string, pass: () => Promise<boolean | void>) {
-    let running: Promise<void> | null = null;
-    let again = false;
-    const kick = (): void => {
-      if (stopped) return;
-      if (running) {
-        again = true;
-        return;
-      }
-      running = (async () => {
-        do {
-          again = false;
-          try {
-            if (await pass()) again = true;
-          } catch (err) {
-            logger.error({ err }, `${name} pass failed; retrying at the next sweep`);
-          }
-        } while (again && !stopped);
-        running = null;
-      })();
-    };
-    const idle = async () => {
-      while (running) await running;
-    };
-    return { kick, idle };
-  }
+  const x: ExecutorContext = {
+    def,
+    server,
+    sql,
+    logger: options.logger.child({ component: 'approvals' }),
+    audit: options.audit ?? createAuditWriter(sql),
+    instanceId: options.instanceId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+    upstreams: options.upstreams,
+    stopping: stopping.signal,
+  };
+  const { logger } = x;
+  const sweepMs = options.sweepIntervalMs ?? 5_000;
 
   // Approved actions and deliveries run in separate loops: a slow or hanging receiver delays the
   // next delivery, never an approved action.
-  const approvals = worker('approval', async () => {
-    await expireOverdue(sql, audit, server);
-    for (let id = await runNext(); id && !stopped; id = await runNext()) outbox.kick();
-  });
-
-  const outbox = worker('outbox', async () => {
-    const { more, nextDueAt } = await dispatchOutbox(sql, server, deliverers, logger, retry, {
-      max: deliveriesPerPass,
-      leaseMs,
-      signal: stopping.signal,
-    });
-    clearTimeout(retryTimer);
-    if (nextDueAt && !more && !stopped) {
-      retryTimer = setTimeout(
-        outbox.kick,
-        Math.min(Math.max(nextDueAt.getTime() - Date.now(), 0) + 20, sweepMs),
-      );
-      retryTimer.unref();
-    }
-    return more;
-  });
+  const outbox = outboxLoop(x, options, sweepMs);
+  const approvals = approvalLoop(x, outbox.kick);
 
   const wake = (kick: () => void) => (payload: string) => {
     if (payload === server) kick();
@@ -319,17 +166,256 @@ export function startApprovalExecutor(
   ready.catch((err: unknown) => logger.error({ err }, 'approval executor could not LISTEN'));
 
   return {
-    instanceId,
+    instanceId: x.instanceId,
     ready,
     drain,
     async stop() {
-      stopped = true;
       stopping.abort();
       clearInterval(sweep);
-      clearTimeout(retryTimer);
+      outbox.stopRetrying();
       await Promise.all([approvals.idle(), outbox.idle()]);
       const listeners = await listening.catch(() => []);
       await Promise.all(listeners.map((l) => l.unlisten().catch(() => {})));
     },
   };
+}
+
+/** Expires overdue requests, then runs approved actions until none is left; `executed` kicks the outbox after each. */
+function approvalLoop(x: ExecutorContext, executed: () => void): Worker {
+  return worker(x, 'approval', async () => {
+    await expireOverdue(x.sql, x.audit, x.server);
+    for (let id = await runNext(x); id && !x.stopping.aborted; id = await runNext(x)) executed();
+  });
+}
+
+/**
+ * Delivers due outbox rows, a pass at a time, outside any transaction; when rows wait for a retry, a
+ * timer kicks the next pass at the first one's due time (at most a sweep away).
+ */
+function outboxLoop(
+  x: ExecutorContext,
+  options: ApprovalExecutorOptions,
+  sweepMs: number,
+): Worker & { stopRetrying(): void } {
+  const retry: RetryPolicy = { ...DEFAULT_RETRY, ...options.retry };
+  const deliveriesPerPass = options.deliveriesPerPass ?? 20;
+  const leaseMs = options.deliveryLeaseMs ?? 60_000;
+  const deliverers: Record<string, Deliverer> = {
+    ...(options.smtp ? { email: smtpDeliverer(options.smtp) } : {}),
+    ...(options.webhookUrl ? { [APPROVAL_WEBHOOK]: webhookDeliverer(options.webhookUrl) } : {}),
+    ...(options.upstreams?.byName.size ? { [UPSTREAM_EFFECT]: upstreamDeliverer(options.upstreams) } : {}),
+    ...options.deliverers,
+  };
+  let retryTimer: NodeJS.Timeout | undefined;
+  const outbox = worker(x, 'outbox', async () => {
+    const { more, nextDueAt } = await dispatchOutbox(x.sql, x.server, deliverers, x.logger, retry, {
+      max: deliveriesPerPass,
+      leaseMs,
+      signal: x.stopping,
+    });
+    clearTimeout(retryTimer);
+    if (nextDueAt && !more && !x.stopping.aborted) {
+      retryTimer = setTimeout(
+        outbox.kick,
+        Math.min(Math.max(nextDueAt.getTime() - Date.now(), 0) + 20, sweepMs),
+      );
+      retryTimer.unref();
+    }
+    return more;
+  });
+  return { ...outbox, stopRetrying: () => clearTimeout(retryTimer) };
+}
+
+/**
+ * One worker: a kick starts a pass, or asks for one more when a pass is
+ * running, so that work signalled meanwhile is never missed.
+ */
+function worker(x: ExecutorContext, name: string, pass: () => Promise<boolean | void>): Worker {
+  let running: Promise<void> | null = null;
+  let again = false;
+  const kick = (): void => {
+    if (x.stopping.aborted) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          if (await pass()) again = true;
+        } catch (err) {
+          x.logger.error({ err }, `${name} pass failed; retrying at the next sweep`);
+        }
+      } while (again && !x.stopping.aborted);
+      running = null;
+    })();
+  };
+  const idle = async () => {
+    while (running) await running;
+  };
+  return { kick, idle };
+}
+
+/** Claims and runs the oldest runnable approval; returns its id, or null when there is none. */
+async function runNext(x: ExecutorContext): Promise<string | null> {
+  return x.sql.begin(async (tx) => {
+    const [a] = await tx<ApprovalRecord[]>`
+      select ${tx.unsafe(APPROVAL_COLUMNS)} from bulkhead_approvals
+      where server = ${x.server} and status = 'approved'
+      order by decided_at, id limit 1
+      for update skip locked`;
+    if (!a) return null;
+    // A trace of its own, linked to the call that filed it: the approval may run days later.
+    return inSpan(
+      `execute_approval ${a.tool}`,
+      {
+        attributes: { 'gen_ai.tool.name': a.tool, 'bulkhead.approval.id': a.id },
+        links: linkTo(a.filedInTrace),
+      },
+      () => execute(x, tx, a),
+      ROOT_CONTEXT,
+    );
+  });
+}
+
+/** Runs a claimed approval and records how it ended, in the claiming transaction; returns its id. */
+async function execute(x: ExecutorContext, tx: TransactionSql, a: ApprovalRecord): Promise<string> {
+  const started = performance.now();
+  const verdict = check(x, a);
+  const outcome: Outcome =
+    'refused' in verdict
+      ? {
+          status: 'failed',
+          result: null,
+          failure: 'refused',
+          error: `Refused: ${verdict.refused} Nothing was done.`,
+        }
+      : await run(x, tx, a, verdict.tool, verdict.args);
+  await record(x, tx, a, outcome, Math.round(performance.now() - started));
+  return a.id;
+}
+
+/**
+ * Runs only what a person approved: a decision the console's role wrote (the database lets no other
+ * role set `approved`), naming this approval's arguments hash, which the stored arguments still have.
+ */
+function check(
+  x: ExecutorContext,
+  a: ApprovalRecord,
+): { refused: string } | { tool: AnyTool; args: unknown } {
+  const tool = x.def.catalog.byName.get(a.tool);
+  if (!tool?.approval) return { refused: `${a.tool} is no longer a gated tool of ${x.server}.` };
+  if (!a.decidedByTokenId || !a.decidedArgumentsHash)
+    return { refused: 'The approval carries no decision by an approver token.' };
+  if (argumentsHash(a.arguments) !== a.argumentsHash)
+    return {
+      refused: 'The stored arguments no longer match their hash: they were changed after the request.',
+    };
+  if (a.decidedArgumentsHash !== a.argumentsHash)
+    return { refused: 'The arguments differ from those the approver approved.' };
+  const parsed = tool.input.safeParse(a.arguments);
+  if (!parsed.success) return { refused: formatIssues(parsed.error, a.arguments) };
+  return { tool, args: parsed.data };
+}
+
+/** Runs the handler under its time limit, in a savepoint of the claiming transaction. */
+async function run(
+  x: ExecutorContext,
+  tx: TransactionSql,
+  a: ApprovalRecord,
+  tool: AnyTool,
+  args: unknown,
+): Promise<Outcome> {
+  const { server } = x;
+  const log = x.logger.child({ approvalId: a.id, tool: a.tool, requestId: a.requestId });
+  const timeoutMs = tool.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  try {
+    const value = await tx.savepoint(async (sp) => {
+      await openCallTransaction(sp, { customerId: a.customerId, timeoutMs });
+      return withTimeLimit(timeoutMs, async (signal) => {
+        const guarded = guardedSql(sp, signal);
+        const ctx: ToolContext = {
+          access: {
+            tokenId: a.requestedByTokenId ?? 'unknown',
+            label: a.requestedByLabel ?? 'unknown',
+            server,
+            scopes: a.requestedScopes,
+            customerId: a.customerId,
+          },
+          sql: guarded,
+          logger: log,
+          signal,
+          server,
+          requestId: a.requestId,
+          // Nobody listens: the client that asked is not connected to an approved run.
+          progress: NO_PROGRESS.report,
+          outbox: createOutbox(guarded, server, a.id),
+          // Reads only: an effect on an upstream is queued in the outbox, delivered after the commit.
+          upstream: (name) => {
+            const records: UpstreamRecord[] = [];
+            log.debug({ upstream: name }, 'upstream read during an approved action');
+            return createUpstreamClient(x.upstreams ?? NO_UPSTREAMS, name, {
+              signal,
+              records,
+              readOnly: true,
+            });
+          },
+          approval: { id: a.id, decidedBy: a.decidedBy ?? 'unknown', preview: a.preview },
+        };
+        return (await tool.handler(args, ctx)) as unknown;
+      });
+    });
+    return {
+      status: 'executed',
+      result: storedForm(scanUntrusted(value).value),
+      error: null,
+      failure: null,
+    };
+  } catch (err) {
+    if (err instanceof TimeLimitExceeded || (err as { code?: string }).code === '57014')
+      return {
+        status: 'failed',
+        result: null,
+        failure: 'timeout',
+        error: `${tool.name} did not finish within ${timeoutMs / 1000} s and was stopped; none of its changes were kept.`,
+      };
+    if (err instanceof ToolError)
+      return { status: 'failed', result: null, failure: 'tool_error', error: err.message };
+    const incident = randomUUID().slice(0, 8);
+    log.error({ err, incident }, 'approved action failed');
+    return {
+      status: 'failed',
+      result: null,
+      failure: 'internal_error',
+      error: `Internal error, incident ${incident}; none of its changes were kept. The details are in the server's log under that id.`,
+    };
+  }
+}
+
+/** Records the outcome of approval `a`, which took `ms`, with its audit event, in the claiming transaction. */
+async function record(
+  x: ExecutorContext,
+  tx: TransactionSql,
+  a: ApprovalRecord,
+  outcome: Outcome,
+  ms: number,
+) {
+  const [done] = await tx<ApprovalRecord[]>`
+    update bulkhead_approvals set status = ${outcome.status}, executed_at = now(), executed_by = ${x.instanceId},
+      duration_ms = ${ms}, result = ${outcome.result === null ? null : tx.json(outcome.result as never)},
+      error = ${outcome.error}, failure = ${outcome.failure}
+    where id = ${a.id}
+    returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
+  // The outcome and its event commit together: the story in the log is never behind the row.
+  await tracedSink(x.audit).appendIn(tx, executionEvent(done!));
+  const line = {
+    approvalId: a.id,
+    tool: a.tool,
+    status: outcome.status,
+    durationMs: ms,
+    instanceId: x.instanceId,
+  };
+  if (outcome.status === 'executed') x.logger.info(line, 'approved action executed');
+  else x.logger.warn({ ...line, error: outcome.error }, 'approved action failed');
 }

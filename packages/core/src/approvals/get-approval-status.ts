@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import type { Sql } from '@bulkhead/db';
-import { defineTool } from '../define-tool.ts';
-import { ToolError } from '../errors.ts';
-import { untrusted, untrustedTextSchema } from '../untrusted.ts';
-import { previewSource } from '../pending-result.ts';
+import { defineTool, READ_ONLY } from '../pipeline/define-tool.ts';
+import { svgIcon } from '../pipeline/icon.ts';
+import { ToolError } from '../pipeline/errors.ts';
+import { untrusted, untrustedTextSchema } from '../pipeline/untrusted/wrap.ts';
+import { previewSource } from '../pipeline/pending-result.ts';
 import {
   APPROVAL_COLUMNS,
   APPROVAL_ID,
@@ -66,7 +67,11 @@ export const getApprovalStatus = defineTool({
     error: z.string().nullable().describe('Why an approved request did not complete.'),
     note: z.string(),
   }),
-  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  annotations: READ_ONLY,
+  // A check mark in a circle: the decision on a request.
+  icons: svgIcon(
+    "<circle cx='8' cy='8' r='7'/><path d='M4 8l3 3 5-6' fill='none' stroke='#fff' stroke-width='2'/>",
+  ),
   handler: async ({ approval_id }, ctx) => {
     const a = await findApproval(ctx.sql, ctx.server, approval_id, ctx.access.customerId);
     if (!a)

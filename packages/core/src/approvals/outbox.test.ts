@@ -4,8 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectTestClient, issueTestToken, startTestServer, testApprover } from '../testing.ts';
-import { FIXTURE_EFFECTS_DDL, fixtureServer } from './fixtures/gated-server.ts';
+import { connectTestClient, issueTestToken, startTestServer, testApprover } from '../testing/index.ts';
+import { FIXTURE_EFFECTS_DDL, fixtureServer } from '../testing/fixtures/gated-server.ts';
 import {
   DEFAULT_RETRY,
   dispatchOutbox,

@@ -1,6 +1,7 @@
 import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
-import type { Outbox } from '../define-tool.ts';
+import type { Outbox } from '../pipeline/define-tool.ts';
+import { inSpan, linkTo, ROOT_CONTEXT, SpanKind } from '../pipeline/tracing.ts';
 import { assertEmailHeaders } from './email.ts';
 
 /** One row to deliver. */
@@ -88,6 +89,8 @@ interface ClaimedRow {
   kind: string;
   payload: Record<string, unknown>;
   attempts: number;
+  /** The `traceparent` of the call that filed the row's approval: its delivery links to it. */
+  filedInTrace: string | null;
 }
 
 /**
@@ -105,8 +108,27 @@ async function claim(sql: Sql, server: string, leaseMs: number): Promise<Claimed
       where server = ${server} and status = 'pending' and next_attempt_at <= now()
       order by next_attempt_at, id limit 1
       for update skip locked)
-    returning id, approval_id as "approvalId", kind, payload, attempts`;
+    returning id, approval_id as "approvalId", kind, payload, attempts,
+      (select a.filed_in_trace from bulkhead_approvals a where a.id = approval_id) as "filedInTrace"`;
   return row;
+}
+
+/**
+ * One delivery as a span of its own trace (`deliver email`), linked to the call that filed its
+ * approval: an operator follows a sent e-mail or webhook back to the request that asked for it.
+ */
+function traceDelivery<T>(item: OutboxItem, filedInTrace: string | null, fn: () => Promise<T>): Promise<T> {
+  const attributes = {
+    'bulkhead.outbox.kind': item.kind,
+    'bulkhead.outbox.attempt': item.attempt,
+    ...(item.approvalId ? { 'bulkhead.approval.id': item.approvalId } : {}),
+  };
+  return inSpan(
+    `deliver ${item.kind}`,
+    { kind: SpanKind.PRODUCER, attributes, links: linkTo(filedInTrace) },
+    fn,
+    ROOT_CONTEXT,
+  );
 }
 
 /**
@@ -158,7 +180,9 @@ export async function dispatchOutbox(
     const deliver = deliverers[item.kind];
     try {
       if (!deliver) throw new DeliveryError(`no deliverer for "${item.kind}" on ${server}`);
-      statusCode = (await deliver(item, { logger: log, signal }))?.statusCode ?? null;
+      statusCode =
+        (await traceDelivery(item, row.filedInTrace, () => deliver(item, { logger: log, signal })))
+          ?.statusCode ?? null;
     } catch (err) {
       error = err instanceof Error ? err.message : String(err);
       if (err instanceof DeliveryError) {

@@ -1,12 +1,13 @@
 import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
-import type { ApprovalRequester } from '../call-tool.ts';
-import { hasGatedTools, type ServerDefinition } from '../server-definition.ts';
-import { redactArguments } from '../secret.ts';
-import { untrusted } from '../untrusted.ts';
-import { PENDING_NOTE, previewSource, type PendingApprovalResult } from '../pending-result.ts';
+import type { ApprovalRequester } from '../pipeline/call-tool.ts';
+import { hasGatedTools, type ServerDefinition } from '../pipeline/server-definition.ts';
+import { redactArguments } from '../pipeline/secret.ts';
+import { untrusted } from '../pipeline/untrusted/wrap.ts';
+import { PENDING_NOTE, previewSource, type PendingApprovalResult } from '../pipeline/pending-result.ts';
 import { APPROVAL_COLUMNS, argumentsHash, newApprovalId, storedForm, type ApprovalRecord } from './store.ts';
 import { APPROVAL_WEBHOOK, approvalWebhookPayload, consoleLink } from './webhook.ts';
+import { activeTraceparent } from '../pipeline/tracing.ts';
 
 /** Hours until an undecided approval lapses, unless the tool says otherwise. */
 export const DEFAULT_EXPIRY_HOURS = 72;
@@ -33,7 +34,9 @@ export interface ApprovalRequesterOptions {
  * exists exactly when its event does. The database files it under the
  * calling role's own server, whatever is claimed.
  */
-export function createApprovalRequester(options: ApprovalRequesterOptions): ApprovalRequester {
+export function createApprovalRequester(
+  options: ApprovalRequesterOptions,
+): ApprovalRequester<ApprovalRecord> {
   const { logger, server } = options;
   return {
     async request({ tool, args, ctx, task = false }) {
@@ -45,11 +48,12 @@ export function createApprovalRequester(options: ApprovalRequesterOptions): Appr
       const hours = spec.expiresInHours ?? DEFAULT_EXPIRY_HOURS;
       const [record] = await tx<ApprovalRecord[]>`
         insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
-          expires_at, request_id, requested_by_token_id, requested_by_label, requested_scopes, customer_id, as_task)
+          expires_at, request_id, requested_by_token_id, requested_by_label, requested_scopes, customer_id, as_task,
+          filed_in_trace)
         values (${id}, ${server}, ${tool.name}, ${tx.json(stored as never)},
           ${tx.json(storedForm(redactArguments(tool.input, args)) as never)}, ${argumentsHash(stored)}, ${preview},
           now() + ${hours} * interval '1 hour', ${ctx.requestId}, ${ctx.access.tokenId}, ${ctx.access.label},
-          ${[...ctx.access.scopes]}, ${ctx.access.customerId}, ${task})
+          ${[...ctx.access.scopes]}, ${ctx.access.customerId}, ${task}, ${activeTraceparent()})
         returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
       if (options.webhookUrl) {
         await tx`
@@ -75,7 +79,7 @@ export function createApprovalRequester(options: ApprovalRequesterOptions): Appr
         expires_at: record!.expiresAt.toISOString(),
         note: PENDING_NOTE,
       };
-      return { approvalId: id, result };
+      return { approvalId: id, result, approval: record! };
     },
   };
 }
@@ -86,11 +90,11 @@ export function approvalsFor(
   options: {
     sql: Sql;
     logger: Logger;
-    approvals?: ApprovalRequester | undefined;
+    approvals?: ApprovalRequester<ApprovalRecord> | undefined;
     approvalWebhookUrl?: string | undefined;
     consoleUrl?: string | undefined;
   },
-): { approvals?: ApprovalRequester } {
+): { approvals?: ApprovalRequester<ApprovalRecord> } {
   if (options.approvals) return { approvals: options.approvals };
   if (!hasGatedTools(def)) return {};
   return {

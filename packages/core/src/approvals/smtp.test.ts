@@ -7,7 +7,7 @@ import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMailCatcher } from '../mail-catcher.ts';
+import { startMailCatcher } from './mail-catcher.ts';
 import { DEFAULT_RETRY, DeliveryError, dispatchOutbox, messageId, smtpDeliverer } from './index.ts';
 
 let db: TestDatabase;

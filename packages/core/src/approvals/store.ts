@@ -53,6 +53,8 @@ export interface ApprovalRecord {
   asTask: boolean;
   /** When the requester withdrew it (status `withdrawn`). */
   withdrawnAt: Date | null;
+  /** The span that filed it, as a W3C `traceparent` (when that call was traced): its execution links to it. */
+  filedInTrace: string | null;
 }
 
 /** The select list matching {@link ApprovalRecord}. */
@@ -63,7 +65,8 @@ export const APPROVAL_COLUMNS = `id, server, tool, arguments, arguments_redacted
   requested_scopes as "requestedScopes", customer_id as "customerId",
   decided_at as "decidedAt", decided_by as "decidedBy", decided_by_token_id as "decidedByTokenId",
   decision_reason as "decisionReason", decided_arguments_hash as "decidedArgumentsHash", executed_at as "executedAt", executed_by as "executedBy",
-  duration_ms as "durationMs", result, error, failure, as_task as "asTask", withdrawn_at as "withdrawnAt"`;
+  duration_ms as "durationMs", result, error, failure, as_task as "asTask", withdrawn_at as "withdrawnAt",
+  filed_in_trace as "filedInTrace"`;
 
 const ID_ALPHABET = 'abcdefghijkmnpqrstuvwxyz23456789';
 

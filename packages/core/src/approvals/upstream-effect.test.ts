@@ -12,11 +12,11 @@ import {
   startTestServer,
   testApprover,
   type TestServer,
-} from '../testing.ts';
-import { upstreamFixtureServer } from './fixtures/upstream-server.ts';
+} from '../testing/index.ts';
+import { upstreamFixtureServer } from '../testing/fixtures/upstream-server.ts';
 import { upstreamEffect } from './upstream-effect.ts';
 
-const MAIN = fileURLToPath(new URL('./fixtures/upstream-dispatcher-main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../testing/fixtures/upstream-dispatcher-main.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const CREDENTIAL = 'alerts-api-token-5b1d0c2e9f';
 const LEASE_MS = 1000;

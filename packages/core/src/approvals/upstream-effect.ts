@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { createUpstreamClient, UpstreamError, type UpstreamResponse } from '../upstream/client.ts';
-import type { UpstreamRecord, Upstreams } from '../upstream/upstreams.ts';
+import { createUpstreamClient, UpstreamError, type UpstreamResponse } from '../pipeline/upstream/client.ts';
+import type { UpstreamRecord, Upstreams } from '../pipeline/upstream/upstreams.ts';
 import { DeliveryError, type Deliverer } from './outbox.ts';
 
 /** The outbox kind of an effect on a declared upstream. */

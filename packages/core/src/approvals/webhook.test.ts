@@ -5,9 +5,9 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { FIXTURE_EFFECTS_DDL, fixtureServer } from './fixtures/gated-server.ts';
+import { FIXTURE_EFFECTS_DDL, fixtureServer } from '../testing/fixtures/gated-server.ts';
 import { startApprovalExecutor } from './index.ts';
-import { issueTestToken, startTestServer } from '../testing.ts';
+import { issueTestToken, startTestServer } from '../testing/index.ts';
 
 let db: TestDatabase;
 const received: { headers: IncomingHttpHeaders; body: Record<string, unknown>; answered: number }[] = [];

@@ -72,7 +72,7 @@ export interface Withdrawal {
  */
 export async function withdrawTask(
   sql: Sql,
-  audit: AuditWriter,
+  audit: Pick<AuditWriter, 'appendIn'>,
   owner: TaskOwner,
   id: string,
   event: (a: ApprovalRecord) => AuditEventInput,

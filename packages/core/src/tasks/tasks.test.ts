@@ -15,7 +15,7 @@ import {
   type TaskClient,
   type TestApprover,
   type TestServer,
-} from '../testing.ts';
+} from '../testing/index.ts';
 
 const write = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
 const ro = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };

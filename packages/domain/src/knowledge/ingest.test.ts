@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { ingestFolder, IngestError } from './ingest.ts';
 
 /** The sample documents dev-knowledge ships (read as files). */
-const shippedDocs = fileURLToPath(new URL('../../../../servers/dev-knowledge/docs', import.meta.url));
+const shippedDocs = fileURLToPath(new URL('../../../../docs/handbook', import.meta.url));
 
 let db: TestDatabase;
 let dir: string;

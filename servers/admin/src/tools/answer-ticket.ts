@@ -2,7 +2,7 @@ import { textArg, defineTool, emailMessage, ToolError, type ToolContext } from '
 import { ticketKeyArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { getCustomerEmail, getTicket, insertAgentAnswer } from '../queries.ts';
-import { excerpt, GATED, mailableAddress, notFound } from './shared.ts';
+import { excerpt, GATED, icons, mailableAddress, notFound } from './shared.ts';
 
 /** The name customers see on answers written through this server. */
 const AUTHOR = 'Support team';
@@ -29,6 +29,7 @@ export const answerTicket = defineTool({
     body: textArg(1, 5000).describe('Shown to the customer.'),
   }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  icons: icons.answer,
   timeoutMs: 5_000,
   approval: {
     sends: ['email'],

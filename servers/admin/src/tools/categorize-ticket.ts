@@ -3,7 +3,7 @@ import { ticketKeyArg } from '@bulkhead/domain';
 import { TICKET_CATEGORIES } from '@bulkhead/domain';
 import { z } from 'zod';
 import { setTicketCategory } from '../queries.ts';
-import { notFound } from './shared.ts';
+import { icons, notFound } from './shared.ts';
 
 export const categorizeTicket = defineTool({
   name: 'categorize_ticket',
@@ -22,6 +22,7 @@ export const categorizeTicket = defineTool({
     changed: z.boolean(),
   }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  icons: icons.tag,
   timeoutMs: 5_000,
   handler: async ({ key, category }, ctx) => {
     const row = await setTicketCategory(ctx.sql, key, category);

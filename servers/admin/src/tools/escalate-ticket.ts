@@ -3,7 +3,7 @@ import { ticketKeyArg } from '@bulkhead/domain';
 import { TICKET_STATUSES } from '@bulkhead/domain';
 import { z } from 'zod';
 import { escalateTicket as escalate } from '../queries.ts';
-import { notFound } from './shared.ts';
+import { icons, notFound } from './shared.ts';
 
 export const escalateTicket = defineTool({
   name: 'escalate_ticket',
@@ -22,6 +22,7 @@ export const escalateTicket = defineTool({
     escalated_at: z.string(),
   }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  icons: icons.escalate,
   timeoutMs: 5_000,
   handler: async ({ key, reason }, ctx) => {
     const row = await escalate(ctx.sql, key, reason);

@@ -1,7 +1,7 @@
-import { textArg, defineTool, limitArg, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { textArg, defineTool, limitArg, untrusted, untrustedTextRef, READ_ONLY } from '@bulkhead/core';
 import { z } from 'zod';
 import { findCustomers as findCustomerRows } from '../queries.ts';
-import { untrustedOrNull } from './shared.ts';
+import { icons, untrustedOrNull } from './shared.ts';
 
 export const findCustomers = defineTool({
   name: 'find_customers',
@@ -27,7 +27,8 @@ export const findCustomers = defineTool({
     count: z.number(),
     truncated: z.boolean(),
   }),
-  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  annotations: READ_ONLY,
+  icons: icons.customer,
   timeoutMs: 5_000,
   handler: async ({ query, limit }, ctx) => {
     const rows = await findCustomerRows(ctx.sql, { query, limit: limit + 1 });

@@ -1,8 +1,8 @@
-import { defineTool, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { defineTool, untrusted, untrustedTextRef, READ_ONLY } from '@bulkhead/core';
 import { customerIdArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { getCustomer as getCustomerRow } from '../queries.ts';
-import { notFound, untrustedOrNull } from './shared.ts';
+import { icons, notFound, untrustedOrNull } from './shared.ts';
 
 export const getCustomer = defineTool({
   name: 'get_customer',
@@ -27,7 +27,8 @@ export const getCustomer = defineTool({
     overdue_invoices: z.number(),
     open_tickets: z.number(),
   }),
-  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  annotations: READ_ONLY,
+  icons: icons.customer,
   timeoutMs: 5_000,
   handler: async ({ customer_id }, ctx) => {
     const c = await getCustomerRow(ctx.sql, customer_id);

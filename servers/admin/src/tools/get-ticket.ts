@@ -1,15 +1,16 @@
-import { defineTool, offsetArg, pageCheck, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { defineTool, offsetArg, pageCheck, untrusted, untrustedTextRef, READ_ONLY } from '@bulkhead/core';
 import { messageArg, ticketKeyArg } from '@bulkhead/domain';
 import {
   getTicketThread,
   THREAD_BODY_CHARS,
-  TICKET_AUTHOR_KINDS,
   TICKET_CATEGORIES,
   TICKET_STATUSES,
+  ticketThreadOutput,
+  ticketThreadResult,
 } from '@bulkhead/domain';
 import { z } from 'zod';
 import { getTicket as getTicketRow } from '../queries.ts';
-import { notFound, untrustedOrNull } from './shared.ts';
+import { icons, notFound, untrustedOrNull } from './shared.ts';
 
 const chars = (n: number) => n.toLocaleString('en-US');
 /** Messages a page of a thread shows. */
@@ -35,21 +36,10 @@ export const getTicket = defineTool({
     received: z.string(),
     escalated_at: z.string().nullable(),
     escalation_reason: untrustedOrNull,
-    messages: z.array(
-      z.object({
-        n: z.number(),
-        author_kind: z.enum(TICKET_AUTHOR_KINDS),
-        author: untrustedTextRef,
-        sent: z.string(),
-        body: untrustedTextRef,
-        body_cut: z.string().optional(),
-      }),
-    ),
-    messages_total: z.number(),
-    truncated: z.boolean(),
-    next_offset: z.number().nullable(),
+    ...ticketThreadOutput,
   }),
-  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  annotations: READ_ONLY,
+  icons: icons.ticket,
   timeoutMs: 5_000,
   handler: async ({ key, offset, message }, ctx) => {
     const t = await getTicketRow(ctx.sql, key);
@@ -74,17 +64,7 @@ export const getTicket = defineTool({
         t.escalationReason === null
           ? null
           : untrusted(t.escalationReason, { source: `ticket ${key} escalation` }),
-      messages: page.messages.map((m) => ({
-        n: m.n,
-        author_kind: m.authorKind,
-        author: untrusted(m.authorName, { source: `ticket ${key} message ${m.n}` }),
-        sent: m.createdAt.toISOString(),
-        body: untrusted(m.body, { source: `ticket ${key} message ${m.n}` }),
-        ...(m.bodyCut ? { body_cut: m.bodyCut } : {}),
-      })),
-      messages_total: page.total,
-      truncated: page.nextOffset !== null,
-      next_offset: page.nextOffset,
+      ...ticketThreadResult(key, page),
     };
   },
 });

@@ -2,7 +2,7 @@ import { textArg, defineTool, ToolError, type ToolContext } from '@bulkhead/core
 import { invoiceNumberArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { insertCreditNote, lockInvoice } from '../queries.ts';
-import { excerpt, GATED, money, notFound } from './shared.ts';
+import { excerpt, GATED, icons, money, notFound } from './shared.ts';
 
 async function creditableInvoice(ctx: ToolContext, number: string, amountCents: number) {
   const invoice = await lockInvoice(ctx.sql, number);
@@ -38,6 +38,7 @@ export const issueCreditNote = defineTool({
     reason: textArg(10, 500).describe('Printed on the note.'),
   }),
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  icons: icons.credit,
   timeoutMs: 5_000,
   approval: {
     preview: async ({ invoice_number, amount_cents, reason }, ctx) => {

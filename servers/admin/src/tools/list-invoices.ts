@@ -1,8 +1,8 @@
-import { defineTool, limitArg, offsetArg, pageCheck } from '@bulkhead/core';
+import { defineTool, limitArg, offsetArg, pageCheck, READ_ONLY } from '@bulkhead/core';
 import { customerIdArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { customerExists, INVOICE_STATES, listInvoices as listInvoiceRows } from '../queries.ts';
-import { notFound } from './shared.ts';
+import { icons, notFound } from './shared.ts';
 
 export const listInvoices = defineTool({
   name: 'list_invoices',
@@ -38,7 +38,8 @@ export const listInvoices = defineTool({
     total: z.number(),
     truncated: z.boolean(),
   }),
-  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  annotations: READ_ONLY,
+  icons: icons.invoice,
   timeoutMs: 5_000,
   handler: async ({ customer_id, status, period, limit, offset }, ctx) => {
     const { rows, total } = await listInvoiceRows(ctx.sql, {

@@ -1,9 +1,17 @@
-import { defineTool, limitArg, offsetArg, pageCheck, untrusted, untrustedTextRef } from '@bulkhead/core';
+import {
+  defineTool,
+  limitArg,
+  offsetArg,
+  pageCheck,
+  untrusted,
+  untrustedTextRef,
+  READ_ONLY,
+} from '@bulkhead/core';
 import { customerIdArg } from '@bulkhead/domain';
 import { TICKET_CATEGORIES, TICKET_STATUSES } from '@bulkhead/domain';
 import { z } from 'zod';
 import { customerExists, listTickets as listTicketRows } from '../queries.ts';
-import { notFound } from './shared.ts';
+import { icons, notFound } from './shared.ts';
 
 export const listTickets = defineTool({
   name: 'list_tickets',
@@ -37,7 +45,8 @@ export const listTickets = defineTool({
     total: z.number(),
     truncated: z.boolean(),
   }),
-  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  annotations: READ_ONLY,
+  icons: icons.tickets,
   timeoutMs: 5_000,
   handler: async ({ status, category, customer_id, limit, offset }, ctx) => {
     const { rows, total } = await listTicketRows(ctx.sql, {

@@ -2,7 +2,7 @@ import { defineTool, emailMessage, ToolError, type ToolContext } from '@bulkhead
 import { invoiceNumberArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { lockInvoice, markInvoiceSent } from '../queries.ts';
-import { GATED, mailableAddress, money, notFound } from './shared.ts';
+import { GATED, icons, mailableAddress, money, notFound } from './shared.ts';
 
 async function sendableInvoice(ctx: ToolContext, number: string) {
   const invoice = await lockInvoice(ctx.sql, number);
@@ -36,6 +36,7 @@ export const sendInvoice = defineTool({
   scope: 'invoices:write',
   input: z.strictObject({ invoice_number: invoiceNumberArg.describe('e.g. R-2026-0001.') }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  icons: icons.send,
   timeoutMs: 5_000,
   approval: {
     sends: ['email'],

@@ -3,12 +3,19 @@ import { addressProblem, svgIcon, ToolError, untrustedTextRef } from '@bulkhead/
 /** A nullable database text, untrusted when present. */
 export const untrustedOrNull = untrustedTextRef.nullable();
 
-/**
- * The server's icon (initialize, server/discover). Its tools carry none: twelve
- * tool icons would cost some 2,000 characters of every tools/list, more than the
- * budget leaves, and clients show the server's icon beside its tools.
- */
-export const serverIcon = svgIcon("<path d='M3 1h10v14H3zm2 4h6v1H5zm0 3h6v1H5z' fill-rule='evenodd'/>");
+/** One icon per kind of object or action; the invoice is also the server's. */
+export const icons = {
+  customer: svgIcon("<circle cx='8' cy='5' r='3'/><path d='M2 15a6 6 0 0 1 12 0z'/>"),
+  contact: svgIcon("<path d='M1 3h14v10H1zm3 3h5v1H4zm0 3h8v1H4z' fill-rule='evenodd'/>"),
+  invoice: svgIcon("<path d='M3 1h10v14H3zm2 4h6v1H5zm0 3h6v1H5z' fill-rule='evenodd'/>"),
+  send: svgIcon("<path d='M1 8l14-6-4 13-3-5z'/>"),
+  credit: svgIcon("<circle cx='8' cy='8' r='7'/><path d='M4 8h8' stroke='#fff' stroke-width='2'/>"),
+  tickets: svgIcon("<path d='M1 2h14v3H1zm0 4h14v3H1zm0 4h14v3H1z'/>"),
+  ticket: svgIcon("<path d='M1 2h14v9H6l-4 4v-4H1z'/>"),
+  tag: svgIcon("<path d='M1 1h7l7 7-7 7-7-7z'/>"),
+  escalate: svgIcon("<path d='M8 1l6 7h-4v7H6V8H2z'/>"),
+  answer: svgIcon("<path d='M15 2H1v9h9l4 4v-4h1z'/>"),
+};
 
 /** "€1,234.50": amounts as the person approving reads them. */
 export function money(cents: number, currency: string): string {

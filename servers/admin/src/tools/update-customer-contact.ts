@@ -6,7 +6,7 @@ import {
   updateCustomerContact as updateContact,
   type ContactFields,
 } from '../queries.ts';
-import { GATED, notFound } from './shared.ts';
+import { GATED, icons, notFound } from './shared.ts';
 
 const FIELDS = ['email', 'phone', 'street', 'postal_code', 'city'] as const;
 
@@ -59,6 +59,7 @@ export const updateCustomerContact = defineTool({
       message: `at least one of ${FIELDS.join(', ')}`,
     }),
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  icons: icons.contact,
   timeoutMs: 5_000,
   approval: {
     preview: async ({ customer_id, ...wanted }, ctx) => {

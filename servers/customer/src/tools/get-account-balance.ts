@@ -1,7 +1,7 @@
-import { defineTool } from '@bulkhead/core';
+import { defineTool, READ_ONLY } from '@bulkhead/core';
 import { z } from 'zod';
 import { accountBalances } from '../queries.ts';
-import { boundCustomer, customerStillExists, icons, ro } from './shared.ts';
+import { boundCustomer, customerStillExists, icons } from './shared.ts';
 
 export const getAccountBalance = defineTool({
   name: 'get_account_balance',
@@ -25,7 +25,7 @@ export const getAccountBalance = defineTool({
       }),
     ),
   }),
-  annotations: ro,
+  annotations: READ_ONLY,
   icons: icons.balance,
   timeoutMs: 5_000,
   handler: async (_args, ctx) => {

@@ -1,8 +1,8 @@
-import { defineTool, untrusted, untrustedTextSchema } from '@bulkhead/core';
+import { defineTool, untrusted, untrustedTextSchema, READ_ONLY } from '@bulkhead/core';
 import { invoiceNumberArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { getInvoice as findInvoice, invoiceDetails, PAYMENT_METHODS } from '../queries.ts';
-import { customerOf, icons, notFound, ro } from './shared.ts';
+import { customerOf, icons, notFound } from './shared.ts';
 
 /** The most lines, payments and credit notes one answer holds, each. */
 const MAX_ROWS = 100;
@@ -47,7 +47,7 @@ export const getInvoice = defineTool({
     ),
     truncated: z.boolean(),
   }),
-  annotations: ro,
+  annotations: READ_ONLY,
   icons: icons.invoice,
   timeoutMs: 5_000,
   handler: async ({ invoice_number }, ctx) => {

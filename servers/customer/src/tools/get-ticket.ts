@@ -1,15 +1,16 @@
-import { defineTool, offsetArg, pageCheck, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { defineTool, offsetArg, pageCheck, untrusted, untrustedTextRef, READ_ONLY } from '@bulkhead/core';
 import { messageArg, ticketKeyArg } from '@bulkhead/domain';
 import {
   getTicketThread,
   THREAD_BODY_CHARS,
-  TICKET_AUTHOR_KINDS,
   TICKET_CATEGORIES,
   TICKET_STATUSES,
+  ticketThreadOutput,
+  ticketThreadResult,
 } from '@bulkhead/domain';
 import { z } from 'zod';
 import { getTicket as findTicket } from '../queries.ts';
-import { customerOf, icons, notFound, ro } from './shared.ts';
+import { customerOf, icons, notFound } from './shared.ts';
 
 const chars = (n: number) => n.toLocaleString('en-US');
 /** Messages a page of a thread shows. */
@@ -32,21 +33,9 @@ export const getTicket = defineTool({
     status: z.enum(TICKET_STATUSES),
     created_at: z.string(),
     updated_at: z.string(),
-    messages: z.array(
-      z.object({
-        n: z.number(),
-        author_kind: z.enum(TICKET_AUTHOR_KINDS),
-        author_name: untrustedTextRef,
-        created_at: z.string(),
-        body: untrustedTextRef,
-        body_cut: z.string().optional(),
-      }),
-    ),
-    messages_total: z.number(),
-    truncated: z.boolean(),
-    next_offset: z.number().nullable(),
+    ...ticketThreadOutput,
   }),
-  annotations: ro,
+  annotations: READ_ONLY,
   icons: icons.ticket,
   timeoutMs: 5_000,
   handler: async ({ key, offset, message }, ctx) => {
@@ -67,17 +56,7 @@ export const getTicket = defineTool({
       status: t.status,
       created_at: t.createdAt.toISOString(),
       updated_at: t.updatedAt.toISOString(),
-      messages: page.messages.map((m) => ({
-        n: m.n,
-        author_kind: m.authorKind,
-        author_name: untrusted(m.authorName, { source: `ticket ${key} message ${m.n} author` }),
-        created_at: m.createdAt.toISOString(),
-        body: untrusted(m.body, { source: `ticket ${key} message ${m.n}` }),
-        ...(m.bodyCut ? { body_cut: m.bodyCut } : {}),
-      })),
-      messages_total: page.total,
-      truncated: page.nextOffset !== null,
-      next_offset: page.nextOffset,
+      ...ticketThreadResult(key, page),
     };
   },
 });

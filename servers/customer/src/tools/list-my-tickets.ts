@@ -1,8 +1,16 @@
-import { defineTool, limitArg, offsetArg, pageCheck, untrusted, untrustedTextRef } from '@bulkhead/core';
+import {
+  defineTool,
+  limitArg,
+  offsetArg,
+  pageCheck,
+  untrusted,
+  untrustedTextRef,
+  READ_ONLY,
+} from '@bulkhead/core';
 import { TICKET_CATEGORIES, TICKET_STATUSES } from '@bulkhead/domain';
 import { z } from 'zod';
 import { listTickets } from '../queries.ts';
-import { customerOf, icons, ro } from './shared.ts';
+import { customerOf, icons } from './shared.ts';
 
 export const listMyTickets = defineTool({
   name: 'list_my_tickets',
@@ -33,7 +41,7 @@ export const listMyTickets = defineTool({
     total: z.number(),
     truncated: z.boolean(),
   }),
-  annotations: ro,
+  annotations: READ_ONLY,
   icons: icons.tickets,
   timeoutMs: 5_000,
   handler: async ({ status, limit, offset }, ctx) => {

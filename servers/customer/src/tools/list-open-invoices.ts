@@ -1,7 +1,7 @@
-import { defineTool, limitArg, offsetArg, pageCheck } from '@bulkhead/core';
+import { defineTool, limitArg, offsetArg, pageCheck, READ_ONLY } from '@bulkhead/core';
 import { z } from 'zod';
 import { listOpenInvoices as listOpen } from '../queries.ts';
-import { customerOf, icons, ro } from './shared.ts';
+import { customerOf, icons } from './shared.ts';
 
 export const listOpenInvoices = defineTool({
   name: 'list_open_invoices',
@@ -38,7 +38,7 @@ export const listOpenInvoices = defineTool({
     total: z.number(),
     truncated: z.boolean(),
   }),
-  annotations: ro,
+  annotations: READ_ONLY,
   icons: icons.invoices,
   timeoutMs: 5_000,
   handler: async ({ min_days_overdue, limit, offset }, ctx) => {

@@ -5,7 +5,6 @@ import { customerExists } from '../queries.ts';
 /** What a customer writes: trimmed, not empty, bounded. */
 export const body = z.string().trim().min(1).max(5000).describe('Message text.');
 
-export const ro = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 export const write = {
   readOnlyHint: false,
   destructiveHint: false,

@@ -1,4 +1,4 @@
-import { defineTool, svgIcon, ToolError, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { defineTool, svgIcon, ToolError, untrusted, untrustedTextRef, READ_ONLY } from '@bulkhead/core';
 import { docIdArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { docSummary, docSummarySchema } from '../doc-summary.ts';
@@ -30,7 +30,7 @@ export const getDoc = defineTool({
     next_section: z.number().nullable(),
     text: untrustedTextRef,
   }),
-  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  annotations: READ_ONLY,
   icons: svgIcon("<path d='M6 2h9l5 5v15H6z' fill='none' stroke='#333' stroke-width='2'/>", 24),
   timeoutMs: 5_000,
   handler: async ({ doc_id, section }, ctx) => {

@@ -1,4 +1,4 @@
-import { defineTool, limitArg, offsetArg, pageCheck, svgIcon, ToolError } from '@bulkhead/core';
+import { defineTool, limitArg, offsetArg, pageCheck, svgIcon, ToolError, READ_ONLY } from '@bulkhead/core';
 import { DOC_TAG_PATTERN } from '@bulkhead/domain';
 import { z } from 'zod';
 import { docListItemSchema, docSummary } from '../doc-summary.ts';
@@ -33,7 +33,7 @@ export const listDocs = defineTool({
     truncated: z.boolean(),
     next_offset: z.number().nullable(),
   }),
-  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  annotations: READ_ONLY,
   icons: svgIcon("<path d='M4 6h16M4 12h16M4 18h16' stroke='#333' stroke-width='2'/>", 24),
   timeoutMs: 5_000,
   handler: async ({ kind, tag, limit, offset }, ctx) => {

@@ -1,4 +1,4 @@
-import { defineTool, limitArg, svgIcon, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { defineTool, limitArg, svgIcon, untrusted, untrustedTextRef, READ_ONLY } from '@bulkhead/core';
 import { z } from 'zod';
 import { docSummary, docSummarySchema } from '../doc-summary.ts';
 import { DOC_KINDS, rankDocuments, snippets } from '../queries.ts';
@@ -30,7 +30,7 @@ export const searchDocs = defineTool({
     count: z.number(),
     truncated: z.boolean(),
   }),
-  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  annotations: READ_ONLY,
   icons: svgIcon(
     "<g fill='none' stroke='#333' stroke-width='2'><circle cx='10' cy='10' r='6'/><path d='M14 14l6 6'/></g>",
     24,

@@ -10,7 +10,7 @@ import {
   when,
   type Matcher,
 } from '../alertmanager.ts';
-import { GATED, requester } from './shared.ts';
+import { GATED, icons, requester } from './shared.ts';
 
 /** The longest silence this tool makes: a longer one is a decision for Alertmanager's own UI. */
 const MAX_MINUTES = 24 * 60;
@@ -75,6 +75,7 @@ export const createSilence = defineTool({
     comment: textArg(3, 500).describe('Why; shown in Alertmanager.'),
   }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  icons: icons.silence,
   timeoutMs: 10_000,
   approval: {
     preview: async ({ matchers, duration, comment }, ctx) => {

@@ -9,7 +9,7 @@ import {
   when,
   type AmSilence,
 } from '../alertmanager.ts';
-import { GATED, requester } from './shared.ts';
+import { GATED, icons, requester } from './shared.ts';
 
 /** The silence as Alertmanager has it now; an error the model can act on when it is gone or over. */
 async function liveSilence(ctx: ToolContext, id: string): Promise<AmSilence> {
@@ -29,6 +29,7 @@ export const expireSilence = defineTool({
   scope: 'ops:silence',
   input: z.strictObject({ silence_id: silenceIdArg.describe('A UUID.') }),
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
+  icons: icons.expire,
   timeoutMs: 10_000,
   approval: {
     preview: async ({ silence_id }, ctx) => {

@@ -1,4 +1,4 @@
-import { defineTool, ToolError, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { defineTool, ToolError, untrusted, untrustedTextRef, READ_ONLY } from '@bulkhead/core';
 import { z } from 'zod';
 import {
   ALERTMANAGER,
@@ -9,6 +9,7 @@ import {
   type AmGroup,
 } from '../alertmanager.ts';
 import { alertShape, alertView } from './list-alerts.ts';
+import { icons } from './shared.ts';
 
 export const getAlert = defineTool({
   name: 'get_alert',
@@ -22,7 +23,8 @@ export const getAlert = defineTool({
     generator_url: untrustedTextRef.nullable(),
     groups: z.array(z.object({ labels: untrustedTextRef, receiver: z.string() })),
   }),
-  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  annotations: { ...READ_ONLY, openWorldHint: true },
+  icons: icons.alert,
   timeoutMs: 10_000,
   handler: async ({ fingerprint }, ctx) => {
     const am = ctx.upstream(ALERTMANAGER);

@@ -1,4 +1,4 @@
-import { defineTool, limitArg, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { defineTool, limitArg, untrusted, untrustedTextRef, READ_ONLY } from '@bulkhead/core';
 import { z } from 'zod';
 import {
   ALERTMANAGER,
@@ -12,6 +12,7 @@ import {
   filterQuery,
   type AmAlert,
 } from '../alertmanager.ts';
+import { icons } from './shared.ts';
 
 /** One alert in short form, as list_alerts and get_alert show it. */
 export const alertShape = z.object({
@@ -66,7 +67,8 @@ export const listAlerts = defineTool({
     total: z.number(),
     truncated: z.boolean(),
   }),
-  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  annotations: { ...READ_ONLY, openWorldHint: true },
+  icons: icons.alerts,
   timeoutMs: 10_000,
   handler: async ({ matchers = [], include_silenced, include_inhibited, receiver, limit }, ctx) => {
     checkRegexes(matchers);

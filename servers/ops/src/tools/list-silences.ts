@@ -1,6 +1,7 @@
-import { defineTool, limitArg, untrusted, untrustedTextRef } from '@bulkhead/core';
+import { defineTool, limitArg, untrusted, untrustedTextRef, READ_ONLY } from '@bulkhead/core';
 import { z } from 'zod';
 import { ALERTMANAGER, answer, fromAmMatcher, matchersInWords, type AmSilence } from '../alertmanager.ts';
+import { icons } from './shared.ts';
 
 const STATES = ['active', 'pending', 'expired'] as const;
 const ORDER = { active: 0, pending: 1, expired: 2 };
@@ -36,7 +37,8 @@ export const listSilences = defineTool({
     total: z.number(),
     truncated: z.boolean(),
   }),
-  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+  annotations: { ...READ_ONLY, openWorldHint: true },
+  icons: icons.silences,
   timeoutMs: 10_000,
   handler: async ({ states, limit }, ctx) => {
     const all = answer<AmSilence[]>(

@@ -1,0 +1,144 @@
+import { createAuditWriter, type AuditWriter } from '@bulkhead/audit';
+import { bodyAborted, createRefusalLog, type Logger } from '@bulkhead/core';
+import { createMetrics, createTokenVerifier } from '@bulkhead/core/operator';
+import type { Sql } from '@bulkhead/db';
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { getCookie } from 'hono/cookie';
+import type { ConsoleContext, ConsoleEnv } from './context.ts';
+import { requireApprover } from './middleware/approver.tsx';
+import { ownOrigin } from './middleware/own-origin.ts';
+import { securityHeaders } from './middleware/security-headers.ts';
+import type { OAuthServer } from './oauth/context.ts';
+import type { RegistrationPolicy } from './oauth/registration-limit.ts';
+import { mountOAuth } from './oauth/routes.ts';
+import { mountApprovals } from './routes/approvals.tsx';
+import { mountHistory } from './routes/history.tsx';
+import { mountMail } from './routes/mail.tsx';
+import { mountPending } from './routes/pending.tsx';
+import { mountProbes } from './routes/probes.ts';
+import { mountSignIn } from './routes/sign-in.tsx';
+import { mountSignOut } from './routes/sign-out.ts';
+import { findSession } from './sessions.ts';
+import { createSignInThrottle, type SignInPolicy } from './sign-in-throttle.ts';
+
+/** What the console needs. */
+export interface ConsoleOptions {
+  sql: Sql;
+  logger: Logger;
+  /** The console's address as approvers reach it; https turns on Secure cookies. */
+  publicUrl: string;
+  /** How long a sign-in lasts (default 12 h). */
+  sessionHours?: number;
+  /** Extra allowed `Host` names; loopback names and the public URL's host are always allowed. */
+  allowedHosts?: string[];
+  /** Reverse proxies in front of the console that append to `X-Forwarded-For` (default 0: the socket's address). */
+  proxyHops?: number;
+  /** Refused sign-ins allowed per source address and window (default 10 per 60 s). */
+  signInPolicy?: SignInPolicy;
+  audit?: AuditWriter;
+  /** `BULKHEAD_ALLOW_SELF_APPROVAL`: a person may approve what a token issued to them asked for. */
+  allowSelfApproval?: boolean;
+  /** `BULKHEAD_METRICS_TOKEN`: lets a scraper that is not on loopback read `/metrics`. */
+  metricsToken?: string | undefined;
+  /** The MCP servers the console grants OAuth access to (empty: the authorization server grants nothing). */
+  oauthServers?: OAuthServer[];
+  /** OAuth dynamic registrations allowed per source address and window (default 30 in 10 minutes). */
+  registrationPolicy?: RegistrationPolicy;
+}
+
+/** The console app and how to release what it holds. */
+export interface ConsoleApp {
+  app: Hono<ConsoleEnv>;
+  close(): Promise<void>;
+}
+
+const FORM_LIMIT = 64 * 1024;
+
+/**
+ * The approvers' web console: server-rendered pages, no JavaScript. Approvers
+ * sign in with approver tokens (never MCP tokens); the session cookie is
+ * HttpOnly and SameSite=Strict (and Secure on https); every form carries a
+ * CSRF token; every POST must come from the console's own origin. A request
+ * with an `Authorization` header is judged by that token alone: anything but
+ * a valid approver token is 401.
+ */
+export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
+  const { sql, logger } = options;
+  const verifier = createTokenVerifier(sql, 'console', 'approver');
+  const metrics = createMetrics({
+    server: 'console',
+    sql,
+    poolMax: 10,
+    tokenCache: verifier.stats,
+    approvals: true,
+  });
+  const audit = metrics.audited(options.audit ?? createAuditWriter(sql));
+  // Anyone can post from another site: the first refusals of a minute per source are audited one
+  // by one, the rest summed up, as the MCP servers do with requests that carry no valid token.
+  const refusals = createRefusalLog(audit, 'console', logger);
+  const publicUrl = new URL(options.publicUrl);
+  const secure = publicUrl.protocol === 'https:';
+  const ctx: ConsoleContext = {
+    sql,
+    logger,
+    audit,
+    verifier,
+    throttle: createSignInThrottle(sql, options.signInPolicy),
+    publicUrl,
+    proxyHops: options.proxyHops ?? 0,
+    sessionHours: options.sessionHours ?? 12,
+    allowSelfApproval: options.allowSelfApproval ?? false,
+    cookies: {
+      session: secure ? '__Host-bh_session' : 'bh_session',
+      login: secure ? '__Host-bh_login' : 'bh_login',
+      attributes: { httpOnly: true, sameSite: 'Strict', path: '/', secure },
+    },
+  };
+
+  const app = new Hono<ConsoleEnv>();
+  app.use(securityHeaders);
+  app.use(ownOrigin(ctx, options.allowedHosts ?? [], refusals));
+  app.use(bodyLimit({ maxSize: FORM_LIMIT, onError: (c) => c.text('Form too large.', 413) }));
+  mountProbes(app, ctx, metrics, options.metricsToken);
+  mountSignIn(app, ctx);
+  mountOAuth(app, {
+    sql,
+    logger,
+    audit,
+    issuer: publicUrl.origin + publicUrl.pathname.replace(/\/$/, ''),
+    servers: options.oauthServers ?? [],
+    proxyHops: ctx.proxyHops,
+    ...(options.registrationPolicy ? { registrationPolicy: options.registrationPolicy } : {}),
+    session: async (c) => {
+      const sid = getCookie(c, ctx.cookies.session);
+      return sid ? findSession(sql, sid) : undefined;
+    },
+  });
+  // Everything below needs an approver.
+  app.use(requireApprover(ctx));
+  mountPending(app, ctx);
+  mountApprovals(app, ctx);
+  mountHistory(app, ctx);
+  mountMail(app, ctx);
+  mountSignOut(app, ctx);
+
+  app.notFound((c) => c.text('Not found.', 404));
+  app.onError((err, c) => {
+    if (bodyAborted(err, c.req.raw)) {
+      // The client's doing, not the console's: no stack trace, and nobody is there to read the answer.
+      logger.info({ path: c.req.path, method: c.req.method }, 'client closed the connection mid-body');
+      return c.text('The request body ended early.', 400);
+    }
+    logger.error({ err }, 'console request failed');
+    return c.text('Something went wrong; the details are in the console log.', 500);
+  });
+
+  return {
+    app,
+    close: async () => {
+      await refusals.close();
+      await verifier.close();
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import type { AuditWriter } from '@bulkhead/audit';
+import type { Logger } from '@bulkhead/core';
+import type { TokenVerifier } from '@bulkhead/core/operator';
+import type { Sql } from '@bulkhead/db';
+import type { Context } from 'hono';
+import type { Approver } from './sessions.ts';
+import type { SignInThrottle } from './sign-in-throttle.ts';
+
+/** What a console request carries: its approver, once the approver middleware has found one. */
+export type ConsoleEnv = { Variables: { approver: Approver } };
+
+/** A request to the console. */
+export type ConsoleRequest = Context<ConsoleEnv>;
+
+/** The console's cookies: their names (`__Host-` on https) and the attributes every one is set with. */
+export interface ConsoleCookies {
+  session: string;
+  login: string;
+  attributes: { httpOnly: true; sameSite: 'Strict'; path: '/'; secure: boolean };
+}
+
+/** What the console's middleware and routes are handed, built once in `createConsoleApp`. */
+export interface ConsoleContext {
+  sql: Sql;
+  logger: Logger;
+  /** The audit writer, counted by the console's metrics. */
+  audit: AuditWriter;
+  /** Judges approver tokens (never MCP tokens). */
+  verifier: TokenVerifier;
+  throttle: SignInThrottle;
+  /** The console's address as approvers reach it. */
+  publicUrl: URL;
+  /** Reverse proxies in front of the console that append to `X-Forwarded-For`. */
+  proxyHops: number;
+  /** How long a sign-in lasts. */
+  sessionHours: number;
+  allowSelfApproval: boolean;
+  cookies: ConsoleCookies;
+}

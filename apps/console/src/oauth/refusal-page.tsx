@@ -1,0 +1,9 @@
+/** @jsxImportSource hono/jsx */
+import type { Context } from 'hono';
+import { MessagePage, page } from '../pages.tsx';
+import type { Approver } from '../sessions.ts';
+
+/** A refusal shown to the person in the browser: nothing is sent to a redirect URI that is not the client's. */
+export function refusalPage(c: Context, title: string, message: string, status: number, approver?: Approver) {
+  return page(c, <MessagePage title={title} message={message} approver={approver} />, status);
+}

@@ -1,0 +1,98 @@
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
+import { randomUUID } from 'node:crypto';
+import { serveStdio as serveSdkStdio, type StdioServerHandle } from '@modelcontextprotocol/server/stdio';
+import { createAuditWriter } from '@bulkhead/audit';
+import type { Sql } from '@bulkhead/db';
+import type { Logger } from 'pino';
+import type { ApprovalRequester, CallKit } from '../pipeline/call-tool.ts';
+import { createRequestAudit, type RequestAudit } from '../pipeline/request-audit.ts';
+import type { ApprovalRecord } from '../approvals/store.ts';
+import { approvalsFor } from '../approvals/requester.ts';
+import type { ServerDefinition } from '../pipeline/server-definition.ts';
+import { buildMcpServer } from './mcp-server.ts';
+import { createTokenVerifier } from './tokens.ts';
+import type { Upstreams } from '../pipeline/upstream/upstreams.ts';
+
+/** What serving over stdio needs; the token comes from `BULKHEAD_TOKEN`. */
+export interface StdioOptions {
+  sql: Sql;
+  logger: Logger;
+  token: string | undefined;
+  auditFullResults?: boolean;
+  /** Files gated calls; created automatically when the server has a gated tool. */
+  approvals?: ApprovalRequester<ApprovalRecord>;
+  approvalWebhookUrl?: string | undefined;
+  consoleUrl?: string | undefined;
+  /** The upstreams the server declares (`bulkhead.upstreams`). */
+  upstreams?: Upstreams;
+}
+
+/** The token given to a stdio server was refused: the server must not start. */
+export class StartupError extends Error {
+  override readonly name = 'StartupError';
+}
+
+const REASONS: Record<string, string> = {
+  malformed: 'is not a Bulkhead token (expected bh_<server>_<id>_<secret>)',
+  unknown: 'is not known to this database',
+  wrong_server: 'was issued for another server',
+  expired: 'has expired',
+  revoked: 'has been revoked',
+};
+
+/**
+ * Serves a definition on this process's stdin/stdout for local clients. The
+ * token is checked once at start with the same rules as HTTP; logs must go to
+ * stderr (the caller's logger does that in stdio mode).
+ */
+export async function serveStdio(def: ServerDefinition, options: StdioOptions): Promise<StdioServerHandle> {
+  if (!options.token)
+    throw new StartupError(
+      `BULKHEAD_TOKEN is not set: issue one with \`pnpm bulkhead tokens issue --server ${def.name} --label <who>\``,
+    );
+  const token = options.token;
+  const verifier = createTokenVerifier(options.sql, def.name);
+  const verdict = await verifier.verify(token);
+  if (!verdict.ok)
+    throw new StartupError(
+      `BULKHEAD_TOKEN ${REASONS[verdict.reason] ?? 'was refused'}; this server is ${def.name}`,
+    );
+  const kit: CallKit<ApprovalRecord> = {
+    server: def.name,
+    catalog: def.catalog,
+    sql: options.sql,
+    logger: options.logger,
+    audit: createAuditWriter(options.sql),
+    auditFullResults: options.auditFullResults ?? false,
+    ...(options.upstreams ? { upstreams: options.upstreams } : {}),
+    ...approvalsFor(def, options),
+  };
+  // The connection lives on; the token is checked again on every request, so revocation and expiry hold here too.
+  const current = async (request: RequestAudit) => {
+    const again = await verifier.verify(token);
+    if (again.ok) return again.access;
+    await request
+      .settle(() => ({
+        server: def.name,
+        method: 'stdio',
+        outcome: 'unauthorized',
+        requestId: request.requestId,
+        durationMs: 0,
+        tokenId: again.tokenId ?? null,
+        tokenLabel: again.label ?? null,
+        resultSummary: { reason: again.reason },
+      }))
+      .catch((err: unknown) =>
+        options.logger.error({ err }, 'audit event for a refusal could not be written'),
+      );
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidRequest,
+      `BULKHEAD_TOKEN ${REASONS[again.reason] ?? 'was refused'}; nothing was done`,
+    );
+  };
+  // Each message is a request of its own: it gets its own id and audit owner as its handler takes it.
+  const audit = () => createRequestAudit(kit.audit, randomUUID());
+  return serveSdkStdio(() => buildMcpServer(def, kit, { access: current, audit }), {
+    onerror: (err) => options.logger.debug({ err }, 'stdio transport error'),
+  });
+}

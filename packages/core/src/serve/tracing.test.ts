@@ -1,0 +1,381 @@
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { startApprovalExecutor } from '../approvals/executor.ts';
+import { createServer, createUpstreams, defineTool, READ_ONLY, resolveUpstreams } from '../index.ts';
+import {
+  connectTaskClient,
+  issueTestToken,
+  startTestServer,
+  testApprover,
+  type TestApprover,
+  type TestServer,
+} from '../testing/index.ts';
+import { createLogger } from '../pipeline/logger.ts';
+import { startTracing, type Tracing } from './tracing.ts';
+
+/** A span as OTLP/HTTP JSON carries it (ids in hex). */
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes?: { key: string; value: Record<string, unknown> }[];
+  links?: { traceId: string; spanId: string }[];
+}
+
+/** An OTLP/HTTP receiver on 127.0.0.1: keeps every span of every export it is sent. */
+async function startReceiver(): Promise<{
+  url: string;
+  spans: OtlpSpan[];
+  paths: string[];
+  close(): Promise<void>;
+}> {
+  const spans: OtlpSpan[] = [];
+  const paths: string[] = [];
+  const server: Server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      paths.push(`${req.method} ${req.url} ${req.headers['content-type']}`);
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[];
+      };
+      for (const rs of body.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    spans,
+    paths,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+const attrs = (s: OtlpSpan): Record<string, unknown> =>
+  Object.fromEntries((s.attributes ?? []).map((a) => [a.key, Object.values(a.value)[0]]));
+
+const write = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
+
+const def = createServer({
+  name: 'trace-test',
+  version: '1.0.0',
+  description: 'A server whose calls are traced.',
+  tools: [
+    defineTool({
+      name: 'count_notes',
+      title: 'Count notes',
+      description: 'Counts the notes that start with a prefix.',
+      scope: 'notes:read',
+      input: z.object({ prefix: z.string().max(50) }),
+      annotations: READ_ONLY,
+      handler: async ({ prefix }, ctx) => {
+        const [row] = await ctx.sql<{ n: number }[]>`
+          select count(*)::int as n from trace_notes where text like ${`${prefix}%`}`;
+        return { count: row!.n };
+      },
+    }),
+    defineTool({
+      name: 'get_status',
+      title: 'Get status',
+      description: 'Reads the status page of the status system.',
+      scope: 'notes:read',
+      input: z.object({}),
+      annotations: READ_ONLY,
+      handler: async (_args, ctx) => {
+        const res = await ctx.upstream('status').get('/status');
+        ctx.logger.info({ status: res.status }, 'status read');
+        return { status: res.status };
+      },
+    }),
+    defineTool({
+      name: 'add_note',
+      title: 'Add note',
+      description: 'Adds a note, after a person approves it.',
+      scope: 'notes:write',
+      input: z.object({ text: z.string().max(200) }),
+      annotations: write,
+      approval: { preview: ({ text }) => `Add the note "${text}".` },
+      handler: async ({ text }, ctx) => {
+        await ctx.sql`insert into trace_notes (text) values (${text})`;
+        await ctx.outbox!.enqueue('note_added', { text });
+        return { added: true };
+      },
+    }),
+  ],
+});
+
+let db: TestDatabase;
+let server: TestServer;
+let token: string;
+let ana: TestApprover;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let tracing: Tracing;
+
+/** The server's log lines, as JSON. */
+const logLines: Record<string, unknown>[] = [];
+const logger = createLogger({
+  level: 'info',
+  destination: new Writable({
+    write(chunk: Buffer, _enc, done) {
+      logLines.push(JSON.parse(String(chunk)) as Record<string, unknown>);
+      done();
+    },
+  }),
+});
+
+/** What the status system was sent: the trace context headers of each request. */
+const upstreamSaw: (string | undefined)[] = [];
+let upstream: Server;
+
+beforeAll(async () => {
+  upstream = createHttpServer((req, res) => {
+    upstreamSaw.push(req.headers.traceparent as string | undefined);
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"up":true}');
+  });
+  upstream.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => upstream.once('listening', resolve));
+  const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  receiver = await startReceiver();
+  tracing = startTracing({ endpoint: receiver.url, serviceName: 'trace-test' });
+  db = await createTestDatabase();
+  await db.sql`create table trace_notes (text text not null)`;
+  const upstreams = createUpstreams(
+    resolveUpstreams(
+      { status: { baseUrlEnv: 'STATUS_URL', title: 'the status system' } },
+      { STATUS_URL: upstreamUrl },
+    ),
+  );
+  server = await startTestServer(def, { db, upstreams, logger });
+  await db.sql`grant select, insert on trace_notes to bulkhead_trace_test`;
+  token = await issueTestToken(db.sql, def);
+  ana = await testApprover(db, 'ana');
+});
+afterAll(async () => {
+  await server?.close();
+  await tracing?.shutdown();
+  await receiver?.close();
+  await new Promise((resolve) => upstream?.close(resolve));
+  await db?.drop();
+});
+
+async function connect(headers: Record<string, string> = {}): Promise<Client> {
+  const client = new Client(
+    { name: 'trace-client', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(server.url, {
+      requestInit: { headers: { Authorization: `Bearer ${token}`, ...headers } },
+    }),
+  );
+  return client;
+}
+
+const newIds = () => ({ traceId: randomBytes(16).toString('hex'), spanId: randomBytes(8).toString('hex') });
+
+/** The spans of one trace, once every span ended so far is exported (`flush` resolves after the receiver answered). */
+async function traceOf(traceId: string): Promise<OtlpSpan[]> {
+  await tracing.flush();
+  return receiver.spans.filter((s) => s.traceId === traceId);
+}
+
+async function eventTrace(tool: string, outcome: string): Promise<(string | null)[]> {
+  const rows = await db.sql<{ trace_id: string | null }[]>`
+    select trace_id from audit_events where tool = ${tool} and outcome = ${outcome} order by seq`;
+  return rows.map((r) => r.trace_id);
+}
+
+describe('traces', () => {
+  it('follows a call from the client’s traceparent (in _meta) through the handler, its statement and the audit append', async () => {
+    const client = await connect();
+    const parent = newIds();
+    const result = await client.callTool({
+      name: 'count_notes',
+      arguments: { prefix: 'secret customer text' },
+      _meta: { traceparent: `00-${parent.traceId}-${parent.spanId}-01` },
+    });
+    await client.close();
+    expect(result.isError).toBeFalsy();
+    expect(result.content).toEqual([{ type: 'text', text: JSON.stringify({ count: 0 }, null, 2) }]);
+
+    const spans = await traceOf(parent.traceId);
+    expect(receiver.paths[0]).toBe('POST /v1/traces application/json');
+    expect(spans.map((s) => s.name).sort()).toEqual([
+      'SELECT trace_notes',
+      'audit append',
+      'handler count_notes',
+      'tools/call count_notes',
+    ]);
+    const root = spans.find((s) => s.kind === 2)!;
+    expect(root.name).toBe('tools/call count_notes');
+    expect(root.parentSpanId).toBe(parent.spanId);
+    expect(attrs(root)).toEqual({
+      'mcp.method.name': 'tools/call',
+      'mcp.protocol.version': '2026-07-28',
+      'gen_ai.tool.name': 'count_notes',
+      'gen_ai.operation.name': 'execute_tool',
+      'jsonrpc.request.id': expect.stringMatching(/^\d+$/) as unknown,
+    });
+    const children = (of: OtlpSpan) => spans.filter((s) => s.parentSpanId === of.spanId).map((s) => s.name);
+    expect(children(root).sort()).toEqual(['audit append', 'handler count_notes']);
+    const handler = spans.find((s) => s.name === 'handler count_notes')!;
+    expect(children(handler)).toEqual(['SELECT trace_notes']);
+    const statement = spans.find((s) => s.name === 'SELECT trace_notes')!;
+    expect(statement.kind).toBe(3);
+    expect(attrs(statement)).toEqual({
+      'db.system.name': 'postgresql',
+      'db.query.summary': 'SELECT trace_notes',
+    });
+    // Nothing the client sent, nor any value, is an attribute of any span.
+    expect(JSON.stringify(spans)).not.toContain('secret customer text');
+    expect(await eventTrace('count_notes', 'ok')).toEqual([parent.traceId]);
+  });
+
+  it('takes the trace context from the HTTP headers when _meta carries none (tools/list too), and marks a refusal', async () => {
+    const parent = newIds();
+    const client = await connect({ traceparent: `00-${parent.traceId}-${parent.spanId}-01` });
+    await client.listTools();
+    const result = await client.callTool({ name: 'count_notes', arguments: { prefix: 7 } });
+    await client.close();
+    expect(result.isError).toBe(true);
+    const served = (await traceOf(parent.traceId)).filter((s) => s.kind === 2);
+    expect(served.map((s) => [s.name, s.parentSpanId])).toEqual([
+      ['tools/list', parent.spanId],
+      ['tools/call count_notes', parent.spanId],
+    ]);
+    const root = served[1]!;
+    expect(attrs(root)['error.type']).toBe('invalid_arguments');
+    expect(await eventTrace('count_notes', 'invalid_arguments')).toEqual([parent.traceId]);
+  });
+
+  it('gives a task method its server span too', async () => {
+    const client = await connectTaskClient(server.url, token);
+    const task = await client.callToolAsTask('add_note', { text: 'as a task' });
+    const parent = newIds();
+    const got = await client.task('tasks/get', {
+      taskId: task.taskId,
+      _meta: { traceparent: `00-${parent.traceId}-${parent.spanId}-01` },
+    });
+    await client.close();
+    expect(got.status).toBe('working');
+    const spans = await traceOf(parent.traceId);
+    const root = spans.find((s) => s.kind === 2)!;
+    expect([root.name, root.parentSpanId, attrs(root)['mcp.method.name']]).toEqual([
+      'tasks/get',
+      parent.spanId,
+      'tasks/get',
+    ]);
+    const [row] = await db.sql<{ trace_id: string }[]>`
+      select trace_id from audit_events where method = 'tasks/get' order by seq desc limit 1`;
+    expect(row!.trace_id).toBe(parent.traceId);
+  });
+
+  it('exports nothing of a trace the client did not sample, and still names it in the audit event', async () => {
+    const client = await connect();
+    const parent = newIds();
+    await client.callTool({
+      name: 'count_notes',
+      arguments: { prefix: 'unsampled' },
+      _meta: { traceparent: `00-${parent.traceId}-${parent.spanId}-00` },
+    });
+    await client.close();
+    expect(await traceOf(parent.traceId)).toEqual([]);
+    const [row] = await db.sql<{ trace_id: string }[]>`
+      select trace_id from audit_events where arguments->>'prefix' = 'unsampled'`;
+    expect(row!.trace_id).toBe(parent.traceId);
+  });
+
+  it('carries the trace to an upstream (a client span per request, its traceparent sent along) and into log lines', async () => {
+    const client = await connect();
+    const parent = newIds();
+    const result = await client.callTool({
+      name: 'get_status',
+      arguments: {},
+      _meta: { traceparent: `00-${parent.traceId}-${parent.spanId}-01` },
+    });
+    await client.close();
+    expect(result.isError).toBeFalsy();
+    const spans = await traceOf(parent.traceId);
+    const handler = spans.find((s) => s.name === 'handler get_status')!;
+    const request = spans.find((s) => s.parentSpanId === handler.spanId)!;
+    expect([request.name, request.kind]).toEqual(['GET', 3]);
+    expect(attrs(request)).toEqual({
+      'http.request.method': 'GET',
+      'server.address': '127.0.0.1',
+      'bulkhead.upstream.name': 'status',
+      'http.response.status_code': 200,
+    });
+    expect(upstreamSaw).toEqual([`00-${parent.traceId}-${request.spanId}-01`]);
+    // The handler's log line names the trace and the handler's span.
+    expect(logLines.filter((l) => l.msg === 'status read').map((l) => [l.traceId, l.spanId])).toEqual([
+      [parent.traceId, handler.spanId],
+    ]);
+  });
+
+  it('links an approved action’s execution and its outbox delivery, each in a trace of its own, to the call that filed it', async () => {
+    const executor = startApprovalExecutor(def, {
+      sql: server.sql,
+      logger: pino({ level: 'silent' }),
+      sweepIntervalMs: 60_000,
+      deliverers: { note_added: async () => ({ statusCode: 202 }) },
+    });
+    await executor.ready;
+    const client = await connect();
+    const parent = newIds();
+    const filed = await client.callTool({
+      name: 'add_note',
+      arguments: { text: 'hello' },
+      _meta: { traceparent: `00-${parent.traceId}-${parent.spanId}-01` },
+    });
+    await client.close();
+    const approvalId = (filed.structuredContent as { approval_id: string }).approval_id;
+    await ana.decide(approvalId, 'approve');
+    await executor.drain();
+    await executor.stop();
+
+    const filing = await traceOf(parent.traceId);
+    const handler = filing.find((s) => s.name === 'handler add_note')!;
+    expect(handler.parentSpanId).toBe(filing.find((s) => s.name === 'tools/call add_note')!.spanId);
+    const run = receiver.spans.find((s) => s.name === 'execute_approval add_note')!;
+    expect(run.traceId).not.toBe(parent.traceId);
+    expect(run.links?.map((l) => [l.traceId, l.spanId])).toEqual([[parent.traceId, handler.spanId]]);
+    expect(attrs(run)['bulkhead.approval.id']).toBe(approvalId);
+    const inRun = (await traceOf(run.traceId)).map((s) => s.name).sort();
+    expect(inRun).toEqual([
+      'INSERT bulkhead_outbox',
+      'INSERT trace_notes',
+      'audit append',
+      'execute_approval add_note',
+    ]);
+    // Its outbox delivery: a trace of its own again, linked to the same filing call.
+    const delivery = receiver.spans.find((s) => s.name === 'deliver note_added')!;
+    expect([delivery.kind, delivery.parentSpanId || undefined]).toEqual([4, undefined]);
+    expect(delivery.links?.map((l) => [l.traceId, l.spanId])).toEqual([[parent.traceId, handler.spanId]]);
+    expect(attrs(delivery)).toEqual({
+      'bulkhead.outbox.kind': 'note_added',
+      'bulkhead.outbox.attempt': 1,
+      'bulkhead.approval.id': approvalId,
+    });
+    const story = await db.sql<{ outcome: string; trace_id: string | null }[]>`
+      select outcome, trace_id from audit_events where approval_id = ${approvalId} and tool = 'add_note'
+      order by seq`;
+    expect(story.map((e) => [e.outcome, e.trace_id])).toEqual([
+      ['pending_approval', parent.traceId],
+      // The decision is the console's, which traces nothing.
+      ['approved', null],
+      ['executed', run.traceId],
+    ]);
+  });
+});

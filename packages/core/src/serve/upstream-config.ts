@@ -1,0 +1,167 @@
+import { readFileSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { z } from 'zod';
+import { ConfigError } from './config.ts';
+import type { UpstreamAuth, UpstreamConfig } from '../pipeline/upstream/upstreams.ts';
+
+const NAME = /^[a-z][a-z0-9-]{0,39}$/;
+const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
+
+const envName = z.string().regex(ENV_NAME, 'an environment variable name (A-Z, 0-9, _)');
+const filePath = z.string().min(1);
+
+const bearer = z
+  .object({ type: z.literal('bearer'), tokenEnv: envName.optional(), tokenFile: filePath.optional() })
+  .strict();
+const basic = z
+  .object({
+    type: z.literal('basic'),
+    username: z.string().optional(),
+    usernameEnv: envName.optional(),
+    passwordEnv: envName.optional(),
+    passwordFile: filePath.optional(),
+  })
+  .strict();
+const header = z
+  .object({
+    type: z.literal('header'),
+    header: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'an HTTP header name'),
+    valueEnv: envName.optional(),
+    valueFile: filePath.optional(),
+  })
+  .strict();
+const mtls = z
+  .object({ type: z.literal('mtls'), certFile: filePath, keyFile: filePath, caFile: filePath.optional() })
+  .strict();
+const none = z.object({ type: z.literal('none') }).strict();
+
+/** One entry of `bulkhead.upstreams` in a server's package.json. */
+export const upstreamManifestSchema = z
+  .object({
+    /** The environment variable holding the base URL (`ALERTS_URL`). */
+    baseUrlEnv: envName,
+    /** How the system is named to the model ("the alerting system"); default "the <name> upstream". */
+    title: z.string().min(1).max(80).optional(),
+    auth: z.discriminatedUnion('type', [bearer, basic, header, mtls, none]).default({ type: 'none' }),
+    /** Largest response body read, in bytes (default 1 MiB); past it the request is refused. */
+    maxResponseBytes: z
+      .number()
+      .int()
+      .min(1)
+      .max(256 * 1024 * 1024)
+      .default(1024 * 1024),
+    /** How long one request may wait for its answer (default 5 s), always within the call's own limit. */
+    timeoutMs: z.number().int().min(10).max(600_000).default(5000),
+    /** Further attempts of a read (GET, HEAD) on a connection error or 502/503/504 (default 2). */
+    retries: z.number().int().min(0).max(5).default(2),
+  })
+  .strict();
+
+/** `bulkhead.upstreams`: the systems a server may reach, by name. */
+export const upstreamsManifestSchema = z.record(
+  z.string().regex(NAME, 'an upstream name: lower-case letters, digits and -'),
+  upstreamManifestSchema,
+);
+
+export type UpstreamManifest = z.input<typeof upstreamsManifestSchema>;
+
+/**
+ * Resolves `bulkhead.upstreams` against the environment a server's `env.ts` read: each base URL from
+ * its variable, each secret from its variable or mounted file (relative paths from `cwd`). Every problem
+ * is one sentence naming the upstream and the variable or file; they are thrown together as a
+ * {@link ConfigError}, so that a server does not start half-configured.
+ */
+export function resolveUpstreams(
+  manifest: unknown,
+  env: Record<string, string | undefined>,
+  cwd = process.cwd(),
+): UpstreamConfig[] {
+  if (manifest === undefined) return [];
+  const parsed = upstreamsManifestSchema.safeParse(manifest);
+  if (!parsed.success)
+    throw new ConfigError(
+      parsed.error.issues.map(
+        (i) => `bulkhead.upstreams.${i.path.map(String).join('.')}: ${i.message} (in package.json)`,
+      ),
+    );
+  const problems: string[] = [];
+  const configs: UpstreamConfig[] = [];
+  for (const [name, spec] of Object.entries(parsed.data)) {
+    const where = `upstream "${name}"`;
+    const variable = (v: string) => {
+      const value = env[v];
+      if (value === undefined || value === '') problems.push(`${v}: not set (${where} reads it)`);
+      return value ?? '';
+    };
+    const file = (path: string) => {
+      const full = isAbsolute(path) ? path : resolve(cwd, path);
+      try {
+        return readFileSync(full, 'utf8');
+      } catch (err) {
+        problems.push(`${where}: cannot read ${full} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+        return '';
+      }
+    };
+    const secret = (key: string, s: Record<string, string | undefined>) => {
+      const fromEnv = s[`${key}Env`];
+      const fromFile = s[`${key}File`];
+      if ((fromEnv === undefined) === (fromFile === undefined)) {
+        problems.push(`${where}: auth needs exactly one of ${key}Env or ${key}File`);
+        return '';
+      }
+      return fromEnv !== undefined ? variable(fromEnv) : file(fromFile!).trim();
+    };
+    const rawUrl = variable(spec.baseUrlEnv);
+    let baseUrl: URL | undefined;
+    if (rawUrl) {
+      try {
+        baseUrl = new URL(rawUrl);
+        if (baseUrl.protocol !== 'http:' && baseUrl.protocol !== 'https:') throw new Error('protocol');
+        if (baseUrl.username || baseUrl.password) {
+          problems.push(
+            `${spec.baseUrlEnv}: carries credentials in the URL; give them through ${where}'s auth instead`,
+          );
+          baseUrl = undefined;
+        }
+      } catch {
+        problems.push(`${spec.baseUrlEnv}: not an http(s) URL (${where} reads it)`);
+        baseUrl = undefined;
+      }
+    }
+    const a = spec.auth;
+    let auth: UpstreamAuth = { type: 'none' };
+    const secrets: string[] = [];
+    if (a.type === 'bearer') {
+      const token = secret('token', a);
+      secrets.push(token);
+      auth = { type: 'header', header: 'authorization', value: `Bearer ${token}` };
+    } else if (a.type === 'header') {
+      const value = secret('value', a);
+      secrets.push(value);
+      auth = { type: 'header', header: a.header.toLowerCase(), value };
+    } else if (a.type === 'basic') {
+      const user = a.usernameEnv ? variable(a.usernameEnv) : (a.username ?? '');
+      const password = secret('password', a);
+      const encoded = Buffer.from(`${user}:${password}`).toString('base64');
+      secrets.push(password, encoded);
+      auth = { type: 'header', header: 'authorization', value: `Basic ${encoded}` };
+    } else if (a.type === 'mtls') {
+      const key = file(a.keyFile);
+      secrets.push(key);
+      auth = { type: 'mtls', cert: file(a.certFile), key, ...(a.caFile ? { ca: file(a.caFile) } : {}) };
+    }
+    if (baseUrl)
+      configs.push({
+        name,
+        title: spec.title ?? `the ${name} upstream`,
+        baseUrl,
+        auth,
+        maxResponseBytes: spec.maxResponseBytes,
+        timeoutMs: spec.timeoutMs,
+        retries: spec.retries,
+        secrets: secrets.filter((v) => v.length > 0),
+      });
+  }
+  if (problems.length) throw new ConfigError([...new Set(problems)]);
+  return configs;
+}

@@ -1,0 +1,7 @@
+export {
+  discoverDeployables,
+  readDeployable,
+  ManifestError,
+  type Deployable,
+  type Probe,
+} from './deployables.ts';
