@@ -344,10 +344,13 @@ async function runCall<A>(
   let target: () => number | undefined = () => undefined;
   // Past this point the transaction's COMMIT is on its way: a lost connection leaves its fate unknown.
   let committing = false;
+  let commitSent!: () => void;
+  const commitBegun = new Promise<void>((resolve) => (commitSent = resolve));
   const stop = () => {
-    // A withdrawn call's query would run on until its statement timeout: stop it now.
+    // A withdrawn call's query would run on until its statement timeout: stop it now. Not its COMMIT:
+    // cancelled while it waits for a synchronous standby, it would commit on the primary alone.
     const pid = target();
-    if (pid !== undefined) kit.sql`select pg_cancel_backend(${pid})`.catch(() => {});
+    if (pid !== undefined && !committing) kit.sql`select pg_cancel_backend(${pid})`.catch(() => {});
   };
   req.signal?.addEventListener('abort', stop, { once: true });
   try {
@@ -367,21 +370,34 @@ async function runCall<A>(
         injectionSuspected: shaped.injectionSuspected,
         ...(shaped.approvalId ? { approvalId: shaped.approvalId } : {}),
       });
-      // What changes the world commits with its event, or not at all.
-      if (writes) await rec.sink.appendIn(q as TransactionSql, done);
-      committing = true;
+      if (writes) {
+        // What changes the world commits with its event, or not at all. The COMMIT then runs without
+        // a statement timeout: one cancelled while waiting for a synchronous standby is acknowledged
+        // though on the primary alone. The call answers by its deadline whatever the COMMIT does.
+        const tx = q as TransactionSql;
+        await Promise.all([
+          rec.sink.appendIn(tx, done),
+          tx`select set_config('statement_timeout', '0', true)`,
+        ]);
+        committing = true;
+        commitSent();
+      }
       return { shaped, done };
     };
     const settings = { customerId: req.access.customerId, timeoutMs };
     const outcome = writes
-      ? await transaction(kit.sql, rec.limit, req.signal, (tx: TransactionSql) => {
-          // Sent without waiting for its answer: the handler's first query follows it on the same connection.
-          const opened = openCallTransaction(tx, settings).then((pid) => {
-            target = () => pid;
-          });
-          opened.catch(() => {});
-          return run(tx, opened);
-        })
+      ? await committedInTime(
+          transaction(kit.sql, rec.limit, req.signal, (tx: TransactionSql) => {
+            // Sent without waiting for its answer: the handler's first query follows it on the same connection.
+            const opened = openCallTransaction(tx, settings).then((pid) => {
+              target = () => pid;
+            });
+            opened.catch(() => {});
+            return run(tx, opened);
+          }),
+          commitBegun,
+          rec,
+        )
       : await withReadConnection(
           kit.sql,
           kit.reads,
@@ -397,6 +413,46 @@ async function runCall<A>(
     req.signal?.removeEventListener('abort', stop);
   }
 }
+
+/** A write call's COMMIT that outlived the call's time limit: the change may have been made, or not yet. */
+class CommitUnconfirmed extends Error {
+  override readonly name = 'CommitUnconfirmed';
+}
+
+/**
+ * The transaction's result, waiting for its COMMIT until the call's deadline (or a moment after a call
+ * that used it up), however long the database takes to confirm it (a synchronous standby away in a
+ * failover). Past that the call answers that the change may have been made, and the COMMIT goes on
+ * alone: its event stands if it commits, and a refusal is recorded if it fails.
+ */
+async function committedInTime<T>(work: Promise<T>, commitBegun: Promise<void>, rec: CallRecord): Promise<T> {
+  work.catch(() => {});
+  const first = await Promise.race([work, commitBegun.then(() => COMMITTING)]);
+  if (first !== COMMITTING) return first as T;
+  const grace = Math.min(1_000, rec.limit.timeoutMs / 2);
+  try {
+    return await waitAtMost(
+      work,
+      Math.max(rec.limit.deadline, performance.now() + grace),
+      rec.limit.timeoutMs,
+    );
+  } catch (err) {
+    if (!(err instanceof NoConnectionInTime)) throw err;
+    rec.logger.warn('the COMMIT was not confirmed within the time limit; it goes on alone');
+    work.catch((e: unknown) => {
+      // No event was committed: the call's one event is this refusal.
+      const fate = isConnectionError(e)
+        ? 'lost its connection, so it may or may not have been made'
+        : 'failed, so it was not made';
+      void rec.refuse(
+        'unavailable',
+        `The call was answered before its COMMIT ended; the COMMIT then ${fate}.`,
+      );
+    });
+    throw new CommitUnconfirmed();
+  }
+}
+const COMMITTING = Symbol('committing');
 
 /** The handler's run (or, for a gated tool, the approval request), with the tool's context. */
 async function handle<A>(
@@ -456,6 +512,11 @@ function failed(
     return rec.refuse('timeout', text);
   }
   if (err instanceof Cancelled) return cancelled();
+  if (err instanceof CommitUnconfirmed) {
+    const text = `${tool.name} did not finish within ${rec.limit.timeoutMs / 1000} s while committing: the database has not confirmed the change, which may have been made. Check before repeating it; try again in a few seconds.`;
+    // Its own event is committed with the change if the COMMIT goes through (or recorded by `committedInTime` if not).
+    return Promise.resolve(errorResult(text));
+  }
   if (err instanceof UpstreamError) return rec.refuse(err.outcome, err.message);
   if (err instanceof ToolError) return rec.refuse('tool_error', err.message);
   // A read-only call runs read-only on purpose: its write refused (25006) is the tool's fault, not a failover's.
