@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 // CI asks for a JSON report beside the usual output (its closing line counts from it).
@@ -19,5 +20,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // Two files at a time even on two cores (vitest's default is one fewer worker than cores): a file
+    // spends most of its time waiting on PostgreSQL, child processes and sockets, not on the CPU.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
   },
 });
