@@ -5,11 +5,15 @@
 //   customer   the real customer server: token, rate limit, transaction with the row-policy setting,
 //              shaping, audit (its main.ts, under its own role)
 //   no-audit   the same server with an audit writer that records nothing
+//   traced     the customer server exporting its spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT)
+//              to a receiver in this process, which reads each export and counts its spans
 //
-// Rounds alternate bare → customer → no-audit (at least two each) with autocannon at 50 connections;
+// Rounds alternate bare → customer → no-audit → traced (at least two each) with autocannon at 50 connections;
 // then two replicas of the customer server share the load while pg_stat_activity is sampled for
 // backends waiting on a lock; then two processes append audit events as fast as they can.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -43,7 +47,8 @@ if (values.help) {
 
 Measures the customer server (token, rate limit, transaction, row policies, audit) against the bare
 SDK serving the same tool with the same query, in alternating rounds; two replicas sharing the load
-(and how many backends wait on a lock meanwhile); and the audit path alone (two processes).
+(and how many backends wait on a lock meanwhile); the same server exporting its traces to a local
+OTLP receiver; and the audit path alone (two processes).
 Uses DATABASE_URL's server, else an embedded PostgreSQL of its own. Prints a table and writes JSON
 (default bench-results.json).
 
@@ -278,6 +283,33 @@ async function bundle(): Promise<Record<'bare' | 'customer' | 'noAudit' | 'audit
   return files;
 }
 
+/**
+ * An OTLP/HTTP receiver on loopback for the traced variant: reads every export (JSON, as the kit's
+ * exporter sends it), answers 200 and counts the spans, so that the run shows they were exported.
+ */
+async function startReceiver(): Promise<{ url: string; spans: () => number; close: () => Promise<void> }> {
+  let spans = 0;
+  const server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as {
+        resourceSpans?: { scopeSpans?: { spans?: unknown[] }[] }[];
+      };
+      for (const r of body.resourceSpans ?? [])
+        for (const sc of r.scopeSpans ?? []) spans += sc.spans?.length ?? 0;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    spans: () => spans,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
@@ -311,6 +343,7 @@ async function main() {
       customer: await freePort(),
       noAudit: await freePort(),
       replica: await freePort(),
+      traced: await freePort(),
     };
     const serverEnv = (port: number) => ({
       DATABASE_URL: customerUrl,
@@ -341,6 +374,14 @@ async function main() {
       heap,
     );
 
+    const receiver = await startReceiver();
+    const traced = await startProcess(
+      [bundles.customer],
+      { ...serverEnv(ports.traced), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url },
+      ports.traced,
+      heap,
+    );
+
     const request = await recordCall(customer.url, token);
     const bareRequest = { headers: { ...request.headers }, body: request.body };
     delete bareRequest.headers.authorization;
@@ -350,6 +391,7 @@ async function main() {
       [bare.url, bareRequest],
       [customer.url, request],
       [noAudit.url, request],
+      [traced.url, request],
     ] as const)
       await autocannon({
         url,
@@ -366,6 +408,7 @@ async function main() {
         ['bare', bare, bareRequest],
         ['customer', customer, request],
         ['no-audit', noAudit, request],
+        ['traced', traced, request],
       ] as const) {
         process.stderr.write(`bench: round ${round}, ${variant}...\n`);
         runs.push(await drive(variant, round, proc.url, req, connections, proc.child.pid));
@@ -429,8 +472,12 @@ async function main() {
       customer: Math.round(customer.peakRssMb()),
       noAudit: Math.round(noAudit.peakRssMb()),
       replica: Math.round(replica.peakRssMb()),
+      traced: Math.round(traced.peakRssMb()),
     };
-    await Promise.all([bare, customer, noAudit, replica].map((p) => p.stop()));
+    // Stopped with SIGTERM, the traced server exports what it still holds before it exits.
+    await Promise.all([bare, customer, noAudit, replica, traced].map((p) => p.stop()));
+    const spans = receiver.spans();
+    await receiver.close();
 
     const of = (v: string) => runs.filter((r) => r.variant === v);
     const summary = (v: string) => ({
@@ -446,6 +493,7 @@ async function main() {
     const bareS = summary('bare');
     const customerS = summary('customer');
     const noAuditS = summary('no-audit');
+    const tracedS = summary('traced');
     const report = {
       at: new Date().toISOString(),
       database: external ? 'external' : 'embedded',
@@ -457,8 +505,10 @@ async function main() {
       bare: { ...bareS, peakRssMb: rss.bare },
       customer: { ...customerS, peakRssMb: rss.customer },
       noAudit: { ...noAuditS, peakRssMb: rss.noAudit },
+      traced: { ...tracedS, peakRssMb: rss.traced, spansReceived: spans },
       ratio: Number((customerS.callsPerSecond / bareS.callsPerSecond).toFixed(3)),
       auditOnOff: Number((customerS.callsPerSecond / noAuditS.callsPerSecond).toFixed(3)),
+      tracingOnOff: Number((tracedS.callsPerSecond / customerS.callsPerSecond).toFixed(3)),
       auditedOk: events!.n,
       replicas: {
         callsPerSecond: r1.callsPerSecond + r2.callsPerSecond,
@@ -487,9 +537,11 @@ async function main() {
         row('bare SDK (one query)', bareS, rss.bare),
         row('customer server', customerS, rss.customer),
         row('customer server, audit off', noAuditS, rss.noAudit),
+        row('customer server, tracing on', tracedS, rss.traced),
         '',
         `ratio customer / bare: ${report.ratio} (target ≥ 0.9)`,
         `ratio audit on / off: ${report.auditOnOff} (target ≥ 0.9)`,
+        `ratio tracing on / off: ${report.tracingOnOff} (${spans.toLocaleString('en-US')} spans received by the local OTLP receiver)`,
         `two replicas: ${report.replicas.callsPerSecond.toLocaleString('en-US')} calls/s, p99 ${report.replicas.p99} ms; backends waiting on a lock: ${waiting} of ${busy} busy samples (${(report.replicas.lockShare * 100).toFixed(2)} %)`,
         `audit path, two processes: ${auditEventsPerSecond.toLocaleString('en-US')} events/s (target ≥ 5,000)`,
         `audited ok events of the customer runs: ${report.auditedOk.toLocaleString('en-US')}; errors and non-2xx answers: ${report.errors}`,
