@@ -1,3 +1,4 @@
+import { injectTraceHeaders } from '../pipeline/tracing.ts';
 import { DeliveryError, type Deliverer } from './outbox.ts';
 import type { ApprovalRecord } from './store.ts';
 
@@ -57,14 +58,17 @@ export function approvalWebhookPayload(a: ApprovalRecord, consoleUrl: string | u
 export function webhookDeliverer(url: string, timeoutMs = 10_000): Deliverer {
   return async (item, { signal }) => {
     let res: Response;
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'idempotency-key': `bulkhead-outbox-${item.id}`,
+      'x-bulkhead-delivery-attempt': String(item.attempt),
+    };
+    // The delivery's span (`deliver <kind>`), when traced: the receiver may continue its trace.
+    injectTraceHeaders(headers);
     try {
       res = await fetch(url, {
         method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'idempotency-key': `bulkhead-outbox-${item.id}`,
-          'x-bulkhead-delivery-attempt': String(item.attempt),
-        },
+        headers,
         body: JSON.stringify(item.payload),
         signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), signal]),
         redirect: 'error',

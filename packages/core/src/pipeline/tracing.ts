@@ -45,6 +45,45 @@ export function incomingContext(meta: unknown, headers?: Headers | undefined): C
   return carrier.traceparent ? propagation.extract(ROOT_CONTEXT, carrier) : ROOT_CONTEXT;
 }
 
+/** A step of a request timed before its server span began: the token check on a cache miss. */
+export interface EarlyStep {
+  name: string;
+  /** `performance.now()` at its start and its end. */
+  start: number;
+  end: number;
+  attributes?: Attributes;
+}
+
+/** When a request arrived and what it did before the MCP layer took it, while a tracer is installed. */
+interface Early {
+  arrived: number;
+  steps: EarlyStep[];
+}
+const early = new WeakMap<object, Early>();
+let installed = false;
+
+/** Whether a tracer provider is installed (`serve/tracing.ts`): untraced, no request is noted at all. */
+export function setTracingInstalled(on: boolean): void {
+  installed = on;
+}
+
+/** Notes that `request` arrived at `at`: its server span begins then, not when the MCP layer reaches it. */
+export function requestArrived(request: object, at: number): void {
+  if (installed) early.set(request, { arrived: at, steps: [] });
+}
+
+/** Notes a step `request` took before its server span began; it becomes a child span of it. */
+export function earlyStep(request: object, step: EarlyStep): void {
+  early.get(request)?.steps.push(step);
+}
+
+/** What `request` noted, once (a batch's later messages begin their spans on their own). */
+function takeEarly(request: object | undefined): Early | undefined {
+  const e = request && early.get(request);
+  if (e) early.set(request, { arrived: e.arrived, steps: [] });
+  return e;
+}
+
 /** What the server span of one MCP request says, by the MCP semantic conventions. */
 export interface RequestSpan {
   method: string;
@@ -53,6 +92,8 @@ export interface RequestSpan {
   protocolVersion?: string | undefined;
   rpcId?: string | number | undefined;
   parent: Context;
+  /** When the HTTP request arrived and the steps it took before the MCP layer (`requestArrived`). */
+  early?: Early | undefined;
 }
 
 /**
@@ -70,7 +111,49 @@ export function traceRequest<T>(r: RequestSpan, fn: () => Promise<T>): Promise<T
     attributes['gen_ai.operation.name'] = 'execute_tool';
   }
   const name = r.target === undefined ? r.method : `${r.method} ${r.target}`;
-  return inSpan(name, { kind: SpanKind.SERVER, attributes }, fn, r.parent);
+  const steps = r.early?.steps ?? [];
+  return inSpan(
+    name,
+    { kind: SpanKind.SERVER, attributes, ...(r.early ? { startTime: r.early.arrived } : {}) },
+    steps.length ? () => (addSteps(steps), fn()) : fn,
+    r.parent,
+  );
+}
+
+/** The early steps as children of the active span, with the times they took. */
+function addSteps(steps: EarlyStep[]): void {
+  for (const s of steps)
+    tracer
+      .startSpan(s.name, { startTime: s.start, ...(s.attributes ? { attributes: s.attributes } : {}) })
+      .end(s.end);
+}
+
+/**
+ * Runs `fn` (answering and auditing a request refused before the MCP layer read it: 401, 413, 429,
+ * 503) in a server span of its own, named by the HTTP method and route as the body's MCP method is
+ * unknown, continuing the client's trace from its `traceparent` header, with `error.type` the outcome.
+ */
+export function traceRefusal<T>(
+  r: { request: Request; route: string; status: number; outcome: string },
+  fn: () => Promise<T>,
+): Promise<T> {
+  const e = takeEarly(r.request);
+  const attributes: Attributes = {
+    'http.request.method': r.request.method,
+    'http.route': r.route,
+    'http.response.status_code': r.status,
+    'error.type': r.outcome,
+  };
+  return inSpan(
+    `${r.request.method} ${r.route}`,
+    { kind: SpanKind.SERVER, attributes, ...(e ? { startTime: e.arrived } : {}) },
+    (span) => {
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      if (e?.steps.length) addSteps(e.steps);
+      return fn();
+    },
+    incomingContext(undefined, r.request.headers),
+  );
 }
 
 /**
@@ -92,6 +175,7 @@ export function traceMcpRequest<T>(
       rpcId: r.ctx.mcpReq.id,
       protocolVersion: typeof version === 'string' ? version : undefined,
       parent: incomingContext(r.meta, r.ctx.http?.req?.headers),
+      early: takeEarly(r.ctx.http?.req),
     },
     fn,
   );
@@ -103,7 +187,7 @@ export function traceMcpRequest<T>(
  */
 export function inSpan<T>(
   name: string,
-  options: { kind?: SpanKind; attributes?: Attributes; links?: Link[] },
+  options: { kind?: SpanKind; attributes?: Attributes; links?: Link[]; startTime?: number },
   fn: (span: Span) => Promise<T>,
   parent: Context = context.active(),
 ): Promise<T> {

@@ -63,3 +63,22 @@ it('never echoes a secret or the password in a URL', () => {
   expect(keyed).toContain('BULKHEAD_AUDIT_KEY');
   expect(keyed).not.toContain('short-key-123');
 });
+
+it('reads OpenTelemetry’s sampler variables by their names, and refuses others', () => {
+  expect(parseEnv(serverEnvSchema(3103), {}).OTEL_TRACES_SAMPLER).toBe('parentbased_always_on');
+  const env = parseEnv(serverEnvSchema(3103), {
+    OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+    OTEL_TRACES_SAMPLER_ARG: '0.25',
+  });
+  expect([env.OTEL_TRACES_SAMPLER, env.OTEL_TRACES_SAMPLER_ARG]).toEqual(['parentbased_traceidratio', 0.25]);
+  let error: ConfigError | undefined;
+  try {
+    parseEnv(serverEnvSchema(3103), { OTEL_TRACES_SAMPLER: 'sometimes', OTEL_TRACES_SAMPLER_ARG: '2' });
+  } catch (err) {
+    error = err as ConfigError;
+  }
+  expect(error?.problems.map((l) => l.split(':')[0]).sort()).toEqual([
+    'OTEL_TRACES_SAMPLER',
+    'OTEL_TRACES_SAMPLER_ARG',
+  ]);
+});

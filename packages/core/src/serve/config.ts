@@ -49,6 +49,19 @@ export const baseEnvShape = {
   OTEL_EXPORTER_OTLP_HEADERS: z.string().optional(),
   /** The `service.name` of the spans; the deployable's name by default. */
   OTEL_SERVICE_NAME: z.string().min(1).max(200).optional(),
+  /** Which traces are recorded, by OpenTelemetry's names; `parentbased_always_on` by default. */
+  OTEL_TRACES_SAMPLER: z
+    .enum([
+      'always_on',
+      'always_off',
+      'traceidratio',
+      'parentbased_always_on',
+      'parentbased_always_off',
+      'parentbased_traceidratio',
+    ])
+    .default('parentbased_always_on'),
+  /** The ratio of the `traceidratio` samplers, from 0 to 1 (default 1). */
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).optional(),
 };
 
 /** The environment of an MCP server. `defaultPort` is the server's fixed port (admin 3101, customer 3102, dev-knowledge 3103). */

@@ -17,6 +17,7 @@ import { hasGatedTools, type ServerDefinition } from '../pipeline/server-definit
 import { buildMcpServer } from './mcp-server.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limit.ts';
 import { createReadLanes, type ReadLanes } from '../pipeline/read-lanes.ts';
+import { traceRefusal } from '../pipeline/tracing.ts';
 import { createTokenVerifier, type TokenVerifier } from './tokens.ts';
 import { bearerAuth } from './http/middleware/bearer-auth.ts';
 import { cors } from './http/middleware/cors.ts';
@@ -367,19 +368,23 @@ async function answerError(
 ): Promise<Response> {
   const request = c.get('audit');
   if (err instanceof Refusal) {
-    await refusals
-      .record(requestEvent(def, c, err.outcome, { status: err.status, ...err.options.summary }), {
-        request,
-        // A refusal because the database is away cannot be provoked at will: each is written (or held) on its own.
-        authenticated: c.get('access') !== undefined || err.outcome === 'unavailable',
-        source: c.get('source') ?? 'unknown',
-      })
-      .catch((e: unknown) => logger.error({ err: e }, 'audit event for a refusal could not be written'));
-    c.get('log')?.info(
-      { status: err.status, outcome: err.outcome, ...err.options.summary },
-      'request refused',
-    );
-    return c.json(err.body, err.status, err.options.headers);
+    // Refused before the MCP layer read the body: a server span of its own, which its event names.
+    const span = { request: c.req.raw, route: '/mcp', status: err.status, outcome: err.outcome };
+    return traceRefusal(span, async () => {
+      await refusals
+        .record(requestEvent(def, c, err.outcome, { status: err.status, ...err.options.summary }), {
+          request,
+          // A refusal because the database is away cannot be provoked at will: each is written (or held) on its own.
+          authenticated: c.get('access') !== undefined || err.outcome === 'unavailable',
+          source: c.get('source') ?? 'unknown',
+        })
+        .catch((e: unknown) => logger.error({ err: e }, 'audit event for a refusal could not be written'));
+      c.get('log')?.info(
+        { status: err.status, outcome: err.outcome, ...err.options.summary },
+        'request refused',
+      );
+      return c.json(err.body, err.status, err.options.headers);
+    });
   }
   const incident = randomUUID().slice(0, 8);
   logger.error({ err, incident, requestId: c.get('requestId') }, 'request failed');

@@ -1,4 +1,5 @@
 import type { Sql } from '@bulkhead/db';
+import { inSpan, ROOT_CONTEXT } from '../pipeline/tracing.ts';
 
 /** Per-token request limit, answered from memory and reconciled across replicas through Postgres. */
 export interface RateLimiter {
@@ -91,10 +92,20 @@ export function createRateLimiter(
     let rows: { token: string; start: number; count: number }[];
     try {
       // One statement, through the function that alone touches the table (no server role holds a privilege on it).
-      rows = await sql<{ token: string; start: number; count: number }[]>`
+      // Off the request path (a request is answered from memory): a trace of its own each time.
+      const attributes = { 'bulkhead.rate_limit.tokens': ids.length };
+      rows = await inSpan(
+        'rate limit sync',
+        { attributes },
+        () =>
+          sql<{ token: string; start: number; count: number }[]>`
         select token_id as token, window_start_ms as start, count
         from bulkhead_rate_limit_exchange(${deltas.map((d) => d.token)}::text[], ${deltas.map((d) => d.start)}::float8[],
-          ${deltas.map((d) => d.n)}::int[], ${ids}::text[], to_timestamp(${(current - MINUTE) / 1000}), ${cleanup})`;
+          ${deltas.map((d) => d.n)}::int[], ${ids}::text[], to_timestamp(${(current - MINUTE) / 1000}), ${cleanup})`.then(
+            (r) => r,
+          ),
+        ROOT_CONTEXT,
+      );
     } catch (err) {
       for (const d of deltas) window(d.token, d.start).unsynced += d.n;
       throw err;

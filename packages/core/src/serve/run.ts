@@ -248,6 +248,8 @@ export async function runServer(def: ServerDefinition, { env, stdio, ...run }: R
     tracesEndpoint: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
     headers: parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_HEADERS),
     serviceName: env.OTEL_SERVICE_NAME ?? def.name,
+    sampler: env.OTEL_TRACES_SAMPLER,
+    samplerArg: env.OTEL_TRACES_SAMPLER_ARG,
   });
   // Closed last (closers run in reverse): the spans of the last calls and of the shutdown are exported.
   const closers: (() => Promise<unknown>)[] = [() => tracing.shutdown(), () => upstreams.close()];

@@ -185,8 +185,11 @@ export type TokenVerdict =
 
 /** Resolves a presented token for one server. */
 export interface TokenVerifier {
-  /** On refusal, `label` is set only when the secret matched: a real token, just not valid here or now. */
-  verify(token: string): Promise<TokenVerdict>;
+  /**
+   * On refusal, `label` is set only when the secret matched: a real token, just not valid here or now.
+   * `lookedUp` is called when the verdict comes from the database (no fresh one cached), with when it began.
+   */
+  verify(token: string, lookedUp?: (start: number) => void): Promise<TokenVerdict>;
   /** Cache figures since start (for /metrics). */
   readonly stats: { hits: number; misses: number };
   close(): Promise<void>;
@@ -274,7 +277,7 @@ export function createTokenVerifier(
 
   return {
     stats,
-    async verify(token) {
+    async verify(token, lookedUp) {
       const parsed = parseToken(token);
       if (!parsed) return { ok: false, reason: 'malformed' };
       if (parsed.server !== server)
@@ -286,6 +289,7 @@ export function createTokenVerifier(
         return hit.verdict.ok ? hit.verdict : { ...hit.verdict, oauth: parsed.oauth };
       }
       stats.misses++;
+      const start = performance.now();
       const key = `${parsed.id}:${presented.toString('hex')}`;
       let pending = inFlight.get(key);
       if (!pending) {
@@ -293,6 +297,7 @@ export function createTokenVerifier(
         inFlight.set(key, pending);
       }
       const fresh = await pending;
+      lookedUp?.(start);
       cache.set(parsed.id, fresh);
       return fresh.verdict.ok ? fresh.verdict : { ...fresh.verdict, oauth: parsed.oauth };
     },

@@ -8,6 +8,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startApprovalExecutor } from '../approvals/executor.ts';
+import { webhookDeliverer } from '../approvals/webhook.ts';
 import { createServer, createUpstreams, defineTool, READ_ONLY, resolveUpstreams } from '../index.ts';
 import {
   connectTaskClient,
@@ -138,6 +139,7 @@ const logger = createLogger({
 /** What the status system was sent: the trace context headers of each request. */
 const upstreamSaw: (string | undefined)[] = [];
 let upstream: Server;
+let upstreamUrl: string;
 
 beforeAll(async () => {
   upstream = createHttpServer((req, res) => {
@@ -146,7 +148,7 @@ beforeAll(async () => {
   });
   upstream.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => upstream.once('listening', resolve));
-  const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   receiver = await startReceiver();
   tracing = startTracing({ endpoint: receiver.url, serviceName: 'trace-test' });
   db = await createTestDatabase();
@@ -185,10 +187,33 @@ async function connect(headers: Record<string, string> = {}): Promise<Client> {
 
 const newIds = () => ({ traceId: randomBytes(16).toString('hex'), spanId: randomBytes(8).toString('hex') });
 
-/** The spans of one trace, once every span ended so far is exported (`flush` resolves after the receiver answered). */
-async function traceOf(traceId: string): Promise<OtlpSpan[]> {
+/**
+ * The spans of one trace, once every span ended so far is exported (`flush` resolves after the
+ * receiver answered). Without `withTokenCheck`, a token check's span is left out: whether a call's
+ * token is still cached (for under a second) depends on how fast the machine is.
+ */
+async function traceOf(traceId: string, withTokenCheck = false): Promise<OtlpSpan[]> {
   await tracing.flush();
-  return receiver.spans.filter((s) => s.traceId === traceId);
+  return receiver.spans.filter((s) => s.traceId === traceId && (withTokenCheck || s.name !== 'token check'));
+}
+
+/** A 2025-11-25 request, sessionless, as raw HTTP: the first request a token makes can be a traced one. */
+async function rawCall(
+  bearer: string,
+  traceparent: string,
+  body: Record<string, unknown>,
+): Promise<Response> {
+  return fetch(server.url, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${bearer}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-11-25',
+      traceparent,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, ...body }),
+  });
 }
 
 async function eventTrace(tool: string, outcome: string): Promise<(string | null)[]> {
@@ -260,6 +285,71 @@ describe('traces', () => {
     expect(await eventTrace('count_notes', 'invalid_arguments')).toEqual([parent.traceId]);
   });
 
+  it('begins a request’s server span when it arrived, with a token check that went to the database as its child', async () => {
+    // A token never used: its check cannot be cached.
+    const fresh = await issueTestToken(db.sql, def, { label: 'fresh for tracing' });
+    const parent = newIds();
+    const res = await rawCall(fresh, `00-${parent.traceId}-${parent.spanId}-01`, {
+      method: 'tools/call',
+      params: { name: 'count_notes', arguments: { prefix: 'fresh' } },
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    const spans = await traceOf(parent.traceId, true);
+    const root = spans.find((s) => s.name === 'tools/call count_notes')!;
+    expect(root.parentSpanId).toBe(parent.spanId);
+    const check = spans.find((s) => s.name === 'token check')!;
+    expect([check.parentSpanId, attrs(check)]).toEqual([root.spanId, { 'bulkhead.token.cache': 'miss' }]);
+    const ns = (t: string) => BigInt(t);
+    const times = (x: OtlpSpan) => x as unknown as { startTimeUnixNano: string; endTimeUnixNano: string };
+    // The server span starts before the token check and ends after it; the check took time.
+    expect(ns(times(root).startTimeUnixNano) <= ns(times(check).startTimeUnixNano)).toBe(true);
+    expect(ns(times(check).endTimeUnixNano) > ns(times(check).startTimeUnixNano)).toBe(true);
+    expect(ns(times(check).endTimeUnixNano) <= ns(times(root).endTimeUnixNano)).toBe(true);
+  });
+
+  it('gives a request refused before the MCP layer (401) a server span named by its route, which its audit event names', async () => {
+    const parent = newIds();
+    const res = await rawCall('bh_trace-test_not-a-real-token', `00-${parent.traceId}-${parent.spanId}-01`, {
+      method: 'tools/list',
+    });
+    expect(res.status).toBe(401);
+    const requestId = res.headers.get('x-request-id')!;
+    const spans = await traceOf(parent.traceId, true);
+    expect(spans.map((s) => [s.name, s.kind, s.parentSpanId])).toEqual([
+      ['audit append', 1, spans.find((s) => s.name === 'POST /mcp')?.spanId],
+      ['POST /mcp', 2, parent.spanId],
+    ]);
+    expect(attrs(spans.find((s) => s.name === 'POST /mcp')!)).toEqual({
+      'http.request.method': 'POST',
+      'http.route': '/mcp',
+      'http.response.status_code': 401,
+      'error.type': 'unauthorized',
+    });
+    const [event] = await db.sql<{ outcome: string; trace_id: string | null }[]>`
+      select outcome, trace_id from audit_events where request_id = ${requestId}`;
+    expect(event).toEqual({ outcome: 'unauthorized', trace_id: parent.traceId });
+  });
+
+  it('traces the rate limit’s reconciliation with the database, off the request path, in traces of its own', async () => {
+    const client = await connect();
+    await client.callTool({ name: 'count_notes', arguments: { prefix: 'counted' } });
+    await client.close();
+    // The limiter sends its counts every second.
+    await expect
+      .poll(
+        async () => {
+          await tracing.flush();
+          return receiver.spans.filter((s) => s.name === 'rate limit sync').length;
+        },
+        { timeout: 10_000, interval: 200 },
+      )
+      .toBeGreaterThan(0);
+    const sync = receiver.spans.find((s) => s.name === 'rate limit sync')!;
+    expect(sync.parentSpanId || undefined).toBeUndefined();
+    expect(attrs(sync)['bulkhead.rate_limit.tokens']).toBeGreaterThan(0);
+  });
+
   it('gives a task method its server span too', async () => {
     const client = await connectTaskClient(server.url, token);
     const task = await client.callToolAsTask('add_note', { text: 'as a task' });
@@ -329,7 +419,8 @@ describe('traces', () => {
       sql: server.sql,
       logger: pino({ level: 'silent' }),
       sweepIntervalMs: 60_000,
-      deliverers: { note_added: async () => ({ statusCode: 202 }) },
+      // Delivered to the test's HTTP server, which keeps the traceparent each request carries.
+      deliverers: { note_added: webhookDeliverer(`${upstreamUrl}/hooks/notes`) },
     });
     await executor.ready;
     const client = await connect();
@@ -363,6 +454,7 @@ describe('traces', () => {
     const delivery = receiver.spans.find((s) => s.name === 'deliver note_added')!;
     expect([delivery.kind, delivery.parentSpanId || undefined]).toEqual([4, undefined]);
     expect(delivery.links?.map((l) => [l.traceId, l.spanId])).toEqual([[parent.traceId, handler.spanId]]);
+    expect(upstreamSaw).toContain(`00-${delivery.traceId}-${delivery.spanId}-01`);
     expect(attrs(delivery)).toEqual({
       'bulkhead.outbox.kind': 'note_added',
       'bulkhead.outbox.attempt': 1,

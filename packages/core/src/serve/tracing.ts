@@ -3,7 +3,16 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+  type Sampler,
+} from '@opentelemetry/sdk-trace';
+import { setTracingInstalled } from '../pipeline/tracing.ts';
 
 /** Where a process sends its spans: the standard OpenTelemetry variables, as read by the deployable's config. */
 export interface TracingOptions {
@@ -15,6 +24,23 @@ export interface TracingOptions {
   headers?: Record<string, string> | undefined;
   /** `OTEL_SERVICE_NAME`, else the deployable's name. */
   serviceName: string;
+  /** `OTEL_TRACES_SAMPLER` (default `parentbased_always_on`) and its `OTEL_TRACES_SAMPLER_ARG`. */
+  sampler?: string | undefined;
+  samplerArg?: number | undefined;
+}
+
+/** The sampler OpenTelemetry's variables name (the specification's names; the SDK reads no variable itself). */
+export function samplerOf(name = 'parentbased_always_on', arg = 1): Sampler {
+  const ratio = new TraceIdRatioBasedSampler(arg);
+  const root: Record<string, Sampler> = {
+    always_on: new AlwaysOnSampler(),
+    always_off: new AlwaysOffSampler(),
+    traceidratio: ratio,
+  };
+  if (name in root) return root[name]!;
+  const base = name.replace(/^parentbased_/, '');
+  if (!name.startsWith('parentbased_') || !(base in root)) throw new Error(`unknown sampler ${name}`);
+  return new ParentBasedSampler({ root: root[base]! });
 }
 
 /** A process's tracing, once started: `shutdown` exports what is still buffered. */
@@ -44,6 +70,7 @@ export function startTracing(options: TracingOptions): Tracing {
   if (!url) return OFF;
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ 'service.name': options.serviceName }),
+    sampler: samplerOf(options.sampler, options.samplerArg),
     spanProcessors: [
       new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url, headers: options.headers ?? {} }) }),
     ],
@@ -52,10 +79,12 @@ export function startTracing(options: TracingOptions): Tracing {
   context.setGlobalContextManager(contextManager);
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
+  setTracingInstalled(true);
   return {
     enabled: true,
     flush: () => provider.forceFlush(),
     async shutdown() {
+      setTracingInstalled(false);
       await provider.shutdown();
       trace.disable();
       propagation.disable();

@@ -1,5 +1,6 @@
 import { isConnectionError } from '@bulkhead/db';
 import type { MiddlewareHandler } from 'hono';
+import { earlyStep } from '../../../pipeline/tracing.ts';
 import type { TokenVerifier } from '../../tokens.ts';
 import { Refusal } from '../refusal.ts';
 import type { McpEnv } from '../state.ts';
@@ -69,7 +70,15 @@ export function bearerAuth(verifier: TokenVerifier, challenge: Challenge): Middl
     if (!bearer) throw unauthorized(authorization ? 'malformed_header' : 'missing');
     let verdict: Awaited<ReturnType<TokenVerifier['verify']>>;
     try {
-      verdict = await verifier.verify(bearer);
+      // A check that went to the database is a step of the request's trace.
+      verdict = await verifier.verify(bearer, (start) =>
+        earlyStep(c.req.raw, {
+          name: 'token check',
+          start,
+          end: performance.now(),
+          attributes: { 'bulkhead.token.cache': 'miss' },
+        }),
+      );
     } catch (err) {
       if (!isConnectionError(err)) throw err;
       // The token cannot be checked while the database is away: say so, and when to come back.

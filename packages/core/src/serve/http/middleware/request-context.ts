@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { AuditWriter } from '@bulkhead/audit';
 import { lazyChild } from '../../../pipeline/logger.ts';
 import { createRequestAudit } from '../../../pipeline/request-audit.ts';
+import { requestArrived } from '../../../pipeline/tracing.ts';
 import type { McpEnv } from '../state.ts';
 
 /** The client's address as the socket reports it; `unknown` where there is no socket (in-process requests). */
@@ -26,7 +27,9 @@ export function requestContext(logger: Logger, audit: AuditWriter): MiddlewareHa
     const given = c.req.header('x-request-id');
     const requestId = given && /^[\x21-\x7e]{1,100}$/.test(given) ? given : randomUUID();
     c.set('requestId', requestId);
-    c.set('started', performance.now());
+    const started = performance.now();
+    c.set('started', started);
+    requestArrived(c.req.raw, started);
     c.set('log', lazyChild(logger, { requestId }));
     c.set('source', sourceOf(c));
     c.set('access', undefined);
