@@ -67,6 +67,7 @@ const sidebar: DefaultTheme.SidebarItem[] = [
     text: 'Introduction',
     items: [
       { text: 'Getting started', link: '/getting-started' },
+      { text: 'Tutorial: your own system', link: '/tutorial' },
       { text: 'Concepts', link: '/concepts' },
       { text: 'Architecture', link: '/architecture' },
     ],
@@ -122,6 +123,7 @@ export default defineConfig({
   themeConfig: {
     nav: [
       { text: 'Getting started', link: '/getting-started' },
+      { text: 'Tutorial', link: '/tutorial' },
       { text: 'Concepts', link: '/concepts' },
       { text: 'Servers', link: '/servers/' },
       { text: 'Handbook', link: '/handbook' },
