@@ -123,7 +123,6 @@ export default defineConfig({
   themeConfig: {
     nav: [
       { text: 'Getting started', link: '/getting-started' },
-      { text: 'Tutorial', link: '/tutorial' },
       { text: 'Concepts', link: '/concepts' },
       { text: 'Servers', link: '/servers/' },
       { text: 'Handbook', link: '/handbook' },
