@@ -254,7 +254,8 @@ afterAll(async () => {
   await rm(copy, { recursive: true, force: true });
 }, 60_000);
 
-describe('docs/tutorial.md, run in a copy of the repository', () => {
+// Each step waits on child processes (an install, a test run, a first start): minutes on a busy CI machine.
+describe('docs/tutorial.md, run in a copy of the repository', { timeout: 300_000 }, () => {
   it('marks its blocks in a form this test reads', () => {
     expect(page.match(/<!-- tutorial: /g)?.length).toBe(steps.length);
     expect(steps.map((s) => s.action)).toEqual(
