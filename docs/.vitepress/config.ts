@@ -67,6 +67,7 @@ const sidebar: DefaultTheme.SidebarItem[] = [
     text: 'Introduction',
     items: [
       { text: 'Getting started', link: '/getting-started' },
+      { text: 'Tutorial: your own system', link: '/tutorial' },
       { text: 'Concepts', link: '/concepts' },
       { text: 'Architecture', link: '/architecture' },
     ],
