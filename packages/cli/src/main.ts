@@ -3,6 +3,11 @@ import { commands, commandListHelp as help } from './commands/index.ts';
 import { CliError, UsageError, processIo } from './io.ts';
 
 const io = processIo();
+// A reader that stops reading (`bulkhead tokens list | head`) is no failure: stop quietly, as cat does.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(0);
+});
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = dropPnpmSeparator(argv);

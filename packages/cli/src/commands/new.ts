@@ -284,7 +284,9 @@ function nextSteps(server: NewServer, dir: string, io: { out(line: string): void
   io.out('');
   io.out('Next:');
   io.out('  pnpm install                          link the new package (pnpm-lock.yaml gains it)');
-  io.out(`  pnpm vitest run ${dir}    its tests: lint, budgets, scopes, each tool against a stub`);
+  io.out(
+    `${`  pnpm vitest run ${dir}`.padEnd(40)}its tests: lint, budgets, scopes, each tool against a stub`,
+  );
   io.out(`  pnpm start                            serves it at http://127.0.0.1:${server.port}/mcp`);
   io.out(
     `                                        (with ${server.upstream!.baseUrlEnv} set to the upstream's base URL)`,
@@ -374,7 +376,9 @@ function exampleNextSteps(server: NewServer, dir: string, io: { out(line: string
   io.out('');
   io.out('Next:');
   io.out('  pnpm install                          link the new package (pnpm-lock.yaml gains it)');
-  io.out(`  pnpm vitest run ${dir}    its tests: lint, budgets, scopes, ${EXAMPLE_TOOL} over HTTP`);
+  io.out(
+    `${`  pnpm vitest run ${dir}`.padEnd(40)}its tests: lint, budgets, scopes, ${EXAMPLE_TOOL} over HTTP`,
+  );
   io.out(`  pnpm start                            serves it at http://127.0.0.1:${server.port}/mcp`);
   io.out(`  ${token}`);
   io.out(

@@ -1,4 +1,5 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +28,8 @@ const noAddress = {
   BULKHEAD_PUBLIC_URL: undefined,
   BULKHEAD_PORT_OFFSET: undefined,
 };
+
+const cliBin = fileURLToPath(new URL('../../bin/bulkhead.mjs', import.meta.url));
 
 let db: TestDatabase;
 let env: Record<string, string | undefined>;
@@ -319,6 +322,22 @@ describe('bulkhead tokens', () => {
       expect({ args, code: run.code }).toEqual({ args, code });
       expect(run.stderr).toContain(message);
     }
+  });
+
+  it('stops quietly when its reader goes away (tokens issue | head): exit 0, no stack trace', async () => {
+    const child = spawn(
+      process.execPath,
+      [cliBin, 'tokens', 'issue', '--server', 'dev-knowledge', '--label', 'piped into head'],
+      { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    // The reader is gone before anything is written: every write fails with EPIPE while the
+    // command still has its database connection to close.
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 
   it('has --help on every command', async () => {
