@@ -6,7 +6,7 @@ import { connectTestClient, issueTestToken } from '@bulkhead/core/testing';
 import { ensureLogin } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { seedDemo } from '@bulkhead/demo';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { customerServer } from '../../servers/customer/src/server.ts';
 import { freePort, root, spawnServer, type ServerProcess } from '../helpers.ts';
 import { recordFigures } from './figures.ts';
@@ -206,6 +206,8 @@ async function load(
 describe('capacity', () => {
   it(`one customer replica holds at most ${PER_REPLICA} connections at its peak (main pool ${POOL_MAX}, read pool ${READ_POOL_MAX}, LISTEN 1)`, async () => {
     const own = await startReplica();
+    // Stopped whatever happens here: a replica left running would hold its connections into the next test.
+    onTestFinished(() => replicas[0]!.stop());
     // The sealer, as production runs it (`bulkhead audit seal --follow`), under its own login, sealing the load's events.
     const sealerLogin = new URL((await db.as('sealer')).url);
     const sealer = run(['packages/cli/src/main.ts', 'audit', 'seal', '--follow', '--interval', '50'], {
