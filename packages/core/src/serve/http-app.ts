@@ -19,6 +19,7 @@ import { createRateLimiter, type RateLimiter } from './rate-limit.ts';
 import { createReadLanes, type ReadLanes } from '../pipeline/read-lanes.ts';
 import { traceRefusal } from '../pipeline/tracing.ts';
 import { createTokenVerifier, type TokenVerifier } from './tokens.ts';
+import { createToolSwitches } from './tool-switches.ts';
 import { bearerAuth } from './http/middleware/bearer-auth.ts';
 import { cors } from './http/middleware/cors.ts';
 import { hostAndOrigin } from './http/middleware/host-origin.ts';
@@ -82,6 +83,8 @@ export interface HttpAppOptions {
   authorizationServer?: string | undefined;
   /** The upstreams the server declares (`bulkhead.upstreams`, see `resolveUpstreams`); counted on `/metrics`. */
   upstreams?: Upstreams;
+  /** How often the switched-off tools are read again whatever was announced (default 1000 ms). */
+  toolSwitchRefreshMs?: number;
 }
 
 /** A served server: the Hono app and how to release what it holds. */
@@ -123,6 +126,7 @@ function originHostname(origin: string): string | undefined {
  */
 export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): HttpApp {
   const { sql, logger } = options;
+  const switches = createToolSwitches(sql, def.name, { refreshMs: options.toolSwitchRefreshMs });
   const verifier = options.verifier ?? createTokenVerifier(sql, def.name);
   const metrics = createMetrics({
     server: def.name,
@@ -155,9 +159,12 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     audit,
     auditFullResults: options.auditFullResults ?? false,
     ...(options.upstreams ? { upstreams: options.upstreams } : {}),
+    switchedOff: switches,
     ...approvalsFor(def, options),
   };
   const mcp = mcpHandler(def, kit, cancellations, createResultWaits(options.taskResultWaits), maxBody);
+  // Open 2026-07-28 `subscriptions/listen` streams on this replica hear of a switch at once.
+  switches.onChange(() => mcp.handler.notify.toolsChanged());
 
   const app = new Hono<McpEnv>();
   const metadataUrl = mountProbes(app, def, options, { reads, metrics, publicUrl });
@@ -189,6 +196,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
       // Calls cut off by the end of the shutdown grace unwind (their query cancelled, their event handed over) first.
       await cancellations.idle(5_000);
       await mcp.handler.close();
+      await switches.close();
       await verifier.close();
       await limiter.close();
       await refusals.close();
