@@ -199,3 +199,16 @@ it('a server role reads only its own server’s switches, and writes none', asyn
     await db.sql`delete from bulkhead_tool_switches`;
   }
 });
+
+it('a server stops with a listen stream open: the stream is ended, not waited for', async () => {
+  const replica = await startTestServer(adminServer, { db });
+  const client = await connectTestClient(replica.url, await issueTestToken(db.sql, adminServer));
+  try {
+    const subscription = await client.listen({ toolsListChanged: true });
+    // Hangs (and times the test out) while the open stream holds the HTTP server's close.
+    await replica.close();
+    expect(['graceful', 'remote']).toContain(await subscription.closed);
+  } finally {
+    await client.close();
+  }
+});

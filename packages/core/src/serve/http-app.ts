@@ -95,6 +95,8 @@ export interface HttpApp {
   /** The audit writer the app writes with (counted on `/metrics`); the approval executor writes with it too. */
   audit: AuditWriter;
   metrics: Metrics;
+  /** Ends the open `subscriptions/listen` streams (they never end by themselves): the first step of a shutdown. */
+  endStreams(): void;
   close(): Promise<void>;
 }
 
@@ -183,7 +185,8 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
   app.use('/mcp', rateLimit(limiter));
   app.use('/mcp', jsonBody(maxBody));
   app.use('/mcp', batchRateLimit(limiter));
-  app.all('/mcp', (c) => serveMcp(c, def, mcp, cancellations));
+  const streams = new AbortController();
+  app.all('/mcp', (c) => serveMcp(c, def, mcp, cancellations, streams.signal));
   app.onError((err, c) => answerError(err, c as unknown as Context<McpEnv>, def, refusals, logger));
 
   return {
@@ -192,7 +195,9 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     limiter,
     audit,
     metrics,
+    endStreams: () => streams.abort(),
     close: async () => {
+      streams.abort();
       // Calls cut off by the end of the shutdown grace unwind (their query cancelled, their event handed over) first.
       await cancellations.idle(5_000);
       await mcp.handler.close();
@@ -334,6 +339,7 @@ async function serveMcp(
   def: ServerDefinition,
   mcp: McpLayer,
   cancellations: Cancellations,
+  streams: AbortSignal,
 ): Promise<Response> {
   const access = c.get('access')!;
   const log = c.get('log');
@@ -351,8 +357,16 @@ async function serveMcp(
         .catch((err: unknown) => log.error({ err }, 'audit event could not be written')),
     ),
   );
-  mcp.handles.set(c.req.raw, { access, audit: request });
-  const response = await mcp.handler.fetch(c.req.raw, {
+  // A listen stream lasts until the client goes away or the server stops: its request carries both signals.
+  const raw = c.get('messages').some((m) => m.method === 'subscriptions/listen')
+    ? new Request(c.req.url, {
+        method: c.req.method,
+        headers: c.req.raw.headers,
+        signal: AbortSignal.any([c.req.raw.signal, streams]),
+      })
+    : c.req.raw;
+  mcp.handles.set(raw, { access, audit: request });
+  const response = await mcp.handler.fetch(raw, {
     authInfo: { token: access.tokenId, clientId: access.tokenId, scopes: [...access.scopes] },
     ...(c.get('body') !== undefined ? { parsedBody: c.get('body') } : {}),
   });
