@@ -364,7 +364,8 @@ it('leaves every server up: each process runs and answers /healthz', async () =>
 // notifications, and a CORS preflight); everything else is one event, written by the request's audit owner
 // (core/src/pipeline/request-audit.ts) whatever path it took. Unauthenticated refusals past the
 // per-source limit are counted into a summary event instead, written when the server stops.
-const HOUSEKEEPING = /^(?:OPTIONS|initialize|ping|tools\/list|server\/discover|notifications\/.*)$/;
+const HOUSEKEEPING =
+  /^(?:OPTIONS|initialize|ping|tools\/list|server\/discover|subscriptions\/listen|notifications\/.*)$/;
 
 it('leaves exactly one audit event for every request that reached a server', async () => {
   await Promise.all([...running.values()].map((s) => s.stop()));

@@ -3,6 +3,13 @@
 // is. `@bulkhead/core/operator`.
 export { createMetrics, metricsRoute, type Metrics, type MetricsSources } from './serve/metrics.ts';
 export { sourceOf } from './serve/http/middleware/request-context.ts';
+export {
+  listSwitchedOffTools,
+  switchToolOff,
+  switchToolOn,
+  type SwitchedOffTool,
+  type ToolSwitchInput,
+} from './serve/tool-switches.ts';
 export { secretHash } from './pipeline/secret.ts';
 export {
   codePointLabel,

@@ -142,6 +142,8 @@ export async function applyPrivileges(sql: Sql, specs: readonly RoleSpec[]): Pro
         await tx`drop policy if exists ${tx(`bh_${role}_own`)} on bulkhead_rate_limits`;
         await tx`grant execute on function
           bulkhead_rate_limit_exchange(text[], float8[], integer[], text[], timestamptz, boolean) to ${r}`;
+        // Its switched-off tools, through the function that answers only for its own server.
+        await tx`grant execute on function bulkhead_switched_off_tools(text) to ${r}`;
       }
       if (spec.kind === 'mcp' && spec.gated) {
         const own = 'server = (select bulkhead_current_deployable())';

@@ -32,6 +32,11 @@ export const commands: CommandEntry[] = [
     load: async () => (await import('./tokens.ts')).tokensCommand,
   },
   {
+    name: 'tools',
+    summary: 'Switch a tool of a server off for an incident, and on again.',
+    load: async () => (await import('./tools.ts')).toolsCommand,
+  },
+  {
     name: 'approvals',
     summary: 'List, inspect, approve and reject gated actions.',
     load: async () => (await import('./approvals.ts')).approvalsCommand,

@@ -9,6 +9,7 @@ import type { Access } from './access.ts';
 import { pendingApprovalOutput } from './pending-result.ts';
 import { textArgumentError } from './argument-text.ts';
 import type { ToolCatalog } from './catalog.ts';
+import type { SwitchedOff } from './switched-off.ts';
 import type { ReadLanes } from './read-lanes.ts';
 import type { AnyTool, ToolContext } from './define-tool.ts';
 import { ToolError, formatIssues } from './errors.ts';
@@ -58,6 +59,8 @@ export interface CallKit<A = unknown> {
   auditFullResults: boolean;
   /** The upstreams the server declares (`bulkhead.upstreams`); none when absent. */
   upstreams?: Upstreams;
+  /** The tools an operator has switched off: they do not exist for any client (none when absent). */
+  switchedOff?: SwitchedOff;
 }
 
 const NO_UPSTREAMS = createUpstreams();
@@ -175,8 +178,9 @@ async function answerCall<A>(
 ): Promise<CallOutcome<A>> {
   const tool = kit.catalog.byName.get(name);
   const rec = callRecord(kit, req, name, tool, sink);
-  if (!tool || !req.access.scopes.includes(tool.scope)) {
-    // A tool outside the token's scopes does not exist for this client, as in its tools/list.
+  const off = kit.switchedOff ? await kit.switchedOff.names() : undefined;
+  if (!tool || !req.access.scopes.includes(tool.scope) || off?.has(name)) {
+    // A tool outside the token's scopes, or switched off, does not exist for this client, as in its tools/list.
     const names =
       req.arguments && typeof req.arguments === 'object' ? Object.keys(req.arguments).slice(0, 50) : [];
     await rec.sink

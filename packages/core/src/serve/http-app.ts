@@ -19,6 +19,7 @@ import { createRateLimiter, type RateLimiter } from './rate-limit.ts';
 import { createReadLanes, type ReadLanes } from '../pipeline/read-lanes.ts';
 import { traceRefusal } from '../pipeline/tracing.ts';
 import { createTokenVerifier, type TokenVerifier } from './tokens.ts';
+import { createToolSwitches } from './tool-switches.ts';
 import { bearerAuth } from './http/middleware/bearer-auth.ts';
 import { cors } from './http/middleware/cors.ts';
 import { hostAndOrigin } from './http/middleware/host-origin.ts';
@@ -82,6 +83,8 @@ export interface HttpAppOptions {
   authorizationServer?: string | undefined;
   /** The upstreams the server declares (`bulkhead.upstreams`, see `resolveUpstreams`); counted on `/metrics`. */
   upstreams?: Upstreams;
+  /** How often the switched-off tools are read again whatever was announced (default 1000 ms). */
+  toolSwitchRefreshMs?: number;
 }
 
 /** A served server: the Hono app and how to release what it holds. */
@@ -92,6 +95,8 @@ export interface HttpApp {
   /** The audit writer the app writes with (counted on `/metrics`); the approval executor writes with it too. */
   audit: AuditWriter;
   metrics: Metrics;
+  /** Ends the open `subscriptions/listen` streams (they never end by themselves): the first step of a shutdown. */
+  endStreams(): void;
   close(): Promise<void>;
 }
 
@@ -123,6 +128,7 @@ function originHostname(origin: string): string | undefined {
  */
 export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): HttpApp {
   const { sql, logger } = options;
+  const switches = createToolSwitches(sql, def.name, { refreshMs: options.toolSwitchRefreshMs });
   const verifier = options.verifier ?? createTokenVerifier(sql, def.name);
   const metrics = createMetrics({
     server: def.name,
@@ -155,9 +161,12 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     audit,
     auditFullResults: options.auditFullResults ?? false,
     ...(options.upstreams ? { upstreams: options.upstreams } : {}),
+    switchedOff: switches,
     ...approvalsFor(def, options),
   };
   const mcp = mcpHandler(def, kit, cancellations, createResultWaits(options.taskResultWaits), maxBody);
+  // Open 2026-07-28 `subscriptions/listen` streams on this replica hear of a switch at once.
+  switches.onChange(() => mcp.handler.notify.toolsChanged());
 
   const app = new Hono<McpEnv>();
   const metadataUrl = mountProbes(app, def, options, { reads, metrics, publicUrl });
@@ -176,7 +185,8 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
   app.use('/mcp', rateLimit(limiter));
   app.use('/mcp', jsonBody(maxBody));
   app.use('/mcp', batchRateLimit(limiter));
-  app.all('/mcp', (c) => serveMcp(c, def, mcp, cancellations));
+  const streams = new AbortController();
+  app.all('/mcp', (c) => serveMcp(c, def, mcp, cancellations, streams.signal));
   app.onError((err, c) => answerError(err, c as unknown as Context<McpEnv>, def, refusals, logger));
 
   return {
@@ -185,10 +195,13 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     limiter,
     audit,
     metrics,
+    endStreams: () => streams.abort(),
     close: async () => {
+      streams.abort();
       // Calls cut off by the end of the shutdown grace unwind (their query cancelled, their event handed over) first.
       await cancellations.idle(5_000);
       await mcp.handler.close();
+      await switches.close();
       await verifier.close();
       await limiter.close();
       await refusals.close();
@@ -326,6 +339,7 @@ async function serveMcp(
   def: ServerDefinition,
   mcp: McpLayer,
   cancellations: Cancellations,
+  streams: AbortSignal,
 ): Promise<Response> {
   const access = c.get('access')!;
   const log = c.get('log');
@@ -343,8 +357,16 @@ async function serveMcp(
         .catch((err: unknown) => log.error({ err }, 'audit event could not be written')),
     ),
   );
-  mcp.handles.set(c.req.raw, { access, audit: request });
-  const response = await mcp.handler.fetch(c.req.raw, {
+  // A listen stream lasts until the client goes away or the server stops: its request carries both signals.
+  const raw = c.get('messages').some((m) => m.method === 'subscriptions/listen')
+    ? new Request(c.req.url, {
+        method: c.req.method,
+        headers: c.req.raw.headers,
+        signal: AbortSignal.any([c.req.raw.signal, streams]),
+      })
+    : c.req.raw;
+  mcp.handles.set(raw, { access, audit: request });
+  const response = await mcp.handler.fetch(raw, {
     authInfo: { token: access.tokenId, clientId: access.tokenId, scopes: [...access.scopes] },
     ...(c.get('body') !== undefined ? { parsedBody: c.get('body') } : {}),
   });

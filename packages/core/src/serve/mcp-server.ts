@@ -6,6 +6,7 @@ import {
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import type { Access } from '../pipeline/access.ts';
+import type { ToolListing } from '../pipeline/catalog.ts';
 import type { ApprovalRecord } from '../approvals/store.ts';
 import { callTool, type CallKit, type CallOutcome } from '../pipeline/call-tool.ts';
 import type { RequestAudit } from '../pipeline/request-audit.ts';
@@ -47,6 +48,16 @@ function asksForTask(wire: TaskWire, params: Record<string, unknown>, ctx: Serve
   return declaresTasks(ctx);
 }
 
+/** The tools/list of a token with `scopes`: the catalog's, less the tools switched off. */
+function visibleTools(
+  def: ServerDefinition,
+  scopes: readonly string[],
+  off: ReadonlySet<string> | undefined,
+): ToolListing[] {
+  const listed = def.catalog.visible(scopes);
+  return off?.size ? listed.filter((t) => !off.has(t.name)) : listed;
+}
+
 /**
  * Builds the MCP server instance for one request (HTTP) or one connection
  * (stdio). Cheap by design: listings and schemas come precomputed from the
@@ -67,7 +78,9 @@ export function buildMcpServer(def: ServerDefinition, kit: CallKit<ApprovalRecor
       description: def.description,
       ...(def.icons ? { icons: def.icons } : {}),
     },
-    { capabilities: { tools: { listChanged: false } } },
+    // The tools change when an operator switches one off or on: every channel a client can listen on is
+    // told (stdio, and 2026-07-28 `subscriptions/listen` over HTTP; stateless HTTP has no 2025 GET stream).
+    { capabilities: { tools: { listChanged: true } } },
     runsTasks,
   );
   const client = (ctx: ServerContext) => {
@@ -89,7 +102,7 @@ export function buildMcpServer(def: ServerDefinition, kit: CallKit<ApprovalRecor
   ) => traceMcpRequest(server, { method, target, meta, ctx }, fn);
   server.setRequestHandler('tools/list', (request, ctx) =>
     traced('tools/list', undefined, request.params?._meta, ctx, async () => ({
-      tools: def.catalog.visible((await who(caller.audit())).scopes),
+      tools: visibleTools(def, (await who(caller.audit())).scopes, await kit.switchedOff?.names()),
     })),
   );
   server.setRequestHandler('tools/call', (request, ctx) =>

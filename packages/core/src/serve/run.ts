@@ -411,6 +411,7 @@ async function serveHttp(
     async () => {
       // Stop accepting; answer what is in flight (up to the grace period), then close what is left.
       const closed = new Promise((resolve) => server.close(resolve));
+      http.endStreams();
       server.closeIdleConnections();
       const deadline = Date.now() + SHUTDOWN_GRACE_MS;
       while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));

@@ -1,4 +1,4 @@
-import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
+import { ProtocolError, ProtocolErrorCode, type Server } from '@modelcontextprotocol/server';
 import { randomUUID } from 'node:crypto';
 import { serveStdio as serveSdkStdio, type StdioServerHandle } from '@modelcontextprotocol/server/stdio';
 import { createAuditWriter } from '@bulkhead/audit';
@@ -11,6 +11,7 @@ import { approvalsFor } from '../approvals/requester.ts';
 import type { ServerDefinition } from '../pipeline/server-definition.ts';
 import { buildMcpServer } from './mcp-server.ts';
 import { createTokenVerifier } from './tokens.ts';
+import { createToolSwitches } from './tool-switches.ts';
 import type { Upstreams } from '../pipeline/upstream/upstreams.ts';
 
 /** What serving over stdio needs; the token comes from `BULKHEAD_TOKEN`. */
@@ -57,6 +58,7 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
     throw new StartupError(
       `BULKHEAD_TOKEN ${REASONS[verdict.reason] ?? 'was refused'}; this server is ${def.name}`,
     );
+  const switches = createToolSwitches(options.sql, def.name);
   const kit: CallKit<ApprovalRecord> = {
     server: def.name,
     catalog: def.catalog,
@@ -65,6 +67,7 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
     audit: createAuditWriter(options.sql),
     auditFullResults: options.auditFullResults ?? false,
     ...(options.upstreams ? { upstreams: options.upstreams } : {}),
+    switchedOff: switches,
     ...approvalsFor(def, options),
   };
   // The connection lives on; the token is checked again on every request, so revocation and expiry hold here too.
@@ -92,7 +95,31 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
   };
   // Each message is a request of its own: it gets its own id and audit owner as its handler takes it.
   const audit = () => createRequestAudit(kit.audit, randomUUID());
-  return serveSdkStdio(() => buildMcpServer(def, kit, { access: current, audit }), {
-    onerror: (err) => options.logger.debug({ err }, 'stdio transport error'),
+  // The instances the factory made (the connection's, and a discarded `server/discover` probe's) are
+  // told when a tool is switched off or on; the SDK delivers it as the connection's era wants it.
+  const instances = new Set<Server>();
+  switches.onChange(() => {
+    for (const server of instances)
+      // A probe instance never connected refuses to send: it is dropped.
+      Promise.resolve()
+        .then(() => server.sendToolListChanged())
+        .catch((err: unknown) => {
+          options.logger.debug({ err }, 'tools/list_changed not delivered');
+          instances.delete(server);
+        });
   });
+  const handle = serveSdkStdio(
+    () => {
+      const server = buildMcpServer(def, kit, { access: current, audit });
+      instances.add(server);
+      return server;
+    },
+    { onerror: (err) => options.logger.debug({ err }, 'stdio transport error') },
+  );
+  return {
+    close: async () => {
+      await switches.close();
+      await handle.close();
+    },
+  };
 }

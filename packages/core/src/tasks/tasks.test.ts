@@ -443,7 +443,7 @@ describe('a gated call made as a task by a raw 2025-11-25 client', () => {
       clientInfo: { name: 'raw', version: '1' },
     });
     expect(init.result!.capabilities).toEqual({
-      tools: { listChanged: false },
+      tools: { listChanged: true },
       tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
     });
     const { result } = await rpc('tools/list');
@@ -790,9 +790,9 @@ describe('every task request is audited like a tool call', () => {
       capabilities: {},
       clientInfo: { name: 'raw', version: '1' },
     });
-    expect(init.result!.capabilities).toEqual({ tools: { listChanged: false } });
+    expect(init.result!.capabilities).toEqual({ tools: { listChanged: true } });
     const client = await connectTaskClient(plainServer.url, ping);
-    expect((await client.discover()).capabilities).toEqual({ tools: { listChanged: false } });
+    expect((await client.discover()).capabilities).toEqual({ tools: { listChanged: true } });
     await expect(client.task('tasks/get', { taskId: 'ap_aaaaaaaaaaaa' })).rejects.toMatchObject({
       code: -32601,
       message: 'Method not found: task-plain runs no tasks (it has no gated tool).',

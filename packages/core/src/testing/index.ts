@@ -51,6 +51,7 @@ export async function startTestServer(
     url: new URL(`http://127.0.0.1:${port}/mcp`),
     sql,
     close: async () => {
+      http.endStreams();
       await new Promise((resolve) => server.close(resolve));
       await http.close();
       await reads?.end({ timeout: 1 });

@@ -6,7 +6,14 @@ import { Refusal, rpcError } from '../refusal.ts';
 import type { McpEnv, RpcMessage } from '../state.ts';
 
 /** Methods a server answers without an audit event of their own (docs/tests.md lists them). */
-export const HOUSEKEEPING = new Set(['initialize', 'ping', 'tools/list', 'server/discover']);
+export const HOUSEKEEPING = new Set([
+  'initialize',
+  'ping',
+  'tools/list',
+  'server/discover',
+  // A stream of list-changed notifications: no data of the server's, like tools/list.
+  'subscriptions/listen',
+]);
 
 /** Methods served beyond housekeeping; each audits itself (the task methods in `tasks/task-handlers.ts`). */
 export const SERVED = new Set<string>(['tools/call', ...TASK_METHODS]);
