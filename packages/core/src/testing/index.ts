@@ -1,3 +1,4 @@
+import type { Server as HttpServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { serve } from '@hono/node-server';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -52,7 +53,12 @@ export async function startTestServer(
     sql,
     close: async () => {
       http.endStreams();
-      await new Promise((resolve) => server.close(resolve));
+      const closed = new Promise((resolve) => server.close(resolve));
+      // A stream a client still holds open (a proxy's upstream socket, a GET stream) would keep the
+      // server from closing: cut what is left after a moment.
+      const cut = setTimeout(() => (server as HttpServer).closeAllConnections(), 1_000);
+      await closed;
+      clearTimeout(cut);
       await http.close();
       await reads?.end({ timeout: 1 });
     },
