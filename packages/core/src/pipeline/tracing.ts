@@ -114,18 +114,28 @@ export function traceRequest<T>(r: RequestSpan, fn: () => Promise<T>): Promise<T
   const steps = r.early?.steps ?? [];
   return inSpan(
     name,
-    { kind: SpanKind.SERVER, attributes, ...(r.early ? { startTime: r.early.arrived } : {}) },
+    { kind: SpanKind.SERVER, attributes, ...(r.early ? { startTime: epochMs(r.early.arrived) } : {}) },
     steps.length ? () => (addSteps(steps), fn()) : fn,
     r.parent,
   );
 }
 
+/**
+ * A `performance.now()` reading as milliseconds since the epoch. Given as is, each span would turn it
+ * into wall time with an offset of its own (taken from `Date.now()`, to the millisecond), and a child
+ * could start before its parent.
+ */
+const epochMs = (t: number) => performance.timeOrigin + t;
+
 /** The early steps as children of the active span, with the times they took. */
 function addSteps(steps: EarlyStep[]): void {
   for (const s of steps)
     tracer
-      .startSpan(s.name, { startTime: s.start, ...(s.attributes ? { attributes: s.attributes } : {}) })
-      .end(s.end);
+      .startSpan(s.name, {
+        startTime: epochMs(s.start),
+        ...(s.attributes ? { attributes: s.attributes } : {}),
+      })
+      .end(epochMs(s.end));
 }
 
 /**
@@ -146,7 +156,7 @@ export function traceRefusal<T>(
   };
   return inSpan(
     `${r.request.method} ${r.route}`,
-    { kind: SpanKind.SERVER, attributes, ...(e ? { startTime: e.arrived } : {}) },
+    { kind: SpanKind.SERVER, attributes, ...(e ? { startTime: epochMs(e.arrived) } : {}) },
     (span) => {
       span.setStatus({ code: SpanStatusCode.ERROR });
       if (e?.steps.length) addSteps(e.steps);
