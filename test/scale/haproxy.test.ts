@@ -281,11 +281,10 @@ describe('two customer replicas behind HAProxy', () => {
       for (const a of failed) expect(a.text).toMatch(CLEAR_ERROR);
       // Only calls in flight on the killed replica may fail: never more than the callers, none started after it had ended.
       expect(failed.length).toBeLessThanOrEqual(CALLERS);
-      // Not "none started after the process ended": HAProxy learns that the dead replica's idle
+      // A race this keeps visible (seen once in CI): HAProxy learns that the dead replica's idle
       // connections are closed only when it next reads them, so a call sent a moment after the test saw
-      // the exit can still go down one of them (seen once in CI: "other side closed", started 1 ms after).
-      // What must hold: no call HAProxy sent to the living replica failed (below), none hung (above), at
-      // most one a caller failed, and the pair served 20 calls in a row soon after (recovery, below).
+      // the exit can still go down one of them ("other side closed", started 1 ms after).
+      expect(failed.filter((a) => a.started > deadAt)).toEqual([]);
       expect(Number.isFinite(recovery)).toBe(true);
       for (const a of after) expect(a, a.text).toMatchObject({ ok: true });
       // The restarted replica serves directly, and HAProxy had it back (it answers through the balancer).
