@@ -7,18 +7,23 @@ import { bodyLimit } from 'hono/body-limit';
 import { getCookie } from 'hono/cookie';
 import type { ConsoleContext, ConsoleEnv } from './context.ts';
 import { requireApprover } from './middleware/approver.tsx';
+import { requireOperator } from './middleware/operator.tsx';
 import { ownOrigin } from './middleware/own-origin.ts';
 import { securityHeaders } from './middleware/security-headers.ts';
 import type { OAuthServer } from './oauth/context.ts';
 import type { RegistrationPolicy } from './oauth/registration-limit.ts';
 import { mountOAuth } from './oauth/routes.ts';
 import { mountApprovals } from './routes/approvals.tsx';
+import { mountAuditLog } from './routes/audit-log.tsx';
+import { mountCharts } from './routes/charts.tsx';
 import { mountHistory } from './routes/history.tsx';
 import { mountMail } from './routes/mail.tsx';
 import { mountPending } from './routes/pending.tsx';
 import { mountProbes } from './routes/probes.ts';
 import { mountSignIn } from './routes/sign-in.tsx';
 import { mountSignOut } from './routes/sign-out.ts';
+import { mountTokens } from './routes/tokens.tsx';
+import { mountTools } from './routes/tools.tsx';
 import { findSession } from './sessions.ts';
 import { createSignInThrottle, type SignInPolicy } from './sign-in-throttle.ts';
 
@@ -122,6 +127,12 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
   mountHistory(app, ctx);
   mountMail(app, ctx);
   mountSignOut(app, ctx);
+  // Everything under /operator needs an operator (403 and audited otherwise).
+  app.use('/operator/*', requireOperator(ctx));
+  mountTokens(app, ctx);
+  mountAuditLog(app, ctx);
+  mountCharts(app, ctx);
+  mountTools(app, ctx);
 
   app.notFound((c) => c.text('Not found.', 404));
   app.onError((err, c) => {

@@ -176,12 +176,20 @@ function LookClosely({ of, where }: { of: TextFindings; where: string }) {
   );
 }
 
+/** The operators' pages, in the navigation of an operator only. */
+const OPERATOR_PAGES = [
+  ['tokens', '/operator/tokens', 'Tokens'],
+  ['audit', '/operator/audit', 'Audit log'],
+  ['charts', '/operator/charts', 'Charts'],
+  ['tools', '/operator/tools', 'Tools'],
+] as const;
+
 /** The page frame: skip link, header with navigation and sign-out, one main landmark. */
 export function Layout(props: {
   title: string;
   approver?: Approver | undefined;
   pending?: number | undefined;
-  current?: 'pending' | 'history' | 'mail' | undefined;
+  current?: 'pending' | 'history' | 'mail' | 'tokens' | 'audit' | 'charts' | 'tools' | undefined;
   children?: Child;
 }) {
   return (
@@ -219,6 +227,14 @@ export function Layout(props: {
                       Sent mail
                     </a>
                   </li>
+                  {props.approver.operator &&
+                    OPERATOR_PAGES.map(([key, href, name]) => (
+                      <li>
+                        <a href={href} aria-current={props.current === key ? 'page' : undefined}>
+                          {name}
+                        </a>
+                      </li>
+                    ))}
                 </ul>
               </nav>
             )}

@@ -7,6 +7,8 @@ export interface Approver {
   label: string;
   /** The person the approver token was issued to (separation of duties). */
   owner: string | null;
+  /** The token carries the operator right (`approvers add --can-manage-tokens`, scope tokens:manage). */
+  operator: boolean;
   /** The CSRF token every form of this session carries; null for bearer requests (no cookie, no CSRF). */
   csrf: string | null;
 }
@@ -42,13 +44,14 @@ export async function findSession(sql: Sql, id: string): Promise<Approver | unde
   // answers only for approver tokens.
   const [row] = await sql<Approver[]>`
     with who as (
-      select a.token_id, a.label, a.owner, s.csrf from bulkhead_console_sessions s
+      select a.token_id, a.label, a.owner, s.csrf, bulkhead_operator(a.token_id) as operator
+      from bulkhead_console_sessions s
       cross join lateral bulkhead_approver(s.token_id) a
       where s.id_hash = ${hash(id)} and s.expires_at > now()),
     touched as (
       update bulkhead_console_sessions set last_seen_at = now()
       where id_hash = ${hash(id)} and exists (select 1 from who))
-    select token_id as "tokenId", label, owner, csrf from who`;
+    select token_id as "tokenId", label, owner, operator, csrf from who`;
   return row;
 }
 

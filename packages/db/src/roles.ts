@@ -193,6 +193,31 @@ export async function applyPrivileges(sql: Sql, specs: readonly RoleSpec[]): Pro
         await tx`grant execute on function bulkhead_oauth_issue_token(text, text, bytea, text, timestamptz) to ${r}`;
         await tx`grant execute on function bulkhead_oauth_revoke_grant(text, text) to ${r}`;
         await tx`grant execute on function bulkhead_oauth_token_grant(text, bytea) to ${r}`;
+        // Operators (approver tokens with tokens:manage): tokens, grants and tool switches through functions
+        // that check the operator's token; the whole audit log and its seals only in a transaction that
+        // names an operator (`bulkhead.operator`).
+        await tx`grant execute on function bulkhead_operator(text) to ${r}`;
+        await tx`grant execute on function bulkhead_reading_as_operator() to ${r}`;
+        await tx`grant execute on function bulkhead_operator_tokens(text) to ${r}`;
+        await tx`grant execute on function
+          bulkhead_operator_issue_token(text, text, bytea, text, text, text[], text, text, timestamptz, text) to ${r}`;
+        await tx`grant execute on function bulkhead_operator_revoke_token(text, text) to ${r}`;
+        await tx`grant execute on function bulkhead_operator_revoke_grant(text, text) to ${r}`;
+        await tx`grant execute on function bulkhead_operator_revoke_person(text, text) to ${r}`;
+        await tx`grant execute on function bulkhead_operator_tool_switches(text) to ${r}`;
+        await tx`grant execute on function
+          bulkhead_operator_switch_tool(text, text, text, boolean, text, text) to ${r}`;
+        await policy(
+          tx,
+          `bh_${role}_operator`,
+          'audit_events',
+          'select',
+          role,
+          '(select bulkhead_reading_as_operator())',
+          null,
+        );
+        await tx`grant select on audit_seals to ${r}`;
+        await tx`grant select on audit_prune_checkpoint to ${r}`;
       }
       if (spec.grantsSql) await tx.unsafe(spec.grantsSql);
     }

@@ -55,6 +55,7 @@ async function bearerApprover(
       tokenId: verdict.access.tokenId,
       label: verdict.access.label,
       owner: verdict.access.owner ?? null,
+      operator: verdict.access.scopes.includes('tokens:manage'),
       csrf: null,
     },
   };

@@ -33,6 +33,7 @@ function json(record: TokenRecord, token?: string) {
     label: record.label,
     person: record.owner,
     can_grant: record.scopes.includes('grants:issue'),
+    can_manage_tokens: record.scopes.includes('tokens:manage'),
     expires_at: record.expiresAt?.toISOString() ?? null,
     created_at: record.createdAt.toISOString(),
     created_by: record.createdBy,
@@ -42,10 +43,19 @@ function json(record: TokenRecord, token?: string) {
   };
 }
 
+/** What an approver token may do besides deciding: `approve`, `+grant`, `+operate`. */
+function rights(t: TokenRecord): string {
+  return [
+    'approve',
+    ...(t.scopes.includes('grants:issue') ? ['grant'] : []),
+    ...(t.scopes.includes('tokens:manage') ? ['operate'] : []),
+  ].join('+');
+}
+
 const add: Command = {
   name: 'add',
   summary: 'issue an approver token for the console (shown once)',
-  help: `Usage: bulkhead approvers add --person <person> [--label <text>] [--expires <when>] [--can-grant] [--json]
+  help: `Usage: bulkhead approvers add --person <person> [--label <text>] [--expires <when>] [--can-grant] [--can-manage-tokens] [--json]
 
 Issues a token with which one person signs in to the approvers' console and
 decides with the CLI. It is printed once (only its hash is kept). It is refused
@@ -60,6 +70,10 @@ Options:
   --expires <when>   30d, 12h, 2w, a date (2027-01-31) or never (default 90d)
   --can-grant        may also grant MCP clients access by OAuth on the console's
                      consent page (scope grants:issue)
+  --can-manage-tokens  may also operate in the console (scope tokens:manage):
+                     see and revoke every person's tokens and OAuth grants,
+                     issue tokens, search and export the whole audit log,
+                     switch tools off and on
   --json             print { id, token, label, expires_at, ... }`,
   async run(argv, { env, io }) {
     const { values } = parse(argv, {
@@ -67,6 +81,7 @@ Options:
       label: { type: 'string' },
       expires: { type: 'string', default: '90d' },
       'can-grant': { type: 'boolean', default: false },
+      'can-manage-tokens': { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
     });
     const person = values.person?.trim();
@@ -90,7 +105,11 @@ Options:
         kind: 'approver',
         server: AUDIENCE,
         label,
-        scopes: values['can-grant'] ? ['approvals:decide', 'grants:issue'] : ['approvals:decide'],
+        scopes: [
+          'approvals:decide',
+          ...(values['can-grant'] ? ['grants:issue'] : []),
+          ...(values['can-manage-tokens'] ? ['tokens:manage'] : []),
+        ],
         expiresAt,
         createdBy: env.operator,
         owner: person,
@@ -145,8 +164,15 @@ Options:
       }
       io.out(
         table(
-          ['ID', 'LABEL', 'EXPIRES', 'LAST USED', 'STATE'],
-          tokens.map((t) => [t.id, visible(t.label), when(t.expiresAt), when(t.lastUsedAt), tokenState(t)]),
+          ['ID', 'LABEL', 'RIGHTS', 'EXPIRES', 'LAST USED', 'STATE'],
+          tokens.map((t) => [
+            t.id,
+            visible(t.label),
+            rights(t),
+            when(t.expiresAt),
+            when(t.lastUsedAt),
+            tokenState(t),
+          ]),
         ),
       );
       return 0;
