@@ -100,6 +100,12 @@ async function policy(
  * and row policies). Idempotent; needs ownership of the tables, not CREATEROLE.
  */
 export async function applyPrivileges(sql: Sql, specs: readonly RoleSpec[]): Promise<void> {
+  // The grants on the database itself update one shared catalog row: two sessions applying at once (a
+  // test's fixture servers, two `db roles`) can see "tuple concurrently updated"; the whole is retried.
+  await retrying(() => applyPrivilegesOnce(sql, specs));
+}
+
+async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promise<void> {
   await sql.begin(async (tx) => {
     // No session of a deployable creates anything: temporary objects would shadow the names the kit's
     // functions use, and the schema is the owner's. (Run by the database's owner or a superuser; the
@@ -272,8 +278,9 @@ export async function ensureLogin(
   const [current] = await sql<
     { limit: number }[]
   >`select rolconnlimit as limit from pg_roles where rolname = ${login}`;
+  // Two test files setting the same login's limit at once: one sees "tuple concurrently updated".
   if (current!.limit !== limit)
-    await sql.unsafe(`alter role ${quoteIdent(login)} connection limit ${Math.trunc(limit)}`);
+    await retrying(() => sql.unsafe(`alter role ${quoteIdent(login)} connection limit ${Math.trunc(limit)}`));
   return { created };
 }
 
