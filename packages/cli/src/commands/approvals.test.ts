@@ -419,6 +419,31 @@ describe('bulkhead approvers', () => {
     expect(missing.stderr).toContain('--person is required: an approver is a person');
   });
 
+  it('gives the operator right only with --can-manage-tokens, and says which rights a token has', async () => {
+    const operator = JSON.parse(
+      (await cli(['approvers', 'add', '--person', 'olga@example.test', '--can-manage-tokens', '--json']))
+        .stdout,
+    );
+    expect(operator).toMatchObject({ can_grant: false, can_manage_tokens: true });
+    const plain = JSON.parse(
+      (await cli(['approvers', 'add', '--person', 'piet@example.test', '--json'])).stdout,
+    );
+    expect(plain).toMatchObject({ can_grant: false, can_manage_tokens: false });
+    const rights = await db.sql<{ id: string; scopes: string[]; operator: boolean }[]>`
+      select id, scopes, bulkhead_operator(id) as operator from bulkhead_tokens
+      where id in (${operator.id}, ${plain.id}) order by id = ${operator.id} desc`;
+    expect(rights).toEqual([
+      { id: operator.id, scopes: ['approvals:decide', 'tokens:manage'], operator: true },
+      { id: plain.id, scopes: ['approvals:decide'], operator: false },
+    ]);
+    const table = (await cli(['approvers', 'list'])).stdout;
+    expect(table).toMatch(new RegExp(`${operator.id}\\s+olga@example.test\\s+approve\\+operate\\s`));
+    expect(table).toMatch(new RegExp(`${plain.id}\\s+piet@example.test\\s+approve\\s`));
+    await cli(['approvers', 'revoke', operator.id]);
+    const [after] = await db.sql`select bulkhead_operator(${operator.id}) as operator`;
+    expect(after!.operator).toBe(false);
+  });
+
   it('says when a person is another spelling of one already named on a token', async () => {
     const first = await cli(['approvers', 'add', '--person', 'Carla@Example.test']);
     expect([first.code, first.stderr]).toEqual([0, '']);

@@ -64,17 +64,17 @@ is a person: they may not approve a request filed with a token issued to the
 same person (\`tokens issue --owner\`).
 
 Options:
-  --person <person>  the person who approves with it ("ana@example.com"); the
-                     same name as \`tokens issue --owner\` for that person
-  --label <text>     how it is shown ("Ana Berg, finance"; default: the person)
-  --expires <when>   30d, 12h, 2w, a date (2027-01-31) or never (default 90d)
-  --can-grant        may also grant MCP clients access by OAuth on the console's
-                     consent page (scope grants:issue)
+  --person <person>    the person who approves with it ("ana@example.com"); the
+                       same name as \`tokens issue --owner\` for that person
+  --label <text>       how it is shown ("Ana Berg, finance"; default: the person)
+  --expires <when>     30d, 12h, 2w, a date (2027-01-31) or never (default 90d)
+  --can-grant          may also grant MCP clients access by OAuth on the
+                       console's consent page (scope grants:issue)
   --can-manage-tokens  may also operate in the console (scope tokens:manage):
-                     see and revoke every person's tokens and OAuth grants,
-                     issue tokens, search and export the whole audit log,
-                     switch tools off and on
-  --json             print { id, token, label, expires_at, ... }`,
+                       see and revoke every person's tokens and OAuth grants,
+                       issue tokens, search and export the whole audit log,
+                       switch tools off and on
+  --json               print { id, token, label, expires_at, ... }`,
   async run(argv, { env, io }) {
     const { values } = parse(argv, {
       person: { type: 'string' },
