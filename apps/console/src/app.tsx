@@ -50,6 +50,8 @@ export interface ConsoleOptions {
   oauthServers?: OAuthServer[];
   /** OAuth dynamic registrations allowed per source address and window (default 30 in 10 minutes). */
   registrationPolicy?: RegistrationPolicy;
+  /** `BULKHEAD_AUDIT_KEY`: the sealer's key, with which the audit log's event pages verify each event. */
+  auditKey?: string | undefined;
 }
 
 /** The console app and how to release what it holds. */
@@ -94,6 +96,7 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
     proxyHops: options.proxyHops ?? 0,
     sessionHours: options.sessionHours ?? 12,
     allowSelfApproval: options.allowSelfApproval ?? false,
+    auditKey: options.auditKey,
     cookies: {
       session: secure ? '__Host-bh_session' : 'bh_session',
       login: secure ? '__Host-bh_login' : 'bh_login',

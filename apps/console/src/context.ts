@@ -35,5 +35,7 @@ export interface ConsoleContext {
   /** How long a sign-in lasts. */
   sessionHours: number;
   allowSelfApproval: boolean;
+  /** The sealer's key, when the console is given it: event pages then verify events against their seals. */
+  auditKey: string | undefined;
   cookies: ConsoleCookies;
 }

@@ -60,6 +60,8 @@ const schema = z
       .optional(),
     /** Lets a scraper that is not on loopback read /metrics (Authorization: Bearer <token>). */
     BULKHEAD_METRICS_TOKEN: z.string().min(16).optional(),
+    /** The sealer's key: with it the audit log's event pages check each event against its seal. */
+    BULKHEAD_AUDIT_KEY: z.string().min(16).optional(),
   })
   .transform((env) => ({
     ...env,

@@ -49,6 +49,7 @@ try {
     sessionHours: env.BULKHEAD_SESSION_HOURS,
     allowSelfApproval: env.BULKHEAD_ALLOW_SELF_APPROVAL,
     metricsToken: env.BULKHEAD_METRICS_TOKEN,
+    auditKey: env.BULKHEAD_AUDIT_KEY,
     proxyHops: env.BULKHEAD_PROXY_HOPS,
     oauthServers: deployables
       .filter((d) => d.kind === 'mcp')

@@ -149,7 +149,8 @@ function Badge({ status }: { status: ApprovalStatus }) {
   return <span class={`badge ${status}`}>{STATUS_WORDS[status]}</span>;
 }
 
-function Json({ value }: { value: unknown }) {
+/** A value as indented JSON, every character shown for what it is. */
+export function Json({ value }: { value: unknown }) {
   return (
     <pre>
       <Shown text={JSON.stringify(value, null, 2) ?? 'undefined'} lineBreaks />

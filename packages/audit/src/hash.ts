@@ -1,3 +1,5 @@
+import { timingSafeEqual } from 'node:crypto';
+
 /** JSON with object keys sorted at every depth: the same value always serialises to the same bytes. */
 export function canonicalJson(value: unknown): string {
   if (value === null || value === undefined) return 'null';
@@ -10,4 +12,11 @@ export function canonicalJson(value: unknown): string {
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
   }
   return JSON.stringify(value);
+}
+
+/** Whether two MACs or signatures are equal, compared in constant time. */
+export function same(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
 }

@@ -23,7 +23,17 @@ export {
   MAX_JSON_CHARS,
 } from './normalise.ts';
 export { createAuditWriter, type AuditWriter, type AuditWriterOptions } from './writer.ts';
-export { readRecent, streamEvents, EVENT_COLUMNS, type AuditFilter } from './reader.ts';
+export {
+  readBatch,
+  readEvent,
+  readNewest,
+  readRecent,
+  streamEvents,
+  EVENT_COLUMNS,
+  type AuditFilter,
+} from './reader.ts';
+export { eventJson, exportHeader, exportLine, EXPORT_FORMATS, type ExportFormat } from './export-format.ts';
+export { eventSealStatus, type EventSealStatus, type SealCheck } from './event-seal.ts';
 export {
   sealLog,
   sealUpTo,

@@ -2,7 +2,10 @@ import type { Sql } from '@bulkhead/db';
 import { AUDIT_COLUMNS } from './columns.ts';
 import type { AuditEvent, Outcome } from './events.ts';
 
-/** Filters shared by `audit tail` and `audit export`. */
+/** postgres.js's transaction type: the console reads the log only inside one (see `audit_events`' policies). */
+type TransactionSql = Parameters<Parameters<Sql['begin']>[1]>[0];
+
+/** Filters shared by `audit tail`, `audit export` and the console's audit log. */
 export interface AuditFilter {
   server?: string;
   tokenId?: string;
@@ -10,8 +13,18 @@ export interface AuditFilter {
   outcome?: Outcome;
   since?: Date;
   until?: Date;
+  approvalId?: string;
+  traceId?: string;
+  /**
+   * One person's events: those under any of the person's tokens (`tokenIds`, found by whoever may read
+   * the tokens), and the console's events that name the person (`arguments.person`), names compared as
+   * separation of duties compares them (`bulkhead_same_person`).
+   */
+  person?: { name: string; tokenIds: readonly string[] };
   /** Only events after this sequence number (used by `--follow`). */
   afterSeq?: number;
+  /** Only events before this sequence number (paging back from the newest). */
+  beforeSeq?: number;
 }
 
 /** The select list that reads rows as {@link AuditEvent}s: each column under its field's name. */
@@ -19,7 +32,7 @@ export const EVENT_COLUMNS = Object.entries(AUDIT_COLUMNS)
   .map(([field, column]) => (field === column ? column : `${column} as "${field}"`))
   .join(', ');
 
-function where(sql: Sql, f: AuditFilter) {
+function where(sql: Sql | TransactionSql, f: AuditFilter) {
   return sql`
     where true
     ${f.server ? sql`and server = ${f.server}` : sql``}
@@ -28,18 +41,47 @@ function where(sql: Sql, f: AuditFilter) {
     ${f.outcome ? sql`and outcome = ${f.outcome}` : sql``}
     ${f.since ? sql`and at >= ${f.since}` : sql``}
     ${f.until ? sql`and at < ${f.until}` : sql``}
-    ${f.afterSeq !== undefined ? sql`and seq > ${f.afterSeq}` : sql``}`;
+    ${f.approvalId ? sql`and approval_id = ${f.approvalId}` : sql``}
+    ${f.traceId ? sql`and trace_id = ${f.traceId}` : sql``}
+    ${
+      f.person
+        ? sql`and (token_id = any (${f.person.tokenIds as string[]}::text[])
+            or (server = 'console' and bulkhead_same_person(arguments->>'person', ${f.person.name})))`
+        : sql``
+    }
+    ${f.afterSeq !== undefined ? sql`and seq > ${f.afterSeq}` : sql``}
+    ${f.beforeSeq !== undefined ? sql`and seq < ${f.beforeSeq}` : sql``}`;
 }
 
 function toEvent(row: Record<string, unknown>): AuditEvent {
   return { ...(row as unknown as AuditEvent), seq: Number(row.seq) };
 }
 
-/** The newest `limit` events matching `filter`, oldest first. */
-export async function readRecent(sql: Sql, filter: AuditFilter, limit = 50): Promise<AuditEvent[]> {
+/** The newest `limit` events matching `filter`, newest first. */
+export async function readNewest(
+  sql: Sql | TransactionSql,
+  filter: AuditFilter,
+  limit: number,
+): Promise<AuditEvent[]> {
   const rows =
     await sql`select ${sql.unsafe(EVENT_COLUMNS)} from audit_events ${where(sql, filter)} order by seq desc limit ${limit}`;
-  return rows.map(toEvent).reverse();
+  return rows.map(toEvent);
+}
+
+/** The newest `limit` events matching `filter`, oldest first. */
+export async function readRecent(sql: Sql, filter: AuditFilter, limit = 50): Promise<AuditEvent[]> {
+  return (await readNewest(sql, filter, limit)).reverse();
+}
+
+/** The first `limit` events matching `filter` (after `filter.afterSeq`), in sequence order: one batch of a stream. */
+export async function readBatch(
+  sql: Sql | TransactionSql,
+  filter: AuditFilter,
+  limit: number,
+): Promise<AuditEvent[]> {
+  const rows = await sql`
+    select ${sql.unsafe(EVENT_COLUMNS)} from audit_events ${where(sql, filter)} order by seq limit ${limit}`;
+  return rows.map(toEvent);
 }
 
 /** Streams every event matching `filter` in sequence order, a batch at a time, never holding the whole log. */
@@ -50,11 +92,15 @@ export async function* streamEvents(
 ): AsyncGenerator<AuditEvent> {
   let after = filter.afterSeq ?? 0;
   for (;;) {
-    const rows = await sql`
-      select ${sql.unsafe(EVENT_COLUMNS)} from audit_events ${where(sql, { ...filter, afterSeq: after })}
-      order by seq limit ${batchSize}`;
-    for (const row of rows) yield toEvent(row);
-    if (rows.length < batchSize) return;
-    after = Number(rows[rows.length - 1]!.seq);
+    const batch = await readBatch(sql, { ...filter, afterSeq: after }, batchSize);
+    yield* batch;
+    if (batch.length < batchSize) return;
+    after = batch[batch.length - 1]!.seq;
   }
+}
+
+/** The event numbered `seq`, if there is one (and the reader may see it). */
+export async function readEvent(sql: Sql | TransactionSql, seq: number): Promise<AuditEvent | undefined> {
+  const [row] = await sql`select ${sql.unsafe(EVENT_COLUMNS)} from audit_events where seq = ${seq}`;
+  return row ? toEvent(row) : undefined;
 }

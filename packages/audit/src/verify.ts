@@ -1,5 +1,5 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { Sql } from '@bulkhead/db';
+import { same } from './hash.ts';
 import {
   eventDigest,
   GENESIS_MAC,
@@ -71,12 +71,6 @@ export interface LogReport {
    */
   unsealed: { count: number; oldestAt: Date | null };
   warnings: LogWarning[];
-}
-
-function same(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 type Fail = (b: LogBreak) => void;

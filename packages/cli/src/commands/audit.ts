@@ -3,8 +3,10 @@ import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { readFile, writeFile } from 'node:fs/promises';
 import {
-  AUDIT_COLUMN_NAMES,
-  eventRow,
+  eventJson,
+  EXPORT_FORMATS,
+  exportHeader,
+  exportLine,
   OUTCOMES,
   pruneLog,
   readRecent,
@@ -53,30 +55,6 @@ function filterFrom(values: {
     ...(values.since ? { since: parseInstant(values.since, '--since') } : {}),
     ...(values.until ? { until: parseInstant(values.until, '--until') } : {}),
   };
-}
-
-/**
- * The columns of `audit export` and `audit tail --json`, in the order scripts have read since the log was
- * a hash chain: the event's columns with `db_role` and `trace_id` (added later) last, and the chain's columns
- * (`chain_seq`, `prev_hash`, `hash`), kept for those scripts and null now that the log is sealed.
- */
-const EXPORT_COLUMNS = [
-  'seq',
-  'id',
-  'at',
-  'server',
-  'chain_seq',
-  ...AUDIT_COLUMN_NAMES.filter((c) => !['seq', 'id', 'at', 'server', 'db_role', 'trace_id'].includes(c)),
-  'prev_hash',
-  'hash',
-  'db_role',
-  'trace_id',
-] as const;
-
-/** The JSON form of an event for scripts (snake_case, ISO time). */
-export function eventJson(e: AuditEvent): Record<string, unknown> {
-  const row = { ...eventRow(e), at: e.at.toISOString(), chain_seq: null, prev_hash: null, hash: null };
-  return Object.fromEntries(EXPORT_COLUMNS.map((c) => [c, row[c]]));
 }
 
 /** One readable line; everything a client chose (tool name, client name, arguments) is shown, never sent raw. */
@@ -154,12 +132,6 @@ Options:
   },
 };
 
-function csvCell(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  const text = typeof value === 'object' ? JSON.stringify(value) : String(value);
-  return /[",\n\r]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
-}
-
 async function write(out: Writable, chunk: string): Promise<void> {
   if (!out.write(chunk)) await once(out, 'drain');
 }
@@ -186,21 +158,15 @@ Options:
       output: { type: 'string' },
     });
     if (!values.since) throw new UsageError('--since is required (e.g. --since 30d or --since 2026-11-01)');
-    if (values.format !== 'jsonl' && values.format !== 'csv')
-      throw new UsageError(`--format: "${values.format}" is not jsonl or csv`);
+    const format = EXPORT_FORMATS.find((f) => f === values.format);
+    if (!format) throw new UsageError(`--format: "${values.format}" is not jsonl or csv`);
     const filter = filterFrom(values);
     return withDatabase(env, io, async ({ sql }) => {
       const out: Writable = values.output ? createWriteStream(values.output) : process.stdout;
-      if (values.format === 'csv') await write(out, `${EXPORT_COLUMNS.join(',')}\n`);
+      await write(out, exportHeader(format));
       let count = 0;
       for await (const e of streamEvents(sql, filter)) {
-        const row = eventJson(e);
-        await write(
-          out,
-          values.format === 'csv'
-            ? `${EXPORT_COLUMNS.map((c) => csvCell(row[c])).join(',')}\n`
-            : `${JSON.stringify(row)}\n`,
-        );
+        await write(out, exportLine(e, format));
         if (++count % 10_000 === 0) io.progress(`exported ${count} events`);
       }
       if (values.output) {
