@@ -155,6 +155,8 @@ interface ChildSettings {
   urls: Record<string, string>;
   dbUrl: string;
   consoleUrl: string | undefined;
+  /** The audit key the sealer seals with: the console checks an event's seal with it. */
+  auditKey: string;
   catcher: MailCatcher | undefined;
   servers: readonly ServerManifest[];
 }
@@ -190,6 +192,8 @@ function childEnv(server: ServerManifest, settings: ChildSettings): NodeJS.Proce
     BULKHEAD_MIGRATE: 'false',
     LOG_LEVEL: env.serverLogLevel,
     ...(consoleUrl ? { BULKHEAD_CONSOLE_URL: consoleUrl } : {}),
+    // The console (never an MCP server) checks an event's seal with the key the sealer uses.
+    ...(server.kind === 'console' ? { BULKHEAD_AUDIT_KEY: settings.auditKey } : {}),
     ...oauth,
     ...mail,
   };
@@ -341,7 +345,15 @@ Reference: ${referenceOf('start')}.`,
     // MCP servers link approval notifications to the console that this start runs.
     const approvalConsole = servers.find((s) => s.kind === 'console');
     const consoleUrl = env.BULKHEAD_CONSOLE_URL ?? (approvalConsole && defaultUrl(approvalConsole));
-    const settings = { env, urls, dbUrl: db.url, consoleUrl, catcher: stack.catcher, servers };
+    const settings = {
+      env,
+      urls,
+      dbUrl: db.url,
+      consoleUrl,
+      auditKey: key!,
+      catcher: stack.catcher,
+      servers,
+    };
     for (const server of servers) spawnServer(server, settings, stack, io, values.quiet);
     const healthy = await Promise.all(servers.map((s) => waitHealthy(s, stack.children.get(s.name)!)));
     const failed = servers.filter((_, i) => !healthy[i]);
