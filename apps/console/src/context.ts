@@ -3,6 +3,7 @@ import type { Logger } from '@bulkhead/core';
 import type { TokenVerifier } from '@bulkhead/core/operator';
 import type { Sql } from '@bulkhead/db';
 import type { Context } from 'hono';
+import type { OAuthServer } from './oauth/context.ts';
 import type { Approver } from './sessions.ts';
 import type { SignInThrottle } from './sign-in-throttle.ts';
 
@@ -36,4 +37,6 @@ export interface ConsoleContext {
   sessionHours: number;
   allowSelfApproval: boolean;
   cookies: ConsoleCookies;
+  /** The MCP servers, with their MCP URL, scopes and customer binding: operators issue tokens for these. */
+  servers: OAuthServer[];
 }
