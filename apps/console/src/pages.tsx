@@ -91,6 +91,7 @@ table.args .error{margin:0 0 .5rem}
 .badge.active{background:#e6f4ea;color:#0d5223}
 .badge.revoked{background:#fce8e6;color:#8c1d18}
 .scroll{overflow-x:auto;margin:0 0 1rem}
+body:has(table.list) :is(main,header .bar){max-width:90rem}
 table.list{font-size:.9rem}
 table.list th,table.list td{padding:.4rem .5rem}
 form.inline{margin:.4rem 0 0}

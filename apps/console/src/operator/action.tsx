@@ -17,7 +17,7 @@ function refusedByDatabase(err: unknown): boolean {
 }
 
 /** The 403 page of an operator request the database refused, audited as the middleware's refusals are. */
-export async function databaseRefusal(
+async function databaseRefusal(
   c: ConsoleRequest,
   ctx: ConsoleContext,
   action: string,

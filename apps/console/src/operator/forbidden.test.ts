@@ -38,7 +38,7 @@ beforeAll(async () => {
   const { record } = await issueToken(db.sql, {
     server: 'admin',
     label: 'Claude Code (Ana)',
-    scopes: ['billing:read'],
+    scopes: ['invoices:read'],
     expiresAt: null,
     createdBy: 'test',
     owner: ANA,
@@ -47,7 +47,7 @@ beforeAll(async () => {
   anaGrant = (
     await oauthGrant(db, {
       server: 'admin',
-      scopes: ['billing:read'],
+      scopes: ['invoices:read'],
       person: ANA,
       clientName: 'Cursor',
       grantedBy: { tokenId: bo.tokenId, label: BO },
@@ -110,7 +110,7 @@ it('every operator action answers 403 to an approver without the operator right,
   const posts: [string, Record<string, string>][] = [
     [
       '/operator/tokens',
-      { server: 'admin', label: 'Sneaky', person: BO, scopes: 'billing:read', expires: '90d' },
+      { server: 'admin', label: 'Sneaky', person: BO, scopes: 'invoices:read', expires: '90d' },
     ],
     [`/operator/tokens/${anaToken}/revoke`, { back: ANA_PATH }],
     [`/operator/grants/${anaGrant}/revoke`, { back: ANA_PATH }],
@@ -134,7 +134,7 @@ describe('the database', () => {
   const calls = (id: string) => [
     consoleSql`select * from bulkhead_operator_tokens(${id})`,
     consoleSql`select * from bulkhead_operator_issue_token(${id}, 'abcdefghijkm', ${Buffer.alloc(32)}, 'admin',
-      'Sneaky', ${['billing:read']}, null, ${BO}, null, 'test')`,
+      'Sneaky', ${['invoices:read']}, null, ${BO}, null, 'test')`,
     consoleSql`select bulkhead_operator_revoke_token(${id}, ${anaToken})`,
     consoleSql`select bulkhead_operator_revoke_grant(${id}, ${anaGrant})`,
     consoleSql`select * from bulkhead_operator_revoke_person(${id}, ${ANA})`,
