@@ -17,9 +17,11 @@ import { mountApprovals } from './routes/approvals.tsx';
 import { mountAuditLog } from './routes/audit-log.tsx';
 import { mountCharts } from './routes/charts.tsx';
 import { mountHistory } from './routes/history.tsx';
+import { mountIssueToken } from './routes/issue-token.tsx';
 import { mountMail } from './routes/mail.tsx';
 import { mountPending } from './routes/pending.tsx';
 import { mountProbes } from './routes/probes.ts';
+import { mountRevokePerson } from './routes/revoke-person.tsx';
 import { mountSignIn } from './routes/sign-in.tsx';
 import { mountSignOut } from './routes/sign-out.ts';
 import { mountTokens } from './routes/tokens.tsx';
@@ -46,7 +48,10 @@ export interface ConsoleOptions {
   allowSelfApproval?: boolean;
   /** `BULKHEAD_METRICS_TOKEN`: lets a scraper that is not on loopback read `/metrics`. */
   metricsToken?: string | undefined;
-  /** The MCP servers the console grants OAuth access to (empty: the authorization server grants nothing). */
+  /**
+   * The MCP servers the console grants OAuth access to and operators issue tokens for (empty: the
+   * authorization server grants nothing, and operators issue no tokens here).
+   */
   oauthServers?: OAuthServer[];
   /** OAuth dynamic registrations allowed per source address and window (default 30 in 10 minutes). */
   registrationPolicy?: RegistrationPolicy;
@@ -102,6 +107,7 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
       login: secure ? '__Host-bh_login' : 'bh_login',
       attributes: { httpOnly: true, sameSite: 'Strict', path: '/', secure },
     },
+    servers: options.oauthServers ?? [],
   };
 
   const app = new Hono<ConsoleEnv>();
@@ -115,7 +121,7 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
     logger,
     audit,
     issuer: publicUrl.origin + publicUrl.pathname.replace(/\/$/, ''),
-    servers: options.oauthServers ?? [],
+    servers: ctx.servers,
     proxyHops: ctx.proxyHops,
     ...(options.registrationPolicy ? { registrationPolicy: options.registrationPolicy } : {}),
     session: async (c) => {
@@ -133,6 +139,8 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
   // Everything under /operator needs an operator (403 and audited otherwise).
   app.use('/operator/*', requireOperator(ctx));
   mountTokens(app, ctx);
+  mountIssueToken(app, ctx);
+  mountRevokePerson(app, ctx);
   mountAuditLog(app, ctx);
   mountCharts(app, ctx);
   mountTools(app, ctx);

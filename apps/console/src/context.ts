@@ -3,6 +3,7 @@ import type { Logger } from '@bulkhead/core';
 import type { TokenVerifier } from '@bulkhead/core/operator';
 import type { Sql } from '@bulkhead/db';
 import type { Context } from 'hono';
+import type { OAuthServer } from './oauth/context.ts';
 import type { Approver } from './sessions.ts';
 import type { SignInThrottle } from './sign-in-throttle.ts';
 
@@ -38,4 +39,6 @@ export interface ConsoleContext {
   /** The sealer's key, when the console is given it: event pages then verify events against their seals. */
   auditKey: string | undefined;
   cookies: ConsoleCookies;
+  /** The MCP servers, with their MCP URL, scopes and customer binding: operators issue tokens for these. */
+  servers: OAuthServer[];
 }

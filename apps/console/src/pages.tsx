@@ -88,6 +88,19 @@ mark.mixed{background:#fde2e1;color:inherit;text-decoration:underline wavy var(-
 table.args{margin:.5rem 0}
 table.args th[scope=row]{width:12rem;font-weight:600}
 table.args .error{margin:0 0 .5rem}
+.badge.active{background:#e6f4ea;color:#0d5223}
+.badge.revoked{background:#fce8e6;color:#8c1d18}
+.scroll{overflow-x:auto;margin:0 0 1rem}
+body:has(table.list) :is(main,header .bar){max-width:90rem}
+table.list{font-size:.9rem}
+table.list th,table.list td{padding:.4rem .5rem}
+form.inline{margin:.4rem 0 0}
+button.small{padding:.2rem .6rem;font-size:.85rem}
+fieldset{border:1px solid var(--line);border-radius:6px;margin:.5rem 0 1rem;padding:.5rem .75rem}
+legend{font-weight:600;padding:0 .25rem}
+label.check{display:flex;gap:.5rem;align-items:center;font-weight:400}
+label.check input{width:auto}
+#token{font-size:1rem;word-break:break-all}
 `;
 
 /** The Content-Security-Policy source for the one inline stylesheet: no other style or script can run. */

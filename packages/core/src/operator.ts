@@ -30,12 +30,14 @@ export {
   type LintResult,
 } from './pipeline/lint/lint-tools.ts';
 export { RULES, type LintRule, type RuleId } from './pipeline/lint/rules.ts';
+export { clientConfigs } from './serve/client-configs.ts';
 export {
   createTokenVerifier,
   getToken,
   grantOfToken,
   issueGrantToken,
   issueToken,
+  issueTokenAsOperator,
   listTokens,
   parseToken,
   revokeToken,

@@ -91,6 +91,26 @@ export async function issueToken(
 }
 
 /**
+ * Issues an MCP token as an operator (the console), through `bulkhead_operator_issue_token`: the
+ * database checks that `operatorTokenId` is a live approver token with tokens:manage, since the
+ * console's role cannot write the token table. The caller checks scopes and customer against the
+ * server's manifest, as the CLI does.
+ */
+export async function issueTokenAsOperator(
+  sql: Sql,
+  operatorTokenId: string,
+  o: Omit<IssueTokenOptions, 'kind' | 'rotatedFrom'>,
+): Promise<{ token: string; id: string; createdAt: Date; expiresAt: Date | null }> {
+  const id = newId();
+  const secret = randomBytes(32).toString('base64url');
+  const [row] = await sql<{ createdAt: Date; expiresAt: Date | null }[]>`
+    select created_at as "createdAt", expires_at as "expiresAt"
+    from bulkhead_operator_issue_token(${operatorTokenId}, ${id}, ${hashSecret(secret)}, ${o.server}, ${o.label},
+      ${o.scopes}, ${o.customerId ?? null}, ${o.owner ?? null}, ${o.expiresAt}, ${o.createdBy})`;
+  return { token: `bh_${o.server}_${id}_${secret}`, id, ...row! };
+}
+
+/**
  * Issues the access token of a live OAuth grant through `bulkhead_oauth_issue_token`, which takes the
  * server, scopes, customer and owner from the grant (the console's role cannot write the token table).
  */
