@@ -99,6 +99,7 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
       login: secure ? '__Host-bh_login' : 'bh_login',
       attributes: { httpOnly: true, sameSite: 'Strict', path: '/', secure },
     },
+    mcpServers: (options.oauthServers ?? []).map((s) => s.name),
   };
 
   const app = new Hono<ConsoleEnv>();

@@ -36,4 +36,6 @@ export interface ConsoleContext {
   sessionHours: number;
   allowSelfApproval: boolean;
   cookies: ConsoleCookies;
+  /** The MCP servers' names (those of `oauthServers`): the servers an operator may switch a tool of. */
+  mcpServers: readonly string[];
 }
