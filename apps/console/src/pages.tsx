@@ -76,6 +76,13 @@ th{background:#eef0f3}
 .filters div{min-width:11rem}
 .narrow{max-width:28rem}
 .later{margin-top:1rem}
+.chart{display:block;width:100%;height:auto;margin:.5rem 0}
+.legend{list-style:none;display:flex;flex-wrap:wrap;gap:.25rem 1.25rem;margin:.25rem 0 .75rem;padding:0}
+.legend svg{vertical-align:-1px}
+.figure{font-size:2.25rem;font-weight:700;line-height:1.2;margin:.25rem 0}
+table.numbers{margin:.75rem 0 0}
+.count{text-align:right;font-variant-numeric:tabular-nums}
+.visually-hidden{position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0}
 bdi{unicode-bidi:isolate}
 mark.hidden{background:#fff0b3;color:#4d2600;border:1px solid #8a4b00;border-radius:3px;padding:0 .15em;font:600 .8em ui-monospace,monospace;white-space:nowrap}
 mark.mixed{background:#fde2e1;color:inherit;text-decoration:underline wavy var(--bad);text-underline-offset:.2em}
@@ -133,7 +140,8 @@ function until(d: Date, now = new Date()): string {
   return `in ${Math.round(s / 86400)} d`;
 }
 
-const STATUS_WORDS: Record<ApprovalStatus, string> = {
+/** An approval's status as the pages say it. */
+export const STATUS_WORDS: Record<ApprovalStatus, string> = {
   pending: 'Waiting for a decision',
   approved: 'Approved, about to run',
   executed: 'Approved and executed',

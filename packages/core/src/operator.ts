@@ -24,6 +24,7 @@ export {
   lintTools,
   lintServer,
   modelPart,
+  TOOL_NAME,
   type LintableTool,
   type LintFinding,
   type LintOptions,

@@ -1,16 +1,23 @@
 /** @jsxImportSource hono/jsx */
 import type { Hono } from 'hono';
 import type { ConsoleContext, ConsoleEnv } from '../context.ts';
-import { Layout, page } from '../pages.tsx';
+import { chartData } from '../operator/chart-data.ts';
+import { parseRange } from '../operator/chart-range.ts';
+import { ChartsPage } from '../operator/charts-page.tsx';
+import { page } from '../pages.tsx';
 
-/** Charts (operators only). */
-export function mountCharts(app: Hono<ConsoleEnv>, _ctx: ConsoleContext) {
-  app.get('/operator/charts', (c) =>
-    page(
+/** `GET /operator/charts`: the operators' charts over the range the form asks for (the last day by default). */
+export function mountCharts(app: Hono<ConsoleEnv>, ctx: ConsoleContext) {
+  app.get('/operator/charts', async (c) => {
+    const approver = c.get('approver');
+    const now = new Date();
+    const asked = parseRange(c.req.query(), now);
+    if ('error' in asked)
+      return page(c, <ChartsPage approver={approver} fields={asked.fields} error={asked.error} />, 400);
+    const data = await chartData(ctx.sql, approver.tokenId, asked.range);
+    return page(
       c,
-      <Layout title="Charts" approver={c.get('approver')} current="charts">
-        <h1>Charts</h1>
-      </Layout>,
-    ),
-  );
+      <ChartsPage approver={approver} fields={asked.fields} shown={{ range: asked.range, data, now }} />,
+    );
+  });
 }

@@ -49,7 +49,8 @@ export interface LintResult {
 
 type Json = Record<string, unknown>;
 
-const TOOL_NAME = /^[A-Za-z0-9._-]{1,128}$/;
+/** The characters and length a tool name may have (SEP-986): letters, digits, `.`, `_` and `-`, 1 to 128. */
+export const TOOL_NAME = /^[A-Za-z0-9._-]{1,128}$/;
 const RETURNS = /\b(?:returns?|returning|comes back|results?)\b/i;
 const CONTRAST = /\b(?:not|doesn't|don't|only|unlike|instead|rather than)\b/i;
 const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const;
