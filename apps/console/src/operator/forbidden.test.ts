@@ -1,3 +1,4 @@
+import { createAuditWriter } from '@bulkhead/audit';
 import { createLogger } from '@bulkhead/core';
 import { getToken, issueToken } from '@bulkhead/core/operator';
 import type { Sql } from '@bulkhead/db';
@@ -94,14 +95,30 @@ async function refusals(person: string) {
 }
 
 it('every operator page answers 403 to an approver without the operator right, and audits it', async () => {
-  for (const path of PAGES) {
+  const { id } = await createAuditWriter(db.sql).append({
+    server: 'admin',
+    method: 'tools/call',
+    tool: 'get_invoice',
+    outcome: 'ok',
+    requestId: 'r-1',
+    durationMs: 3,
+  });
+  const [{ seq }] = await db.sql`select seq::text from audit_events where id = ${id}`;
+  const pages = [
+    ...PAGES,
+    `/operator/audit/events/${seq}`,
+    '/operator/audit/export?format=jsonl',
+    '/operator/audit/export?format=csv&server=admin',
+    '/operator/charts?bucket=day',
+  ];
+  for (const path of pages) {
     const res = await request(bo, path);
     expect(res.status, path).toBe(403);
     expect(await res.text()).toContain('This page is for operators.');
     // The same page opens for an operator: the refusal is the missing right, nothing else.
     expect((await request(operator, path)).status, path).toBe(200);
   }
-  expect(await refusals(BO)).toEqual(PAGES.map((p) => ({ tool: 'page', path: new URL(p, ORIGIN).pathname })));
+  expect(await refusals(BO)).toEqual(pages.map((p) => ({ tool: 'page', path: new URL(p, ORIGIN).pathname })));
 });
 
 it('every operator action answers 403 to an approver without the operator right, does nothing, and audits it', async () => {
@@ -115,6 +132,8 @@ it('every operator action answers 403 to an approver without the operator right,
     [`/operator/tokens/${anaToken}/revoke`, { back: ANA_PATH }],
     [`/operator/grants/${anaGrant}/revoke`, { back: ANA_PATH }],
     [`${ANA_PATH}/revoke`, { shown: shownFingerprint([{ id: anaToken }], [{ id: anaGrant }]) }],
+    ['/operator/tools/off', { server: 'admin', tool: 'send_invoice', reason: 'incident' }],
+    ['/operator/tools/on', { server: 'admin', tool: 'send_invoice' }],
   ];
   for (const [path, form] of posts) {
     const res = await request(bo, path, { _csrf: bo.csrf, ...form });
@@ -126,6 +145,7 @@ it('every operator action answers 403 to an approver without the operator right,
   const [grant] = await db.sql`select revoked_at from bulkhead_oauth_grants where id = ${anaGrant}`;
   expect(grant!.revoked_at).toBeNull();
   expect(await db.sql`select id from bulkhead_tokens`).toEqual(tokens);
+  expect(await db.sql`select tool from bulkhead_tool_switches`).toEqual([]);
 });
 
 describe('the database', () => {
@@ -138,6 +158,8 @@ describe('the database', () => {
     consoleSql`select bulkhead_operator_revoke_token(${id}, ${anaToken})`,
     consoleSql`select bulkhead_operator_revoke_grant(${id}, ${anaGrant})`,
     consoleSql`select * from bulkhead_operator_revoke_person(${id}, ${ANA})`,
+    consoleSql`select * from bulkhead_operator_tool_switches(${id})`,
+    consoleSql`select bulkhead_operator_switch_tool(${id}, 'admin', 'send_invoice', true, 'incident', ${BO})`,
   ];
 
   it('refuses every operator function to the console role with an approver token that may not operate', async () => {
