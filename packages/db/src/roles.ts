@@ -164,67 +164,7 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
         const ownRow = 'exists (select 1 from bulkhead_outbox o where o.id = outbox_id)';
         await policy(tx, `bh_${role}_own`, 'bulkhead_outbox_attempts', 'all', role, ownRow, ownRow);
       }
-      if (spec.kind === 'console') {
-        await tx`grant select on audit_events to ${r}`;
-        await policy(
-          tx,
-          `bh_${role}_approvals`,
-          'audit_events',
-          'select',
-          role,
-          'approval_id is not null',
-          null,
-        );
-        await tx`grant select on bulkhead_approvals to ${r}`;
-        await tx`grant update (status, decided_by, decided_by_token_id, decision_reason, decided_arguments_hash,
-          decision_event_id) on bulkhead_approvals to ${r}`;
-        await policy(tx, `bh_${role}_all`, 'bulkhead_approvals', 'all', role, 'true', 'true');
-        await tx`grant select on bulkhead_outbox to ${r}`;
-        await policy(tx, `bh_${role}_read`, 'bulkhead_outbox', 'select', role, 'true', null);
-        await tx`grant select on bulkhead_caught_mail to ${r}`;
-        await tx`grant select, insert, update, delete on bulkhead_console_sessions to ${r}`;
-        await tx`grant select, insert, delete on bulkhead_console_sign_in_forms to ${r}`;
-        await tx`grant select, insert, update, delete on bulkhead_console_sign_in_failures to ${r}`;
-        await tx`grant execute on function bulkhead_token_owner(text) to ${r}`;
-        await tx`grant execute on function bulkhead_approver(text) to ${r}`;
-        // The OAuth authorization server: its own tables, and the token table only through functions.
-        await tx`grant select, insert, update on bulkhead_oauth_clients to ${r}`;
-        await tx`grant select, insert on bulkhead_oauth_grants to ${r}`;
-        await tx`grant update (revoked_at, revoked_reason) on bulkhead_oauth_grants to ${r}`;
-        await tx`grant select, insert, delete on bulkhead_oauth_codes to ${r}`;
-        await tx`grant update (used_at) on bulkhead_oauth_codes to ${r}`;
-        await tx`grant select, insert on bulkhead_oauth_refresh_tokens to ${r}`;
-        await tx`grant update (used_at) on bulkhead_oauth_refresh_tokens to ${r}`;
-        await tx`grant execute on function bulkhead_approver_can_grant(text) to ${r}`;
-        await tx`grant execute on function bulkhead_oauth_issue_token(text, text, bytea, text, timestamptz) to ${r}`;
-        await tx`grant execute on function bulkhead_oauth_revoke_grant(text, text) to ${r}`;
-        await tx`grant execute on function bulkhead_oauth_token_grant(text, bytea) to ${r}`;
-        // Operators (approver tokens with tokens:manage): tokens, grants and tool switches through functions
-        // that check the operator's token; the whole audit log and its seals only in a transaction that
-        // names an operator (`bulkhead.operator`).
-        await tx`grant execute on function bulkhead_operator(text) to ${r}`;
-        await tx`grant execute on function bulkhead_reading_as_operator() to ${r}`;
-        await tx`grant execute on function bulkhead_operator_tokens(text) to ${r}`;
-        await tx`grant execute on function
-          bulkhead_operator_issue_token(text, text, bytea, text, text, text[], text, text, timestamptz, text) to ${r}`;
-        await tx`grant execute on function bulkhead_operator_revoke_token(text, text) to ${r}`;
-        await tx`grant execute on function bulkhead_operator_revoke_grant(text, text) to ${r}`;
-        await tx`grant execute on function bulkhead_operator_revoke_person(text, text) to ${r}`;
-        await tx`grant execute on function bulkhead_operator_tool_switches(text) to ${r}`;
-        await tx`grant execute on function
-          bulkhead_operator_switch_tool(text, text, text, boolean, text, text) to ${r}`;
-        await policy(
-          tx,
-          `bh_${role}_operator`,
-          'audit_events',
-          'select',
-          role,
-          '(select bulkhead_reading_as_operator())',
-          null,
-        );
-        await tx`grant select on audit_seals to ${r}`;
-        await tx`grant select on audit_prune_checkpoint to ${r}`;
-      }
+      if (spec.kind === 'console') await grantConsole(tx, role);
       if (spec.grantsSql) await tx.unsafe(spec.grantsSql);
     }
   });
@@ -355,4 +295,64 @@ export async function unpinnedFunctions(sql: Sql): Promise<string[]> {
           from unnest(p.proconfig) c where c like 'search_path=%') = array['pg_catalog', 'public', 'pg_temp'], false)
     order by 1`;
   return rows.map((r) => r.fn);
+}
+
+/**
+ * The console's grants: decisions, sessions and sign-in records, the OAuth authorization server's
+ * tables, and the token table, the tool switches and the whole audit log only through functions that
+ * check an operator's token.
+ */
+async function grantConsole(tx: Tx, role: string): Promise<void> {
+  const r = tx(role);
+  await tx`grant select on audit_events to ${r}`;
+  await policy(tx, `bh_${role}_approvals`, 'audit_events', 'select', role, 'approval_id is not null', null);
+  await tx`grant select on bulkhead_approvals to ${r}`;
+  await tx`grant update (status, decided_by, decided_by_token_id, decision_reason, decided_arguments_hash,
+      decision_event_id) on bulkhead_approvals to ${r}`;
+  await policy(tx, `bh_${role}_all`, 'bulkhead_approvals', 'all', role, 'true', 'true');
+  await tx`grant select on bulkhead_outbox to ${r}`;
+  await policy(tx, `bh_${role}_read`, 'bulkhead_outbox', 'select', role, 'true', null);
+  await tx`grant select on bulkhead_caught_mail to ${r}`;
+  await tx`grant select, insert, update, delete on bulkhead_console_sessions to ${r}`;
+  await tx`grant select, insert, delete on bulkhead_console_sign_in_forms to ${r}`;
+  await tx`grant select, insert, update, delete on bulkhead_console_sign_in_failures to ${r}`;
+  await tx`grant execute on function bulkhead_token_owner(text) to ${r}`;
+  await tx`grant execute on function bulkhead_approver(text) to ${r}`;
+  // The OAuth authorization server: its own tables, and the token table only through functions.
+  await tx`grant select, insert, update on bulkhead_oauth_clients to ${r}`;
+  await tx`grant select, insert on bulkhead_oauth_grants to ${r}`;
+  await tx`grant update (revoked_at, revoked_reason) on bulkhead_oauth_grants to ${r}`;
+  await tx`grant select, insert, delete on bulkhead_oauth_codes to ${r}`;
+  await tx`grant update (used_at) on bulkhead_oauth_codes to ${r}`;
+  await tx`grant select, insert on bulkhead_oauth_refresh_tokens to ${r}`;
+  await tx`grant update (used_at) on bulkhead_oauth_refresh_tokens to ${r}`;
+  await tx`grant execute on function bulkhead_approver_can_grant(text) to ${r}`;
+  await tx`grant execute on function bulkhead_oauth_issue_token(text, text, bytea, text, timestamptz) to ${r}`;
+  await tx`grant execute on function bulkhead_oauth_revoke_grant(text, text) to ${r}`;
+  await tx`grant execute on function bulkhead_oauth_token_grant(text, bytea) to ${r}`;
+  // Operators (approver tokens with tokens:manage): tokens, grants and tool switches through functions
+  // that check the operator's token; the whole audit log and its seals only in a transaction that
+  // names an operator (`bulkhead.operator`).
+  await tx`grant execute on function bulkhead_operator(text) to ${r}`;
+  await tx`grant execute on function bulkhead_reading_as_operator() to ${r}`;
+  await tx`grant execute on function bulkhead_operator_tokens(text) to ${r}`;
+  await tx`grant execute on function
+      bulkhead_operator_issue_token(text, text, bytea, text, text, text[], text, text, timestamptz, text) to ${r}`;
+  await tx`grant execute on function bulkhead_operator_revoke_token(text, text) to ${r}`;
+  await tx`grant execute on function bulkhead_operator_revoke_grant(text, text) to ${r}`;
+  await tx`grant execute on function bulkhead_operator_revoke_person(text, text) to ${r}`;
+  await tx`grant execute on function bulkhead_operator_tool_switches(text) to ${r}`;
+  await tx`grant execute on function
+      bulkhead_operator_switch_tool(text, text, text, boolean, text, text) to ${r}`;
+  await policy(
+    tx,
+    `bh_${role}_operator`,
+    'audit_events',
+    'select',
+    role,
+    '(select bulkhead_reading_as_operator())',
+    null,
+  );
+  await tx`grant select on audit_seals to ${r}`;
+  await tx`grant select on audit_prune_checkpoint to ${r}`;
 }
