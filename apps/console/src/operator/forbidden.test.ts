@@ -103,10 +103,10 @@ it('every operator page answers 403 to an approver without the operator right, a
     requestId: 'r-1',
     durationMs: 3,
   });
-  const [{ seq }] = await db.sql`select seq::text from audit_events where id = ${id}`;
+  const [event] = await db.sql<{ seq: string }[]>`select seq::text from audit_events where id = ${id}`;
   const pages = [
     ...PAGES,
-    `/operator/audit/events/${seq}`,
+    `/operator/audit/events/${event!.seq}`,
     '/operator/audit/export?format=jsonl',
     '/operator/audit/export?format=csv&server=admin',
     '/operator/charts?bucket=day',
