@@ -105,6 +105,9 @@ const EXPECTED: Record<(typeof DEPLOYABLES)[number], Record<string, Rights>> = {
   },
   console: {
     audit_events: { select: 'all', insert: 'all' },
+    // Seals and the prune checkpoint: an operator's event page tells whether the event is sealed.
+    audit_prune_checkpoint: { select: 'all' },
+    audit_seals: { select: 'all' },
     bulkhead_approvals: {
       select: 'all',
       update: [
