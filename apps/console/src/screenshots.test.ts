@@ -1,24 +1,20 @@
-import { serve, type ServerType } from '@hono/node-server';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { createAuditWriter, type AuditEventInput } from '@bulkhead/audit';
 import { createLogger } from '@bulkhead/core';
 import { argumentsHash, issueToken } from '@bulkhead/core/operator';
-import { chromiumLaunchOptions } from '@bulkhead/core/testing';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
-import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createConsoleApp, type ConsoleApp } from './app.tsx';
+import { serveConsole, type ServedConsole } from './operator/fixtures/served-console.ts';
 
 /** Where the screenshots go: beside the package, ignored by git, kept after the run to look at. */
 const shots = fileURLToPath(new URL('../test-output/screenshots/', import.meta.url));
 
 const logger = createLogger({ level: 'silent' });
 let db: TestDatabase;
-let consoleApp: ConsoleApp;
-let http: ServerType;
+let served: ServedConsole;
 let browser: Browser;
 let base: string;
 
@@ -32,22 +28,12 @@ beforeAll(async () => {
     scopes: [],
     customerBound: false,
   });
-  consoleApp = createConsoleApp({
-    sql: (await db.as('console')).sql,
-    logger,
-    publicUrl: 'http://127.0.0.1',
-    // The tools page offers their tools; nothing here connects to them.
-    oauthServers: [server('admin'), server('customer')],
-  });
-  http = serve({ fetch: consoleApp.app.fetch, port: 0, hostname: '127.0.0.1' });
-  await new Promise<void>((resolve) => http.once('listening', resolve));
-  base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  browser = await chromium.launch(chromiumLaunchOptions());
+  // The tools page offers their tools; nothing here connects to them.
+  served = await serveConsole(db, logger, [server('admin'), server('customer')]);
+  ({ base, browser } = served);
 });
 afterAll(async () => {
-  await browser?.close();
-  await new Promise((resolve) => http.close(resolve));
-  await consoleApp.close();
+  await served?.close();
   await db.drop();
 });
 

@@ -1,20 +1,13 @@
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { serve, type ServerType } from '@hono/node-server';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createLogger, createServer, defineTool } from '@bulkhead/core';
-import {
-  chromiumLaunchOptions,
-  issueTestToken,
-  startTestServer,
-  type TestServer,
-} from '@bulkhead/core/testing';
+import { issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createConsoleApp, type ConsoleApp } from '../app.tsx';
 import { approverToken, oauthGrant } from './fixtures/people.ts';
+import { serveConsole, type ServedConsole } from './fixtures/served-console.ts';
 
 // An operator in a real browser: offboards a person (two MCP tokens and an OAuth grant) through the
 // confirmation page, after which a real MCP server refuses all three tokens; and issues a token
@@ -47,37 +40,26 @@ const ANA = 'ana@example.test';
 const logger = createLogger({ level: 'silent' });
 let db: TestDatabase;
 let mcp: TestServer;
-let consoleApp: ConsoleApp;
-let http: ServerType;
+let served: ServedConsole;
 let browser: Browser;
 let base: string;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   mcp = await startTestServer(fleet, { db, logger });
-  consoleApp = createConsoleApp({
-    sql: (await db.as('console')).sql,
-    logger,
-    publicUrl: 'http://127.0.0.1',
-    oauthServers: [
-      {
-        name: 'fleet-demo',
-        description: 'vehicles',
-        resource: mcp.url.toString(),
-        scopes: SCOPES,
-        customerBound: false,
-      },
-    ],
-  });
-  http = serve({ fetch: consoleApp.app.fetch, port: 0, hostname: '127.0.0.1' });
-  await new Promise<void>((resolve) => http.once('listening', resolve));
-  base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  browser = await chromium.launch(chromiumLaunchOptions());
+  served = await serveConsole(db, logger, [
+    {
+      name: 'fleet-demo',
+      description: 'vehicles',
+      resource: mcp.url.toString(),
+      scopes: SCOPES,
+      customerBound: false,
+    },
+  ]);
+  ({ base, browser } = served);
 });
 afterAll(async () => {
-  await browser?.close();
-  await new Promise((resolve) => http.close(resolve));
-  await consoleApp.close();
+  await served?.close();
   await mcp.close();
   await db.drop();
 });

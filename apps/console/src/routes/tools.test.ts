@@ -1,21 +1,13 @@
-import { serve, type ServerType } from '@hono/node-server';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@modelcontextprotocol/client';
 import { createLogger, createServer, defineTool } from '@bulkhead/core';
 import { issueToken } from '@bulkhead/core/operator';
-import {
-  chromiumLaunchOptions,
-  connectTestClient,
-  issueTestToken,
-  startTestServer,
-  type TestServer,
-} from '@bulkhead/core/testing';
+import { connectTestClient, issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createConsoleApp, type ConsoleApp } from '../app.tsx';
+import { serveConsole, type ServedConsole } from '../operator/fixtures/served-console.ts';
 
 const annotations = { destructiveHint: false, idempotentHint: true, openWorldHint: false };
 const orders = createServer({
@@ -47,8 +39,7 @@ const orders = createServer({
 const logger = createLogger({ level: 'silent' });
 let db: TestDatabase;
 let mcp: TestServer;
-let consoleApp: ConsoleApp;
-let http: ServerType;
+let served: ServedConsole;
 let browser: Browser;
 let base: string;
 
@@ -56,29 +47,19 @@ beforeAll(async () => {
   db = await createTestDatabase();
   // Re-read only on the database's announcement: a switch seen at once was told by NOTIFY, not a timer.
   mcp = await startTestServer(orders, { db, logger, toolSwitchRefreshMs: 3_600_000 });
-  consoleApp = createConsoleApp({
-    sql: (await db.as('console')).sql,
-    logger,
-    publicUrl: 'http://127.0.0.1',
-    oauthServers: [
-      {
-        name: 'switch-demo',
-        description: 'Orders',
-        resource: mcp.url.href,
-        scopes: ['orders:read', 'orders:write'],
-        customerBound: false,
-      },
-    ],
-  });
-  http = serve({ fetch: consoleApp.app.fetch, port: 0, hostname: '127.0.0.1' });
-  await new Promise<void>((resolve) => http.once('listening', resolve));
-  base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  browser = await chromium.launch(chromiumLaunchOptions());
+  served = await serveConsole(db, logger, [
+    {
+      name: 'switch-demo',
+      description: 'Orders',
+      resource: mcp.url.href,
+      scopes: ['orders:read', 'orders:write'],
+      customerBound: false,
+    },
+  ]);
+  ({ base, browser } = served);
 });
 afterAll(async () => {
-  await browser?.close();
-  await new Promise((resolve) => http.close(resolve));
-  await consoleApp.close();
+  await served?.close();
   await mcp.close();
   await db.drop();
 });
