@@ -1,3 +1,5 @@
+import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getApproval, type ApprovalExecutor } from '@bulkhead/core/operator';
 import { testApprover } from '@bulkhead/core/testing';
@@ -21,11 +23,38 @@ const CREATOR = `${ASKER} (approved by console:approver@example.test, via bulkhe
 
 beforeAll(async () => {
   h = await startOps();
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   await h.am.postAlerts([{ labels: { alertname: 'DiskFull', severity: 'warning', instance: 'db-1' } }]);
 }, 60_000);
 afterAll(async () => {
   await executor?.stop();
+  proxy.closeAllConnections();
+  await new Promise((resolve) => proxy.close(resolve));
   await h?.close();
+});
+
+/**
+ * A loopback proxy in front of Alertmanager: the next DELETE is forwarded, and once Alertmanager has
+ * answered, the connection is dropped: the silence is expired, the deliverer never heard so.
+ */
+const seen: string[] = [];
+const proxy = createServer((req, res) => {
+  seen.push(`${req.method} ${req.url}`);
+  const drop = req.method === 'DELETE' && seen.filter((x) => x.startsWith('DELETE')).length === 1;
+  const out = httpRequest(
+    new URL(req.url!, h.am.url),
+    { method: req.method, headers: req.headers },
+    (answer: IncomingMessage) => {
+      const chunks: Buffer[] = [];
+      answer.on('data', (c: Buffer) => chunks.push(c));
+      answer.on('end', () => {
+        if (drop) return req.socket.destroy();
+        res.writeHead(answer.statusCode!, answer.headers).end(Buffer.concat(chunks));
+      });
+    },
+  );
+  out.on('error', () => req.socket.destroy());
+  req.pipe(out);
 });
 
 async function approvals(): Promise<number> {
@@ -141,5 +170,32 @@ describe('create_silence and the outbox key', () => {
       status: { silencedBy: string[] };
     }[];
     expect(alert!.status.silencedBy).toContain(made[0]!.id);
+  });
+});
+
+describe('expire_silence', () => {
+  it('when the answer to its DELETE was lost, the retry finds that silence expired by its state, and sends nothing again', async () => {
+    await executor?.stop();
+    const viaProxy = await h.executor(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`);
+    try {
+      const [live] = (await h.am.silences()).filter((x) => x.status.state === 'active');
+      const r = await h.call('expire_silence', { silence_id: live!.id });
+      const id = (r.structured as { approval_id: string }).approval_id;
+      seen.length = 0;
+      await (await testApprover(h.db)).decide(id, 'approve');
+      await viaProxy.drain();
+      let row: { status: string; attempts: number } | undefined;
+      for (let i = 0; i < 200 && row?.status !== 'delivered'; i++) {
+        if (i) await sleep(50);
+        [row] = await h.db.sql<{ status: string; attempts: number }[]>`
+          select status, attempts from bulkhead_outbox where approval_id = ${id}`;
+      }
+      expect(row).toEqual({ status: 'delivered', attempts: 2 });
+      expect(seen).toEqual([`DELETE /api/v2/silence/${live!.id}`, `GET /api/v2/silence/${live!.id}`]);
+      expect((await h.am.silences()).find((x) => x.id === live!.id)!.status.state).toBe('expired');
+    } finally {
+      await viaProxy.stop();
+      executor = undefined;
+    }
   });
 });
