@@ -193,7 +193,7 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   expect(alertsTests.code, outputOf(alertsTests)).toBe(0);
   expect(alertsTests.stdout).toMatch(/Test Files +5 passed \(5\)/);
   expect(alertsTests.stdout).toContain(
-    '✓ servers/alerts/src/tools/post-silences.test.ts > post_silences > sends the request once a person approves, with the outbox id as its idempotency key',
+    '✓ servers/alerts/src/tools/post-silences.test.ts > post_silences > sends the request once a person approves, with a random idempotency key from the outbox',
   );
 
   // The deployment checks that need no container engine: the compose file and every Kubernetes overlay.

@@ -91,3 +91,5 @@ export {
   upstreamEffect,
   type UpstreamEffect,
 } from './approvals/upstream-effect.ts';
+/** For a tool whose text an effect writes where a check before a retry looks (refuses a planted key). */
+export { mentionsOutboxKey } from './approvals/outbox.ts';

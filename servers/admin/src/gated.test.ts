@@ -239,7 +239,7 @@ describe('send_invoice', () => {
         to: ['buchhaltung@kaiser-bau.de'],
         subject: 'Invoice R-2026-0500',
         text: 'Dear Kaiser Bau GmbH & Co. KG,\n\nplease find invoice R-2026-0500 over €6,427.25 attached; €6,427.25 are due on 2027-01-15.\n',
-        messageId: expect.stringMatching(/^<bulkhead-outbox-\d+\.admin@bulkhead\.test>$/),
+        messageId: expect.stringMatching(/^<bulkhead-outbox-[0-9a-f]{32}\.admin@bulkhead\.test>$/),
         approvalId: id,
         outboxId: expect.any(Number),
       },

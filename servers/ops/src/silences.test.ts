@@ -78,17 +78,17 @@ async function decide(id: string, decision: 'approve' | 'reject', using = execut
 
 async function outboxRow(approvalId: string) {
   for (let i = 0; i < 200; i++) {
-    const [row] = await h.db.sql<{ id: string; status: string; attempts: number }[]>`
-      select id, status, attempts from bulkhead_outbox where approval_id = ${approvalId}`;
+    const [row] = await h.db.sql<{ id: string; key: string; status: string; attempts: number }[]>`
+      select id, idempotency_key as key, status, attempts from bulkhead_outbox where approval_id = ${approvalId}`;
     if (row?.status === 'delivered') return row;
     await sleep(50);
   }
   throw new Error(`the outbox row of ${approvalId} was not delivered within 10 s`);
 }
 
-/** The silences Alertmanager holds that the outbox row `id` made (its key is in their comment). */
-async function silencesOf(outboxId: string) {
-  return (await h.am.silences()).filter((s) => s.comment.endsWith(`[bulkhead-outbox-${outboxId}]`));
+/** The silences Alertmanager holds that the outbox row with `key` made (the key is in their comment). */
+async function silencesOf(key: string) {
+  return (await h.am.silences()).filter((s) => s.comment.endsWith(`[${key}]`));
 }
 
 async function approvals(): Promise<number> {
@@ -131,11 +131,12 @@ describe('create_silence', () => {
       result: { queued: true, matchers: 'alertname is "DiskFull"' },
     });
     const row = await outboxRow(id);
-    const made = await silencesOf(row.id);
+    expect(row.key).toMatch(/^bulkhead-outbox-[0-9a-f]{32}$/);
+    const made = await silencesOf(row.key);
     expect(made).toEqual([
       expect.objectContaining({
         status: { state: 'active' },
-        comment: `Disk swap on db hosts [bulkhead-outbox-${row.id}]`,
+        comment: `Disk swap on db hosts [${row.key}]`,
         createdBy: `${ASKER} (approved by console:approver@example.test, via bulkhead)`,
         matchers: [{ name: 'alertname', value: 'DiskFull', isRegex: false, isEqual: true }],
       }),
@@ -176,7 +177,7 @@ describe('create_silence', () => {
             untrusted: true,
           },
           comment: {
-            text: expect.stringMatching(/^Disk swap on db hosts \[bulkhead-outbox-\d+\]$/),
+            text: expect.stringMatching(/^Disk swap on db hosts \[bulkhead-outbox-[0-9a-f]{32}\]$/),
             source: `silence ${silenceId} comment`,
             untrusted: true,
           },
@@ -250,7 +251,7 @@ describe('expire_silence', () => {
       new RegExp(
         `^Expire silence ${live!.id} in Alertmanager now \\(active, it would end \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\): ` +
           'it silences every alert where alertname is "DiskFull"\\. ' +
-          `Created by "${ASKER} \\(approved by console:approver@example.test, via bulkhead\\)", comment "Disk swap on db hosts \\[bulkhead-outbox-\\d+\\]"\\. ` +
+          `Created by "${ASKER} \\(approved by console:approver@example.test, via bulkhead\\)", comment "Disk swap on db hosts \\[bulkhead-outbox-[0-9a-f]{32}\\]"\\. ` +
           `Asked by "${ASKER}" \\(token [^)]+\\)\\.$`,
       ),
     );
@@ -293,7 +294,7 @@ describe('exactly once', () => {
       const row = await outboxRow(id);
       expect(seen).toEqual(['POST /api/v2/silences', 'GET /api/v2/silences']);
       expect(row).toMatchObject({ status: 'delivered', attempts: 2 });
-      expect(await silencesOf(row.id)).toHaveLength(1);
+      expect(await silencesOf(row.key)).toHaveLength(1);
     } finally {
       await viaProxy.stop();
       executor = await h.executor();
@@ -318,6 +319,6 @@ describe('exactly once', () => {
     await h.am.restart();
     executor = await h.executor();
     const delivered = await outboxRow(id);
-    expect(await silencesOf(delivered.id)).toHaveLength(1);
+    expect(await silencesOf(delivered.key)).toHaveLength(1);
   });
 });

@@ -11,8 +11,25 @@ export interface OutboxItem {
   approvalId: string | null;
   kind: string;
   payload: Record<string, unknown>;
+  /**
+   * The row's idempotency key (`bulkhead-outbox-` and 32 random hex digits, made by the database): the
+   * same on every attempt, so a receiver drops a repeat, and not guessable, so no text written before
+   * the row existed can pass for what its delivery made.
+   */
+  key: string;
   /** 1 on the first try. */
   attempt: number;
+}
+
+/** How every outbox key begins; the rest is 32 random hex digits (see {@link OutboxItem.key}). */
+export const OUTBOX_KEY_PREFIX = 'bulkhead-outbox-';
+
+/**
+ * Whether `text` carries an outbox key's prefix, or the `{key}` a delivery fills in: a text a model
+ * wrote must not, so that a check before a retry finds only what the delivery itself wrote.
+ */
+export function mentionsOutboxKey(text: string): boolean {
+  return /bulkhead-outbox-|\{key\}/i.test(text);
 }
 
 /**
@@ -85,6 +102,7 @@ export interface DispatchOptions {
 
 interface ClaimedRow {
   id: string;
+  key: string;
   approvalId: string | null;
   kind: string;
   payload: Record<string, unknown>;
@@ -108,7 +126,7 @@ async function claim(sql: Sql, server: string, leaseMs: number): Promise<Claimed
       where server = ${server} and status = 'pending' and next_attempt_at <= now()
       order by next_attempt_at, id limit 1
       for update skip locked)
-    returning id, approval_id as "approvalId", kind, payload, attempts,
+    returning id, idempotency_key as key, approval_id as "approvalId", kind, payload, attempts,
       (select a.filed_in_trace from bulkhead_approvals a where a.id = approval_id) as "filedInTrace"`;
   return row;
 }
@@ -169,6 +187,7 @@ export async function dispatchOutbox(
       server,
       approvalId: row.approvalId,
       kind: row.kind,
+      key: row.key,
       payload: row.payload,
       attempt: row.attempts,
     };

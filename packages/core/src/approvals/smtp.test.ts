@@ -44,6 +44,14 @@ async function queue(server: string, to = 'kunde@nordlicht.example'): Promise<nu
   return Number(row!.id);
 }
 
+/** The idempotency key the database gave outbox row `id`. */
+async function keyOf(id: number): Promise<string> {
+  const [row] = await db.sql<
+    { key: string }[]
+  >`select idempotency_key as key from bulkhead_outbox where id = ${id}`;
+  return row!.key;
+}
+
 async function outboxRow(id: number) {
   const [row] = await db.sql<{ status: string; attempts: number; last_error: string | null }[]>`
     select status, attempts, last_error from bulkhead_outbox where id = ${id}`;
@@ -106,7 +114,7 @@ describe('the SMTP deliverer against a real SMTP server', () => {
         to: ['kunde@nordlicht.example'],
         subject: 'Invoice R-2026-0001',
         text: 'Dear Nordlicht,\n\nplease pay.\n',
-        messageId: messageId({ id, server: 'smtp-ok' }, FROM),
+        messageId: messageId({ key: await keyOf(id), server: 'smtp-ok' }, FROM),
         approvalId: null,
         outboxId: id,
       });
@@ -254,6 +262,7 @@ describe('the SMTP deliverer against a real SMTP server', () => {
           server: 'smtp-stop',
           approvalId: null,
           kind: 'email',
+          key: `bulkhead-outbox-${'0'.repeat(32)}`,
           attempt: 1,
           payload: { to: 'a@b.example', subject: 's', text: 't' },
         },
@@ -281,6 +290,7 @@ describe('the SMTP deliverer against a real SMTP server', () => {
             server: 'x',
             approvalId: null,
             kind: 'email',
+            key: `bulkhead-outbox-${'0'.repeat(32)}`,
             attempt: 1,
             payload: { to: 'a@b.example', subject: 's', text: 't' },
           },

@@ -53,9 +53,12 @@ export function parseSmtpUrl(
   };
 }
 
-/** The Message-ID of an outbox row: the same row resent carries the same id, so a receiver can drop the repeat. */
-export function messageId(item: Pick<OutboxItem, 'id' | 'server'>, from: string): string {
-  return `<bulkhead-outbox-${item.id}.${item.server}@${from.split('@')[1]}>`;
+/**
+ * The Message-ID of an outbox row, made from its idempotency key: the same row resent carries the same
+ * id, so a receiver can drop the repeat.
+ */
+export function messageId(item: Pick<OutboxItem, 'key' | 'server'>, from: string): string {
+  return `<${item.key}.${item.server}@${from.split('@')[1]}>`;
 }
 
 /** The message of an `email` outbox row, as the bytes sent in DATA. */
@@ -99,7 +102,7 @@ function smtpFailure(err: SMTPConnection.SMTPError, step: string): DeliveryError
  * Sends `email` outbox rows over SMTP, one connection per e-mail: the
  * deployment's `From`, the payload's `to`/`cc`/`bcc`/`reply_to`/`subject`/
  * `text` (header fields checked again, as the outbox does), a Message-ID made
- * from the outbox id, and the approval in `X-Bulkhead-Approval`. A recipient or
+ * from the outbox row's key, and the approval in `X-Bulkhead-Approval`. A recipient or
  * message the server refuses for good (5xx) fails the row at once; a refused
  * connection, a dropped one, a 4xx answer or a server slower than `timeoutMs`
  * is retried by the outbox. The outbox's stop signal closes the connection.

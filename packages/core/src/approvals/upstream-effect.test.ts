@@ -14,7 +14,7 @@ import {
   type TestServer,
 } from '../testing/index.ts';
 import { upstreamFixtureServer } from '../testing/fixtures/upstream-server.ts';
-import { upstreamEffect } from './upstream-effect.ts';
+import { matchesExactly, upstreamEffect } from './upstream-effect.ts';
 
 const MAIN = fileURLToPath(new URL('../testing/fixtures/upstream-dispatcher-main.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -141,8 +141,8 @@ async function approvedSilence(alert: string, mode: Mode): Promise<string> {
 
 async function outboxRow(approvalId: string) {
   for (let i = 0; i < 400; i++) {
-    const [row] = await db.sql<{ id: string; status: string; attempts: number }[]>`
-      select id, status, attempts from bulkhead_outbox where approval_id = ${approvalId}`;
+    const [row] = await db.sql<{ id: string; key: string; status: string; attempts: number }[]>`
+      select id, idempotency_key as key, status, attempts from bulkhead_outbox where approval_id = ${approvalId}`;
     if (row?.status === 'delivered') return row;
     await sleep(50);
   }
@@ -178,7 +178,8 @@ it('an effect on an upstream that honours Idempotency-Key is made once across a 
     ['POST', '/silences'],
     ['POST', '/silences'],
   ]);
-  expect(sent[0]!.key).toBe(`bulkhead-outbox-${row.id}`);
+  expect(sent[0]!.key).toBe(row.key);
+  expect(row.key).toMatch(/^bulkhead-outbox-[0-9a-f]{32}$/);
   expect(sent[1]!.key).toBe(sent[0]!.key);
   expect(sent[0]!.authorization).toBe(`Bearer ${CREDENTIAL}`);
   expect(effects.filter((e) => e.alert === 'A-7')).toHaveLength(1);
@@ -193,7 +194,7 @@ it('for an upstream without idempotency, the deliverer checks before the retry a
   const before = received.length;
   const { row } = await killBetweenAnswerAndMark('A-8', { check: true });
   const sent = received.slice(before);
-  const key = `bulkhead-outbox-${row.id}`;
+  const key = row.key;
   expect(sent.map((r) => [r.method, r.path])).toEqual([
     ['POST', '/plain/silences'],
     ['GET', `/plain/silences/by-key/${key}`],
@@ -206,7 +207,7 @@ it('for an upstream that knows no key, the key travels in the body and the check
   const before = received.length;
   const { row } = await killBetweenAnswerAndMark('A-9', { keyless: true });
   const sent = received.slice(before);
-  const key = `bulkhead-outbox-${row.id}`;
+  const key = row.key;
   expect(sent.map((r) => [r.method, r.path])).toEqual([
     ['POST', '/keyless/silences'],
     ['GET', '/keyless/silences'],
@@ -225,7 +226,7 @@ it('when the check does not find the key in the answer, the deliverer sends agai
   const row = await outboxRow(id);
   dispatcher.child.kill('SIGTERM');
   await dispatcher.exited;
-  const key = `bulkhead-outbox-${row.id}`;
+  const key = row.key;
   expect(received.slice(before).map((r) => [r.method, r.path])).toEqual([
     ['POST', '/keyless/silences'],
     ['GET', '/keyless/silences'],
@@ -260,4 +261,41 @@ it('an effect keeps its query for the client: a list stays a list (its key repea
   expect(() =>
     upstreamEffect({ upstream: 'alerts', method: 'POST', path: '/x', query: { deep: { a: 1 } as never } }),
   ).toThrow();
+});
+
+it('a check matches exactly: every field named, lists in any order but whole, nothing found in a text', () => {
+  const made = {
+    id: 'x',
+    comment: 'Disks [bulkhead-outbox-0f]',
+    createdBy: 'Ana (via bulkhead)',
+    matchers: [
+      { name: 'alertname', value: 'DiskFull', isRegex: false, isEqual: true },
+      { name: 'instance', value: 'db-1', isRegex: false, isEqual: true },
+    ],
+    status: { state: 'active' },
+  };
+  const wrote = { comment: made.comment, createdBy: made.createdBy, matchers: [...made.matchers].reverse() };
+  expect(matchesExactly(made, wrote)).toBe(true);
+  expect(matchesExactly(made, { ...wrote, comment: 'Disks' })).toBe(false);
+  expect(matchesExactly({ ...made, comment: `${made.comment} [bulkhead-outbox-1]` }, wrote)).toBe(false);
+  expect(matchesExactly(made, { ...wrote, createdBy: 'Mallory (via bulkhead)' })).toBe(false);
+  expect(matchesExactly(made, { ...wrote, matchers: made.matchers.slice(0, 1) })).toBe(false);
+  expect(matchesExactly({ ...made, matchers: made.matchers.slice(0, 1) }, wrote)).toBe(false);
+  expect(matchesExactly({ ...made, createdBy: undefined }, wrote)).toBe(false);
+  expect(matchesExactly([made], wrote)).toBe(false);
+  expect(matchesExactly(made, { status: { state: 'expired' } })).toBe(false);
+  expect(matchesExactly(made, { status: { state: 'active' } })).toBe(true);
+});
+
+it('an effect that already carries an outbox key is refused when it is queued', () => {
+  expect(() =>
+    upstreamEffect({
+      upstream: 'alerts',
+      method: 'POST',
+      path: '/silences',
+      json: { comment: 'routine [Bulkhead-Outbox-3f2a]' },
+    }),
+  ).toThrow(
+    'the effect on alerts carries a text with "bulkhead-outbox-", which only Bulkhead\'s delivery writes; nothing was done',
+  );
 });

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { createUpstreamClient, UpstreamError, type UpstreamResponse } from '../pipeline/upstream/client.ts';
 import type { UpstreamRecord, Upstreams } from '../pipeline/upstream/upstreams.ts';
-import { DeliveryError, type Deliverer } from './outbox.ts';
+import { ToolError } from '../pipeline/errors.ts';
+import { DeliveryError, OUTBOX_KEY_PREFIX, type Deliverer, type OutboxItem } from './outbox.ts';
 
 /** The outbox kind of an effect on a declared upstream. */
 export const UPSTREAM_EFFECT = 'upstream';
@@ -16,9 +17,12 @@ const query = z.record(z.string(), z.union([scalar, z.array(scalar)]).optional()
  * `{key}` in a string of `json` is replaced by the idempotency key at delivery (for an upstream that
  * takes no `Idempotency-Key` but keeps a text the check can find again, such as a comment).
  * `check` is for an upstream that honours no `Idempotency-Key`: before any retry the deliverer GETs
- * it (`{key}` in its path is the idempotency key) and takes a 2xx answer as "already done" (with
- * `contains`, only when the answer's body contains that text, `{key}` replaced; otherwise "not done
- * yet"), a 404 as "not done yet, send again"; anything else fails the attempt.
+ * it (`{key}` in its path is the idempotency key) and takes a 2xx answer as "already done" — with
+ * `match`, only when the answer (a JSON object, or one object of a JSON list) holds exactly what the
+ * effect wrote (see {@link matchesExactly}; `{key}` replaced), with `contains`, only when its body
+ * contains that text; otherwise "not done yet" — and a 404 as "not done yet, send again"; anything
+ * else fails the attempt. Prefer `match` with the key and fields only the server sets: a text anywhere
+ * in the answer may have been written by someone else.
  */
 export const upstreamEffectSchema = z
   .object({
@@ -29,7 +33,12 @@ export const upstreamEffectSchema = z
     query: query.optional(),
     json: z.unknown().optional(),
     check: z
-      .object({ path: z.string().min(1), params: params.optional(), contains: z.string().min(1).optional() })
+      .object({
+        path: z.string().min(1),
+        params: params.optional(),
+        contains: z.string().min(1).optional(),
+        match: z.record(z.string(), z.unknown()).optional(),
+      })
       .strict()
       .optional(),
   })
@@ -37,9 +46,26 @@ export const upstreamEffectSchema = z
 
 export type UpstreamEffect = z.input<typeof upstreamEffectSchema>;
 
-/** Checks an effect's shape and returns it as an outbox payload (the idempotency key is added at delivery). */
+/**
+ * Checks an effect's shape and returns it as an outbox payload (the idempotency key is added at
+ * delivery). A text in `json` or `check` that already carries an outbox key (`bulkhead-outbox-…`) is
+ * refused: only the delivery writes one, so that only the delivery's own key can be found by the check.
+ */
 export function upstreamEffect(effect: UpstreamEffect): Record<string, unknown> {
-  return upstreamEffectSchema.parse(effect) as Record<string, unknown>;
+  const parsed = upstreamEffectSchema.parse(effect);
+  if (carriesOutboxKey([parsed.json, parsed.check]))
+    throw new ToolError(
+      `the effect on ${parsed.upstream} carries a text with "${OUTBOX_KEY_PREFIX}", which only Bulkhead's delivery writes; nothing was done`,
+    );
+  return parsed as Record<string, unknown>;
+}
+
+/** Whether a string in `value` (objects and arrays walked) contains an outbox key's prefix. */
+function carriesOutboxKey(value: unknown): boolean {
+  if (typeof value === 'string') return value.toLowerCase().includes(OUTBOX_KEY_PREFIX);
+  if (Array.isArray(value)) return value.some(carriesOutboxKey);
+  if (typeof value === 'object' && value !== null) return Object.values(value).some(carriesOutboxKey);
+  return false;
 }
 
 /** `value` with `{key}` replaced by `key` in every string it holds (objects and arrays walked). */
@@ -51,13 +77,51 @@ function withKey(value: unknown, key: string): unknown {
   return value;
 }
 
-/** The `Idempotency-Key` of an outbox row: the same on every attempt, so the upstream can drop a repeat. */
-export function idempotencyKey(outboxId: number): string {
-  return `bulkhead-outbox-${outboxId}`;
+/**
+ * The `Idempotency-Key` of an outbox row: its random key, the same on every attempt, so the upstream can
+ * drop a repeat.
+ */
+export function idempotencyKey(item: Pick<OutboxItem, 'key'>): string {
+  return item.key;
 }
 
 /**
- * Delivers `upstream` rows through the kit's client: the request as queued, with the outbox id as its
+ * Whether `actual` holds exactly what `expected` names: strings, numbers, booleans and null equal;
+ * an object holds each field of `expected` (fields it does not name may be there too); a list has as
+ * many elements, each matching a different one of `expected`'s, in any order (an upstream may reorder).
+ */
+export function matchesExactly(actual: unknown, expected: unknown): boolean {
+  if (Array.isArray(expected)) {
+    if (!Array.isArray(actual) || actual.length !== expected.length) return false;
+    const left = [...actual];
+    return expected.every((e) => {
+      const i = left.findIndex((a) => matchesExactly(a, e));
+      return i >= 0 && left.splice(i, 1).length === 1;
+    });
+  }
+  if (typeof expected === 'object' && expected !== null) {
+    if (typeof actual !== 'object' || actual === null || Array.isArray(actual)) return false;
+    const fields = actual as Record<string, unknown>;
+    return Object.entries(expected).every(
+      ([k, v]) => Object.hasOwn(fields, k) && matchesExactly(fields[k], v),
+    );
+  }
+  return actual === expected;
+}
+
+/** Whether the answer to a check is, or lists, an object that {@link matchesExactly} `match`. */
+function found(seen: UpstreamResponse, match: Record<string, unknown>): boolean {
+  let body: unknown;
+  try {
+    body = seen.json<unknown>();
+  } catch {
+    throw new DeliveryError('the check before a retry answered with no JSON', seen.status);
+  }
+  return (Array.isArray(body) ? body : [body]).some((one) => matchesExactly(one, match));
+}
+
+/**
+ * Delivers `upstream` rows through the kit's client: the request as queued, with the row's key as its
  * `Idempotency-Key`, under the upstream's time limit and the dispatcher's stop signal; never retried
  * by the client (the dispatcher retries with backoff, same key). On a retry of an effect that names a
  * `check`, the deliverer first asks the upstream whether the effect is already there. Every request is
@@ -69,7 +133,7 @@ export function upstreamDeliverer(upstreams: Upstreams): Deliverer {
     if (!parsed.success)
       throw new DeliveryError(`not an upstream effect: ${parsed.error.issues[0]?.message}`);
     const effect = parsed.data;
-    const key = idempotencyKey(item.id);
+    const key = idempotencyKey(item);
     const records: UpstreamRecord[] = [];
     const client = createUpstreamClient(upstreams, effect.upstream, { signal, records, readOnly: false });
     const attempt = async <T>(work: () => Promise<T>): Promise<T> => {
@@ -88,7 +152,9 @@ export function upstreamDeliverer(upstreams: Upstreams): Deliverer {
         client.get(check.path, { params: { ...check.params, key } }),
       );
       const done =
-        seen.ok && (!check.contains || seen.text().text.includes(check.contains.replaceAll('{key}', key)));
+        seen.ok &&
+        (!check.contains || seen.text().text.includes(check.contains.replaceAll('{key}', key))) &&
+        (!check.match || found(seen, withKey(check.match, key) as Record<string, unknown>));
       if (done) return { statusCode: seen.status };
       if (!seen.ok && seen.status !== 404)
         throw new DeliveryError(`the check before a retry answered HTTP ${seen.status}`, seen.status);

@@ -92,10 +92,11 @@ it('notifies the webhook, retries with backoff after a failure and records every
     `Approval needed on gate-fixture: Record the effect "refund R-2026-0007".\nRequested by Claude Code (ops) with record_effect; expires ${(second!.body.approval as { expires_at: string }).expires_at}.\n<https://approve.example.test/approvals/${id}|Review ${id} in the console>`,
   );
 
-  const [row] = await db.sql<{ id: string; status: string; attempts: number }[]>`
-    select id, status, attempts from bulkhead_outbox where approval_id = ${id}`;
+  const [row] = await db.sql<{ id: string; key: string; status: string; attempts: number }[]>`
+    select id, idempotency_key as key, status, attempts from bulkhead_outbox where approval_id = ${id}`;
   expect(row).toMatchObject({ status: 'delivered', attempts: 2 });
-  expect(first!.headers['idempotency-key']).toBe(`bulkhead-outbox-${row!.id}`);
+  expect(row!.key).toMatch(/^bulkhead-outbox-[0-9a-f]{32}$/);
+  expect(first!.headers['idempotency-key']).toBe(row!.key);
   const attempts = await db.sql<
     { attempt: number; ok: boolean; status_code: number; error: string | null; at: Date }[]
   >`

@@ -51,7 +51,7 @@ export function approvalWebhookPayload(a: ApprovalRecord, consoleUrl: string | u
 }
 
 /**
- * POSTs the payload as JSON to `url` with the outbox id as `Idempotency-Key`;
+ * POSTs the payload as JSON to `url` with the outbox row's key as `Idempotency-Key`;
  * any answer other than 2xx, a network error or 10 s without an answer is a
  * failed attempt (retried by the dispatcher).
  */
@@ -60,7 +60,7 @@ export function webhookDeliverer(url: string, timeoutMs = 10_000): Deliverer {
     let res: Response;
     const headers: Record<string, string> = {
       'content-type': 'application/json',
-      'idempotency-key': `bulkhead-outbox-${item.id}`,
+      'idempotency-key': item.key,
       'x-bulkhead-delivery-attempt': String(item.attempt),
     };
     // The delivery's span (`deliver <kind>`), when traced: the receiver may continue its trace.

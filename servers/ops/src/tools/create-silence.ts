@@ -1,4 +1,4 @@
-import { defineTool, textArg, ToolError, upstreamEffect } from '@bulkhead/core';
+import { defineTool, mentionsOutboxKey, textArg, ToolError, upstreamEffect } from '@bulkhead/core';
 import { z } from 'zod';
 import {
   ALERTMANAGER,
@@ -18,6 +18,14 @@ const MAX_MINUTES = 24 * 60;
 const PREVIEW_ALERTS = 10;
 
 const DURATION = /^(?:(\d{1,4})d)?(?:(\d{1,5})h)?(?:(\d{1,6})m)?$/;
+
+// The delivery appends its random key to the comment and, before a retry, looks for a silence with
+// exactly that comment: a text the model writes that carries a key (or the `{key}` a key is filled
+// into) is refused, so that nothing but the delivery writes one.
+const NO_KEY_COMMENT =
+  'text without "bulkhead-outbox-" or "{key}" (Bulkhead appends its own delivery key to the comment)';
+const NO_KEY_VALUES =
+  'values without "bulkhead-outbox-" or "{key}" (Bulkhead reserves them for its delivery keys)';
 
 /** `1h30m` → 90; `undefined` when it is not a duration. */
 function minutes(text: string): number | undefined {
@@ -67,12 +75,15 @@ export const createSilence = defineTool({
       .array(matcherArg)
       .min(1)
       .max(10)
+      .refine((ms) => !ms.some((m) => mentionsOutboxKey(m.value)), NO_KEY_VALUES)
       .describe('e.g. [{"label":"alertname","op":"=","value":"HighLatency"}].'),
     duration: z
       .string()
       .refine((v) => minutes(v) !== undefined, 'a duration like 2h, 30m or 1h30m')
       .describe('e.g. 2h, 30m, 1h30m.'),
-    comment: textArg(3, 500).describe('Why; shown in Alertmanager.'),
+    comment: textArg(3, 500)
+      .refine((c) => !mentionsOutboxKey(c), NO_KEY_COMMENT)
+      .describe('Why; shown in Alertmanager.'),
   }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   icons: icons.silence,
@@ -94,22 +105,22 @@ export const createSilence = defineTool({
     const total = checkedMinutes(duration);
     const startsAt = new Date();
     const endsAt = new Date(startsAt.getTime() + total * 60_000);
-    // Alertmanager takes no Idempotency-Key and no id of ours: the outbox key goes into the comment
-    // ({key} is filled in at delivery), where the check before a retry finds it.
+    // Alertmanager takes no Idempotency-Key and no id of ours: the outbox row's random key goes into
+    // the comment ({key} is filled in at delivery). Before a retry, only a silence with exactly this
+    // creator, this comment with this key, and these matchers counts as made by the first attempt.
+    const silence = {
+      matchers: matchers.map(toAmMatcher),
+      createdBy: `${ctx.access.label} (approved by ${ctx.approval?.decidedBy ?? 'unknown'}, via bulkhead)`,
+      comment: `${comment} [{key}]`,
+    };
     const outboxId = await ctx.outbox!.enqueue(
       'upstream',
       upstreamEffect({
         upstream: ALERTMANAGER,
         method: 'POST',
         path: '/api/v2/silences',
-        json: {
-          matchers: matchers.map(toAmMatcher),
-          startsAt: startsAt.toISOString(),
-          endsAt: endsAt.toISOString(),
-          createdBy: `${ctx.access.label} (approved by ${ctx.approval?.decidedBy ?? 'unknown'}, via bulkhead)`,
-          comment: `${comment} [{key}]`,
-        },
-        check: { path: '/api/v2/silences', contains: '[{key}]' },
+        json: { ...silence, startsAt: startsAt.toISOString(), endsAt: endsAt.toISOString() },
+        check: { path: '/api/v2/silences', match: silence },
       }),
     );
     return {

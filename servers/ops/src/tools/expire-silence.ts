@@ -50,7 +50,11 @@ export const expireSilence = defineTool({
         method: 'DELETE',
         path: '/api/v2/silence/{id}',
         params: { id: silence_id },
-        check: { path: '/api/v2/silence/{id}', params: { id: silence_id }, contains: '"state":"expired"' },
+        check: {
+          path: '/api/v2/silence/{id}',
+          params: { id: silence_id },
+          match: { id: silence_id, status: { state: 'expired' } },
+        },
       }),
     );
     return { queued: true, outbox_id: outboxId, silence_id };
