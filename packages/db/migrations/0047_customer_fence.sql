@@ -1,0 +1,34 @@
+-- The customer fence is a proof, not a setting (issue 42, item 5). The customer server's row policies
+-- compared each row with `current_setting('bulkhead.customer_id', true)`, which the kit set from the
+-- token, but which the customer login can set to any customer itself: after one `set_config` it read
+-- every customer's invoices and payments, changed other customers' tickets and held locks on them.
+--
+-- Now the kit presents the token the call came with — its id and the SHA-256 of its secret, the same
+-- proof `bulkhead_verify_token` checks, in `bulkhead.customer_token` (for the call's transaction, or
+-- for a read lane's session) — and the policies ask this function for the customer, which it derives
+-- from that token: known, its secret's hash matching, an MCP token of the calling role's own server,
+-- neither revoked nor expired. Setting `bulkhead.customer_id` changes nothing any more; setting the
+-- token setting helps only whoever already holds a live token's secret (or its stored hash, which no
+-- deployable's role can read). Nothing is stored, so nothing is left behind for a later session or a
+-- reused backend pid, and revoking a token fences its customer out at the next statement.
+--
+-- Policies call it as `(select public.bulkhead_fenced_customer())`: an uncorrelated subquery, computed
+-- once per statement rather than once per row.
+create function public.bulkhead_fenced_customer() returns text
+language plpgsql stable security definer set search_path = pg_catalog, public, pg_temp as $$
+declare
+  presented text := coalesce(current_setting('bulkhead.customer_token', true), '');
+  given_id text := split_part(presented, ':', 1);
+  given_hash text := split_part(presented, ':', 2);
+  customer text;
+begin
+  if given_id = '' or given_hash !~ '^[0-9a-f]{64}$' then
+    return null;
+  end if;
+  select t.customer_id into customer from public.bulkhead_tokens t
+  where t.id = given_id and t.secret_hash = decode(given_hash, 'hex') and t.kind = 'mcp'
+    and t.server = public.bulkhead_deployable_of(public.bulkhead_caller())
+    and t.revoked_at is null and (t.expires_at is null or t.expires_at > now());
+  return customer;
+end $$;
+revoke all on function public.bulkhead_fenced_customer() from public;
