@@ -541,6 +541,39 @@ describe('customer rows under row-level security', () => {
     }
   });
 
+  it('an approved call proves its customer by the approval its transaction has claimed, and only then', async () => {
+    const file = (id: string, status: 'pending' | 'approved') => db.sql`
+      insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
+        expires_at, request_id, customer_id, status, decided_at, decided_by, decided_by_token_id,
+        decided_arguments_hash)
+      values (${id}, 'admin', 't', '{}', '{}', ${'f'.repeat(64)}, 'p', now() + interval '1 hour', 'r', 'C-1007',
+        ${status}, ${status === 'approved' ? new Date() : null}, ${status === 'approved' ? 'console:x' : null},
+        ${status === 'approved' ? 'x' : null}, ${status === 'approved' ? 'f'.repeat(64) : null})`;
+    await file('ap_fenceclaimed', 'approved');
+    await file('ap_fencepending', 'pending');
+    const fenced = (id: string, claim: boolean) =>
+      roles.admin!.begin(async (tx) => {
+        if (claim) await tx`select id from bulkhead_approvals where id = ${id} for update`;
+        const [row] = await tx<{ c: string | null }[]>`
+          select set_config('bulkhead.customer_approval', ${id}, true), bulkhead_fenced_customer() as c`;
+        return row!.c;
+      });
+    try {
+      expect(await fenced('ap_fenceclaimed', true)).toBe('C-1007');
+      expect(await fenced('ap_fenceclaimed', false)).toBe(null);
+      expect(await fenced('ap_fencepending', true)).toBe(null);
+      // Not another server's approval, whoever holds it.
+      const asCustomerRole = await roles.customer!.begin(async (tx) => {
+        const [row] = await tx<{ c: string | null }[]>`
+          select set_config('bulkhead.customer_approval', 'ap_fenceclaimed', true), bulkhead_fenced_customer() as c`;
+        return row!.c;
+      });
+      expect(asCustomerRole).toBe(null);
+    } finally {
+      await db.sql`delete from bulkhead_approvals where id in ('ap_fenceclaimed', 'ap_fencepending')`;
+    }
+  });
+
   it("only a live token of the customer server, with its secret's hash, proves a customer", async () => {
     const other = 'C-1002';
     const live = await proofOf({ customerId: other });

@@ -12,6 +12,12 @@
 -- deployable's role can read). Nothing is stored, so nothing is left behind for a later session or a
 -- reused backend pid, and revoking a token fences its customer out at the next statement.
 --
+-- An approved call runs later, with no token presented: the executor names the approval it runs in
+-- `bulkhead.customer_approval`, and the approval counts when it is this server's, approved and not
+-- yet executed, and locked by this very transaction (the executor's claim, `for update`, sets the
+-- row's xmax to the transaction's id). A gated server's login can lock its own approved rows too, so
+-- it could read the customer of an approval from its approval until its execution; none other.
+--
 -- Policies call it as `(select public.bulkhead_fenced_customer())`: an uncorrelated subquery, computed
 -- once per statement rather than once per row.
 create function public.bulkhead_fenced_customer() returns text
@@ -20,15 +26,21 @@ declare
   presented text := coalesce(current_setting('bulkhead.customer_token', true), '');
   given_id text := split_part(presented, ':', 1);
   given_hash text := split_part(presented, ':', 2);
+  approval text := coalesce(current_setting('bulkhead.customer_approval', true), '');
+  me text := public.bulkhead_deployable_of(public.bulkhead_caller());
   customer text;
 begin
-  if given_id = '' or given_hash !~ '^[0-9a-f]{64}$' then
-    return null;
+  if given_id <> '' and given_hash ~ '^[0-9a-f]{64}$' then
+    select t.customer_id into customer from public.bulkhead_tokens t
+    where t.id = given_id and t.secret_hash = decode(given_hash, 'hex') and t.kind = 'mcp' and t.server = me
+      and t.revoked_at is null and (t.expires_at is null or t.expires_at > now());
+    return customer;
   end if;
-  select t.customer_id into customer from public.bulkhead_tokens t
-  where t.id = given_id and t.secret_hash = decode(given_hash, 'hex') and t.kind = 'mcp'
-    and t.server = public.bulkhead_deployable_of(public.bulkhead_caller())
-    and t.revoked_at is null and (t.expires_at is null or t.expires_at > now());
+  if approval <> '' then
+    select a.customer_id into customer from public.bulkhead_approvals a
+    where a.id = approval and a.server = me and a.status = 'approved'
+      and a.xmax = pg_current_xact_id_if_assigned()::xid;
+  end if;
   return customer;
 end $$;
 revoke all on function public.bulkhead_fenced_customer() from public;

@@ -68,13 +68,22 @@ function traced(query: unknown, first: unknown): unknown {
  * time limit as the statement timeout, so that a query still running at the limit is stopped by the
  * database itself and the connection goes back to the pool. Returns the backend's pid, so that a
  * cancelled call can stop its running query.
+ *
+ * An approved call has no token to present: `approvalId` names the approval it runs, which the
+ * database accepts as proof of its customer only while this transaction holds its claim on it.
  */
-export async function openCallTransaction(tx: TransactionSql, o: ReadSettings): Promise<number> {
+export async function openCallTransaction(
+  tx: TransactionSql,
+  o: ReadSettings & { approvalId?: string },
+): Promise<number> {
+  const approval = o.approvalId
+    ? tx`, set_config('bulkhead.customer_approval', ${o.approvalId}, true)`
+    : tx``;
   const [row] = await tx<{ pid: number }[]>`
     select pg_backend_pid() as pid,
       set_config('bulkhead.customer_id', ${o.customerId ?? ''}, true),
       set_config('bulkhead.customer_token', ${proofSetting(o.proof)}, true),
-      set_config('statement_timeout', ${timeoutSetting(o.timeoutMs)}, true)`;
+      set_config('statement_timeout', ${timeoutSetting(o.timeoutMs)}, true) ${approval}`;
   return row!.pid;
 }
 
