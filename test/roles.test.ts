@@ -358,11 +358,40 @@ describe('OAuth grants', () => {
 });
 
 describe('customer rows under row-level security', () => {
+  /** A live customer token's proof as the kit presents it (`<id>:<hex sha256 of the secret>`). */
+  const proofOf = async (o: { customerId: string; server?: string; expiresAt?: Date | null }) => {
+    const { token, record } = await issueToken(db.sql, {
+      server: o.server ?? 'customer',
+      label: 'fence test',
+      scopes: ['account:read'],
+      customerId: o.customerId,
+      expiresAt: o.expiresAt ?? null,
+      createdBy: 'test',
+    });
+    const hash = createHash('sha256').update(parseToken(token)!.secret).digest('hex');
+    return { id: record.id, proof: `${record.id}:${hash}` };
+  };
+  const proofs = new Map<string, string>();
+  /** Serves `customer` as the kit does: its token's proof for the transaction. */
   const asCustomer = <T>(customer: string | null, work: (tx: Sql) => Promise<T>): Promise<T> =>
     roles.customer!.begin(async (tx) => {
-      if (customer !== null) await tx`select set_config('bulkhead.customer_id', ${customer}, true)`;
+      if (customer !== null) {
+        if (!proofs.has(customer)) proofs.set(customer, (await proofOf({ customerId: customer })).proof);
+        await tx`select set_config('bulkhead.customer_token', ${proofs.get(customer)!}, true)`;
+      }
       return work(tx as unknown as Sql);
     }) as Promise<T>;
+  /** Every customer row the session sees, table by table. */
+  const visible = (tx: Sql) =>
+    tx<{ table: string; customer: string }[]>`
+      select 'invoices' as table, customer_id as customer from invoices
+      union select 'payments', customer_id from payments
+      union select 'tickets', customer_id from tickets
+      union select 'customers', id from customers
+      union select 'credit_notes', customer_id from credit_notes
+      union select 'invoice_balances', customer_id from invoice_balances
+      union select 'ticket_messages', t.customer_id from ticket_messages m join tickets t on t.key = m.ticket_key
+      order by 1, 2`;
 
   it('without the setting the customer role sees no customer row at all', async () => {
     const counts = await asCustomer(
@@ -469,6 +498,114 @@ describe('customer rows under row-level security', () => {
       (tx) => tx`update tickets set status = 'closed' where key = ${theirs!.key}`,
     );
     expect((updated as { count: number }).count).toBe(0);
+  });
+
+  it('a login that names another customer itself (issue 42) sees, changes and locks none of its rows', async () => {
+    const [victim] = await db.sql<{ id: string; ticket: string }[]>`
+      select t.customer_id as id, min(t.key) as ticket from tickets t
+      where t.customer_id <> 'C-1001' and exists (select 1 from payments p where p.customer_id = t.customer_id)
+        and exists (select 1 from invoices i where i.customer_id = t.customer_id and i.status <> 'draft')
+      group by t.customer_id order by t.customer_id limit 1`;
+    const other = victim!.id;
+    const own = await proofOf({ customerId: 'C-1001' });
+    const conn = await roles.customer!.reserve();
+    try {
+      // For the whole session, as a leaked DATABASE_URL would: the setting the fence used to trust.
+      await conn`select set_config('bulkhead.customer_id', ${other}, false)`;
+      expect(await visible(conn)).toEqual([]);
+      expect((await conn`update tickets set status = 'closed' where customer_id = ${other}`).count).toBe(0);
+      await conn`begin`;
+      expect(await conn`select key from tickets where customer_id = ${other} for update`).toEqual([]);
+      // Nothing is held: admin's categorize_ticket would take the row at once.
+      const locked = await db.sql.begin(
+        (tx) => tx`select key from tickets where key = ${victim!.ticket} for update nowait`,
+      );
+      expect(locked).toEqual([{ key: victim!.ticket }]);
+      await conn`rollback`;
+      // With a live token of its own, the login sees its own customer, whatever else it names.
+      await conn`select set_config('bulkhead.customer_token', ${own.proof}, false)`;
+      const seen = await visible(conn);
+      expect(new Set(seen.map((r) => r.customer))).toEqual(new Set(['C-1001']));
+      expect(seen.map((r) => r.table)).toEqual([
+        'credit_notes',
+        'customers',
+        'invoice_balances',
+        'invoices',
+        'payments',
+        'ticket_messages',
+        'tickets',
+      ]);
+    } finally {
+      await conn`reset all`;
+      conn.release();
+    }
+  });
+
+  it('an approved call proves its customer by the approval its transaction has claimed, and only then', async () => {
+    const file = (id: string, status: 'pending' | 'approved') => db.sql`
+      insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
+        expires_at, request_id, customer_id, status, decided_at, decided_by, decided_by_token_id,
+        decided_arguments_hash)
+      values (${id}, 'admin', 't', '{}', '{}', ${'f'.repeat(64)}, 'p', now() + interval '1 hour', 'r', 'C-1007',
+        ${status}, ${status === 'approved' ? new Date() : null}, ${status === 'approved' ? 'console:x' : null},
+        ${status === 'approved' ? 'x' : null}, ${status === 'approved' ? 'f'.repeat(64) : null})`;
+    await file('ap_fenceclaimed', 'approved');
+    await file('ap_fencepending', 'pending');
+    const fenced = (id: string, claim: boolean) =>
+      roles.admin!.begin(async (tx) => {
+        if (claim) await tx`select id from bulkhead_approvals where id = ${id} for update`;
+        const [row] = await tx<{ c: string | null }[]>`
+          select set_config('bulkhead.customer_approval', ${id}, true), bulkhead_fenced_customer() as c`;
+        return row!.c;
+      });
+    try {
+      expect(await fenced('ap_fenceclaimed', true)).toBe('C-1007');
+      expect(await fenced('ap_fenceclaimed', false)).toBe(null);
+      expect(await fenced('ap_fencepending', true)).toBe(null);
+      // Not another server's approval, whoever holds it.
+      const asCustomerRole = await roles.customer!.begin(async (tx) => {
+        const [row] = await tx<{ c: string | null }[]>`
+          select set_config('bulkhead.customer_approval', 'ap_fenceclaimed', true), bulkhead_fenced_customer() as c`;
+        return row!.c;
+      });
+      expect(asCustomerRole).toBe(null);
+    } finally {
+      await db.sql`delete from bulkhead_approvals where id in ('ap_fenceclaimed', 'ap_fencepending')`;
+    }
+  });
+
+  it("only a live token of the customer server, with its secret's hash, proves a customer", async () => {
+    const other = 'C-1002';
+    const live = await proofOf({ customerId: other });
+    const revoked = await proofOf({ customerId: other });
+    await db.sql`update bulkhead_tokens set revoked_at = now() where id = ${revoked.id}`;
+    const expired = await proofOf({ customerId: other, expiresAt: new Date(Date.now() + 60_000) });
+    await db.sql`update bulkhead_tokens set expires_at = now() - interval '1 second' where id = ${expired.id}`;
+    const admin = await proofOf({ customerId: other, server: 'admin' });
+    const wrongHash = `${live.id}:${'0'.repeat(64)}`;
+    const refused = [
+      wrongHash,
+      live.id,
+      `${live.id}:`,
+      `${live.id}:not-hex`,
+      revoked.proof,
+      expired.proof,
+      admin.proof,
+      `:${live.proof.split(':')[1]!}`,
+    ];
+    for (const presented of refused) {
+      const seen = await roles.customer!.begin(async (tx) => {
+        await tx`select set_config('bulkhead.customer_token', ${presented}, true),
+          set_config('bulkhead.customer_id', ${other}, true)`;
+        return visible(tx as unknown as Sql);
+      });
+      expect({ presented, seen }).toEqual({ presented, seen: [] });
+    }
+    const [fenced] = await roles.customer!.begin(
+      (tx) =>
+        tx`select set_config('bulkhead.customer_token', ${live.proof}, true), bulkhead_fenced_customer() as c`,
+    );
+    expect(fenced!.c).toBe(other);
   });
 });
 

@@ -150,6 +150,8 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
           bulkhead_rate_limit_exchange(text[], float8[], integer[], text[], timestamptz, boolean) to ${r}`;
         // Its switched-off tools, through the function that answers only for its own server.
         await tx`grant execute on function bulkhead_switched_off_tools(text) to ${r}`;
+        // The customer its call's token proves (a customer-bound server's row policies call it).
+        await tx`grant execute on function bulkhead_fenced_customer() to ${r}`;
       }
       if (spec.kind === 'mcp' && spec.gated) {
         const own = 'server = (select bulkhead_current_deployable())';

@@ -332,7 +332,7 @@ async function run(
   const timeoutMs = tool.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   try {
     const value = await tx.savepoint(async (sp) => {
-      await openCallTransaction(sp, { customerId: a.customerId, timeoutMs });
+      await openCallTransaction(sp, { customerId: a.customerId, approvalId: a.id, timeoutMs });
       return withTimeLimit(timeoutMs, async (signal) => {
         const guarded = guardedSql(sp, signal);
         const ctx: ToolContext = {

@@ -388,7 +388,9 @@ async function runCall<A>(
       }
       return { shaped, done };
     };
-    const settings = { customerId: req.access.customerId, timeoutMs };
+    // The proof goes only where the database fences on a customer: other calls keep sharing read lanes.
+    const proof = req.access.customerId === null ? undefined : req.access.proof;
+    const settings = { customerId: req.access.customerId, proof, timeoutMs };
     const outcome = writes
       ? await committedInTime(
           transaction(kit.sql, rec.limit, req.signal, (tx: TransactionSql) => {

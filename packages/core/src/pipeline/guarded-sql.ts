@@ -1,5 +1,5 @@
 import { isConnectionError, type Sql } from '@bulkhead/db';
-import { timeoutSetting, type ReadLanes, type ReadSettings } from './read-lanes.ts';
+import { proofSetting, timeoutSetting, type ReadLanes, type ReadSettings } from './read-lanes.ts';
 import { waitAtMost } from './time-limit.ts';
 import { activeSpan, inSpan, SpanKind, statementSummary } from './tracing.ts';
 
@@ -63,19 +63,27 @@ function traced(query: unknown, first: unknown): unknown {
 }
 
 /**
- * Opens the call's transaction settings in one statement: the customer the row policies fence on
- * (none: no customer rows), and the tool's time limit as the statement timeout, so that a query still
- * running at the limit is stopped by the database itself and the connection goes back to the pool.
- * Returns the backend's pid, so that a cancelled call can stop its running query.
+ * Opens the call's transaction settings in one statement: the proof of the call's token, from which
+ * the database derives the customer the row policies fence on (none: no customer rows), and the tool's
+ * time limit as the statement timeout, so that a query still running at the limit is stopped by the
+ * database itself and the connection goes back to the pool. Returns the backend's pid, so that a
+ * cancelled call can stop its running query.
+ *
+ * An approved call has no token to present: `approvalId` names the approval it runs, which the
+ * database accepts as proof of its customer only while this transaction holds its claim on it.
  */
 export async function openCallTransaction(
   tx: TransactionSql,
-  o: { customerId: string | null; timeoutMs: number },
+  o: ReadSettings & { approvalId?: string },
 ): Promise<number> {
+  const approval = o.approvalId
+    ? tx`, set_config('bulkhead.customer_approval', ${o.approvalId}, true)`
+    : tx``;
   const [row] = await tx<{ pid: number }[]>`
     select pg_backend_pid() as pid,
       set_config('bulkhead.customer_id', ${o.customerId ?? ''}, true),
-      set_config('statement_timeout', ${timeoutSetting(o.timeoutMs)}, true)`;
+      set_config('bulkhead.customer_token', ${proofSetting(o.proof)}, true),
+      set_config('statement_timeout', ${timeoutSetting(o.timeoutMs)}, true) ${approval}`;
   return row!.pid;
 }
 
@@ -125,6 +133,7 @@ export async function withReadConnection<T>(
     const opened = conn<{ pid: number }[]>`
       select pg_backend_pid() as pid,
         set_config('bulkhead.customer_id', ${settings.customerId ?? ''}, false),
+        set_config('bulkhead.customer_token', ${proofSetting(settings.proof)}, false),
         set_config('statement_timeout', ${timeoutSetting(settings.timeoutMs)}, false),
         set_config('default_transaction_read_only', 'on', false)`.then(([row]) => {
       pid = row!.pid;

@@ -1,7 +1,8 @@
 import { createSql, isConnectionError, type Sql } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createReadLanes, type ReadSettings } from './read-lanes.ts';
+import { TokenProof } from './access.ts';
+import { createReadLanes, proofSetting, type ReadSettings } from './read-lanes.ts';
 import { NoConnectionInTime } from './time-limit.ts';
 
 // Lanes share a connection between the calls of one customer: these tests hold them to never letting a
@@ -27,33 +28,38 @@ function lanesOf(max: number) {
 
 interface Seen {
   customer: string;
+  token: string;
   timeout: string;
   pid: number;
 }
 
 const seen = async (conn: Sql): Promise<Seen> => {
   const [row] = await conn<Seen[]>`
-    select current_setting('bulkhead.customer_id') as customer, current_setting('statement_timeout') as timeout,
-      pg_backend_pid() as pid`;
+    select current_setting('bulkhead.customer_id') as customer, current_setting('bulkhead.customer_token') as token,
+      current_setting('statement_timeout') as timeout, pg_backend_pid() as pid`;
   return row!;
 };
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('read lanes', () => {
-  it('give every query of a call its own customer and time limit, however calls of others interleave on one connection', async () => {
+  it('give every query of a call its own customer, token proof and time limit, however calls of others interleave on one connection', async () => {
     const lanes = lanesOf(1);
+    // Two tokens of one customer: a lane proves one token, so they never share one.
+    const proof = (id: string, byte: number) => new TokenProof(id, Buffer.alloc(32, byte));
     const settings: ReadSettings[] = [
-      { customerId: 'C-1001', timeoutMs: 2_000 },
-      { customerId: 'C-1002', timeoutMs: 2_000 },
+      { customerId: 'C-1001', proof: proof('tokenaaaaaaa', 1), timeoutMs: 2_000 },
+      { customerId: 'C-1002', proof: proof('tokenbbbbbbb', 2), timeoutMs: 2_000 },
       { customerId: null, timeoutMs: 2_000 },
-      { customerId: 'C-1001', timeoutMs: 3_000 },
+      { customerId: 'C-1001', proof: proof('tokenaaaaaaa', 1), timeoutMs: 3_000 },
+      { customerId: 'C-1001', proof: proof('tokencccccc2', 3), timeoutMs: 2_000 },
     ];
     // Three ways a handler sends its queries: awaited one by one, through .then, and all at once.
     const shapes = [
       async (conn: Sql) => [await seen(conn), (await pause(3), await seen(conn)), await seen(conn)],
       (conn: Sql) =>
         conn<Seen[]>`select current_setting('bulkhead.customer_id') as customer,
+          current_setting('bulkhead.customer_token') as token,
           current_setting('statement_timeout') as timeout, pg_backend_pid() as pid`.then((rows) => [
           rows[0]!,
         ]),
@@ -67,6 +73,7 @@ describe('read lanes', () => {
     for (const { s, rows } of done)
       for (const row of rows) {
         expect(row.customer).toBe(s.customerId ?? '');
+        expect(row.token).toBe(proofSetting(s.proof));
         expect(row.timeout).toBe(`${s.timeoutMs / 1000}s`);
       }
     expect(lanes.usage).toEqual({ lanes: 0, calls: 0 });

@@ -1,11 +1,20 @@
 import { isConnectionError, type Sql } from '@bulkhead/db';
+import type { TokenProof } from './access.ts';
 import { waitAtMost } from './time-limit.ts';
 
-/** The settings a read-only call runs under: the customer the row policies fence on, and its time limit. */
+/**
+ * The settings a read-only call runs under: its customer, the proof of the token the row policies derive
+ * the customer from (none: no customer rows), and its time limit.
+ */
 export interface ReadSettings {
+  /** Informative only (`bulkhead.customer_id`): no row policy trusts what the session can set itself. */
   customerId: string | null;
+  proof?: TokenProof | undefined;
   timeoutMs: number;
 }
+
+/** The proof as `bulkhead.customer_token` takes it: empty when the call presented none. */
+export const proofSetting = (proof: TokenProof | undefined) => proof?.setting ?? '';
 
 /** A time limit as `statement_timeout` takes it: whole milliseconds, at least one (0 would mean none). */
 export const timeoutSetting = (ms: number) => String(Math.max(1, Math.ceil(ms)));
@@ -149,7 +158,8 @@ export function createReadLanes(reads: Sql, max: number): ReadLanes {
    * lane that waits its turn in the pool's queue.
    */
   const choose = (settings: ReadSettings): Lane => {
-    const key = `${settings.customerId ?? ''}\u0000${timeoutSetting(settings.timeoutMs)}`;
+    // By token, not by customer: a lane proves one token, and a revoked one must not fence another's calls out.
+    const key = `${settings.customerId ?? ''}\u0000${proofSetting(settings.proof)}\u0000${timeoutSetting(settings.timeoutMs)}`;
     const joined = usage.lanes >= max ? joinable(byKey.get(key) ?? [], waiting) : undefined;
     return joined ?? open(key, settings);
   };
@@ -202,6 +212,7 @@ function bindSession(c: Reserved, settings: ReadSettings): Promise<{ pid: number
     select pg_backend_pid() as pid,
       set_config('default_transaction_read_only', 'on', false),
       set_config('bulkhead.customer_id', ${settings.customerId ?? ''}, false),
+      set_config('bulkhead.customer_token', ${proofSetting(settings.proof)}, false),
       set_config('statement_timeout', ${timeoutSetting(settings.timeoutMs)}, false)`.execute();
 }
 

@@ -1,4 +1,8 @@
+import { createHash } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { inspect } from 'node:util';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
+import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTokenVerifier, issueToken, parseToken, revokeToken } from './tokens.ts';
 
@@ -93,6 +97,35 @@ describe('the token cache', () => {
       verdict = await verifier.verify(token);
     }
     expect(verdict).toMatchObject({ ok: false, reason: 'revoked' });
+    await verifier.close();
+  });
+});
+
+describe('the proof an access carries to the database', () => {
+  it('is the token id and its secret hash, and is never written out with the access', async () => {
+    const verifier = createTokenVerifier(db.sql, 'sleepy', 'mcp', { listen: false });
+    const token = await issue('proof');
+    const { id, secret } = parseToken(token)!;
+    const hash = createHash('sha256').update(secret).digest('hex');
+    const verdict = await verifier.verify(token);
+    if (!verdict.ok) throw new Error(`refused: ${verdict.reason}`);
+    expect(verdict.access.proof!.setting).toBe(`${id}:${hash}`);
+    // A logger or an audit event given the whole access, as a careless handler might.
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    pino({}, sink).info({ access: verdict.access }, 'call');
+    const written = [lines.join(''), JSON.stringify(verdict), inspect(verdict, { depth: 9 })];
+    for (const text of written) {
+      expect(text).toContain(id);
+      expect(text).not.toContain(hash);
+      expect(text).not.toContain(secret);
+    }
+    expect(JSON.parse(lines.join('')).access.proof).toBe('[token proof]');
     await verifier.close();
   });
 });

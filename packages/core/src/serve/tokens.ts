@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Sql } from '@bulkhead/db';
-import type { Access } from '../pipeline/access.ts';
+import { TokenProof, type Access } from '../pipeline/access.ts';
 
 /** `mcp` tokens open an MCP server; `approver` tokens open the approvers' console. Neither opens the other. */
 export type TokenKind = 'mcp' | 'approver';
@@ -284,6 +284,7 @@ export function createTokenVerifier(
               scopes: row!.scopes,
               customerId: row!.customerId,
               owner: row!.owner,
+              proof: new TokenProof(id, secretHash),
             },
           }
         : {
