@@ -361,16 +361,18 @@ describe('OAuth grants', () => {
     const secret = await grant('g_roles_04', granter.id);
     await expect(issue('g_roles_04', secret, '2 days')).rejects.toThrow(/up to a day/);
     // A grant id without its code, or with a wrong PKCE verifier, opens nothing.
-    await expect(issue('g_roles_04', { code: `bhc_${'z'.repeat(43)}`, verifier: secret.verifier })).rejects.toThrow(
-      /opened only with its unused authorization code/,
-    );
+    await expect(
+      issue('g_roles_04', { code: `bhc_${'z'.repeat(43)}`, verifier: secret.verifier }),
+    ).rejects.toThrow(/opened only with its unused authorization code/);
     await expect(issue('g_roles_04', { code: secret.code, verifier: 'w'.repeat(43) })).rejects.toThrow(
       /opened only with its unused authorization code/,
     );
     const [issued] = await issue('g_roles_04', secret);
     expect(issued).toMatchObject({ server: 'admin', scopes: ['invoices:read'], customer_id: null });
     // The code is redeemed once.
-    await expect(issue('g_roles_04', secret)).rejects.toThrow(/opened only with its unused authorization code/);
+    await expect(issue('g_roles_04', secret)).rejects.toThrow(
+      /opened only with its unused authorization code/,
+    );
     // Revoking the grant revokes its token; the console cannot unrevoke it, having no write on tokens.
     await console`select bulkhead_oauth_revoke_grant('g_roles_04', 'test')`;
     const [row] =

@@ -319,11 +319,14 @@ describe('the attacks of issue 31, one by one', () => {
       console
         .begin(async (tx) => {
           if (proof) await tx`select 1 from bulkhead_console_prove(${proof})`;
-          await tx.unsafe(`update bulkhead_approvals set status = 'approved', ${set} where id = 'ap_nobodynobody'`);
+          await tx.unsafe(
+            `update bulkhead_approvals set status = 'approved', ${set} where id = 'ap_nobodynobody'`,
+          );
           throw new Error('rolled back');
         })
         .catch((err: Error) => (err.message === 'rolled back' ? 'ok' : err.message));
-    const unproven = /is taken by an approver who presents their token or console session in the same transaction/;
+    const unproven =
+      /is taken by an approver who presents their token or console session in the same transaction/;
     expect(
       await decide(
         `decided_by = 'nobody', decided_by_token_id = 'doesnotexist', decided_arguments_hash = arguments_hash`,

@@ -45,7 +45,9 @@ export async function createSession(sql: Sql, token: string, hours: number): Pro
 
 /** The approver behind a session cookie, while both the session and its token are valid. */
 export async function findSession(sql: Sql, id: string): Promise<Approver | undefined> {
-  const [row] = await sql<{ tokenId: string; label: string; owner: string | null; scopes: string[]; csrf: string }[]>`
+  const [row] = await sql<
+    { tokenId: string; label: string; owner: string | null; scopes: string[]; csrf: string }[]
+  >`
     select token_id as "tokenId", label, owner, scopes, csrf from bulkhead_console_session(${id})`;
   return row && approverOf(row, row.csrf, id);
 }

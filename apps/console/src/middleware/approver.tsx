@@ -51,11 +51,7 @@ async function bearerApprover(
   }
   await ctx.throttle.release(source, slot.slot);
   return {
-    approver: approverOf(
-      { ...verdict.access, owner: verdict.access.owner ?? null },
-      null,
-      bearer!,
-    ),
+    approver: approverOf({ ...verdict.access, owner: verdict.access.owner ?? null }, null, bearer!),
   };
 }
 

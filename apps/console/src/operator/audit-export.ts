@@ -40,7 +40,8 @@ export function exportStream(
         try {
           const batch = await asOperator(ctx.sql, operator.proof, async (tx) => {
             const [reading] = await tx<{ ok: boolean }[]>`select bulkhead_reading_as_operator() as ok`;
-            if (!reading!.ok) throw new Error(`token ${operator.tokenId} may no longer read the whole audit log`);
+            if (!reading!.ok)
+              throw new Error(`token ${operator.tokenId} may no longer read the whole audit log`);
             return readBatch(tx, { ...filter, afterSeq: after }, BATCH);
           });
           const head = started ? '' : exportHeader(format);

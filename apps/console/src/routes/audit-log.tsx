@@ -92,10 +92,6 @@ export function mountAuditLog(app: Hono<ConsoleEnv>, ctx: ConsoleContext) {
       started,
       arguments: { format, search: Object.fromEntries(new URLSearchParams(searchQuery(whole))) },
     });
-    return c.body(
-      exportStream(ctx, approver, filter, format),
-      200,
-      exportHeaders(format, search.from),
-    );
+    return c.body(exportStream(ctx, approver, filter, format), 200, exportHeaders(format, search.from));
   });
 }

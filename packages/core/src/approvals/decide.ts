@@ -66,6 +66,35 @@ function stamp(d: Date): string {
 
 type Verdict = { error: ApprovalDecisionError | null; record?: ApprovalRecord };
 
+type Tx = Parameters<Parameters<Sql['begin']>[1]>[0];
+
+/**
+ * Who decides is what the decision's proof proves, recorded for the transaction
+ * (`bulkhead_console_prove`): the approvals guard accepts a decision only under that approver. Only the
+ * owner (the CLI, deciding under `asRole`) may allow self-approval for its own transaction.
+ */
+async function proveApprover(
+  tx: Tx,
+  d: Decision,
+): Promise<{ approver: { tokenId: string; label: string; owner: string | null }; allowSelf: boolean }> {
+  const [me] = await tx<{ tokenId: string; label: string; owner: string | null; selfApproval: boolean }[]>`
+    select token_id as "tokenId", label, owner, self_approval as "selfApproval"
+    from bulkhead_console_prove(${d.proof})`.catch((err: unknown) => {
+    if ((err as { code?: string }).code !== '42501') throw err;
+    throw new ApprovalDecisionError(
+      'your approver token or console session is unknown, expired or revoked: sign in again',
+      'unauthorized',
+    );
+  });
+  const owned = Boolean(d.asRole && d.allowSelfApproval);
+  if (owned)
+    await tx`update bulkhead_console_proofs set self_approval = true where xact = pg_current_xact_id()`;
+  return {
+    approver: { tokenId: me!.tokenId, label: me!.label, owner: me!.owner },
+    allowSelf: me!.selfApproval || owned,
+  };
+}
+
 /**
  * Records a decision on a pending approval, with its audit event in the same
  * transaction. Only the console's database role can write a decision (the
@@ -77,7 +106,7 @@ type Verdict = { error: ApprovalDecisionError | null; record?: ApprovalRecord };
  * approving arguments that no longer match their stored hash or that changed
  * since the decider saw them, and — separation of duties — approving a
  * request filed with a token issued to the approver's own person (refused and
- * audited, unless `allowSelfApproval`).
+ * audited, unless the owner's switch allows it). The decider is whoever `proof` proves.
  */
 export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision): Promise<ApprovalRecord> {
   const reason = d.reason?.trim() || null;
@@ -94,22 +123,7 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
   if (reason && reason.length > MAX_REASON)
     throw new ApprovalDecisionError(`the reason is limited to ${MAX_REASON} characters`, 'invalid');
   const verdict = await sql.begin(async (tx): Promise<Verdict> => {
-    // Who decides is what the proof proves, recorded for this transaction: the approvals guard accepts a
-    // decision only under that approver.
-    const [me] = await tx<{ tokenId: string; label: string; owner: string | null; selfApproval: boolean }[]>`
-      select token_id as "tokenId", label, owner, self_approval as "selfApproval"
-      from bulkhead_console_prove(${d.proof})`.catch((err: unknown) => {
-      if ((err as { code?: string }).code !== '42501') throw err;
-      throw new ApprovalDecisionError(
-        'your approver token or console session is unknown, expired or revoked: sign in again',
-        'unauthorized',
-      );
-    });
-    // Only the owner (the CLI) may allow self-approval for its own transaction.
-    if (d.asRole && d.allowSelfApproval)
-      await tx`update bulkhead_console_proofs set self_approval = true where xact = pg_current_xact_id()`;
-    const allowSelf = me!.selfApproval || Boolean(d.asRole && d.allowSelfApproval);
-    const approver = { tokenId: me!.tokenId, label: me!.label, owner: me!.owner };
+    const { approver, allowSelf } = await proveApprover(tx, d);
     const decidedBy = `${d.via}:${approver.label}`;
     const decider = { tokenId: approver.tokenId, label: decidedBy };
     if (d.asRole) await tx`set local role ${tx(d.asRole)}`;
