@@ -298,9 +298,9 @@ export async function unpinnedFunctions(sql: Sql): Promise<string[]> {
 }
 
 /**
- * The console's grants: decisions, sessions and sign-in records, the OAuth authorization server's
- * tables, and the token table, the tool switches and the whole audit log only through functions that
- * check an operator's token.
+ * The console's grants: decisions and sign-in records, the OAuth authorization server's clients, and
+ * sessions, grants, the token table, the tool switches and the whole audit log only through functions
+ * that check an approver's proof (a session or approver token secret), never a token id.
  */
 async function grantConsole(tx: Tx, role: string): Promise<void> {
   const r = tx(role);
