@@ -120,15 +120,15 @@ const EXPECTED: Record<(typeof DEPLOYABLES)[number], Record<string, Rights>> = {
       ],
     },
     bulkhead_caught_mail: { select: 'all' },
-    bulkhead_console_sessions: { select: 'all', insert: 'all', update: 'all', delete: true },
     bulkhead_console_sign_in_failures: { select: 'all', insert: 'all', update: 'all', delete: true },
     bulkhead_console_sign_in_forms: { select: 'all', insert: 'all', delete: true },
     bulkhead_deployables: { select: 'all' },
-    // The OAuth authorization server's own tables; the token table only through functions.
+    // The OAuth authorization server's own tables; grants, codes, refresh tokens and the token table are
+    // written only through functions that take an approver's proof or the grant's own secrets.
     bulkhead_oauth_clients: { select: 'all', insert: 'all', update: 'all' },
-    bulkhead_oauth_codes: { select: 'all', insert: 'all', update: ['used_at'], delete: true },
-    bulkhead_oauth_grants: { select: 'all', insert: 'all', update: ['revoked_at', 'revoked_reason'] },
-    bulkhead_oauth_refresh_tokens: { select: 'all', insert: 'all', update: ['used_at'] },
+    bulkhead_oauth_codes: { select: 'all', update: ['used_at'] },
+    bulkhead_oauth_grants: { select: 'all', update: ['revoked_at', 'revoked_reason'] },
+    bulkhead_oauth_refresh_tokens: { select: 'all', update: ['used_at'] },
     bulkhead_outbox: { select: 'all' },
     customers: { select: ['id', 'name'] },
   },
@@ -220,7 +220,7 @@ describe('forging, as each server role would if it were compromised', () => {
     ).rejects.toThrow(/only the console role decides approvals, not admin/);
     const session = `insert into bulkhead_console_sessions (id_hash, token_id, csrf, expires_at)
       values ('\\x00', 'x', 'x', now() + interval '1 hour')`;
-    for (const name of [...MCP, 'sealer']) expect(await attempt(name, session)).toBe('denied');
+    for (const name of [...MCP, 'sealer', 'console']) expect(await attempt(name, session)).toBe('denied');
   });
 
   it('the console decides but records no outcome, and files no request', async () => {
@@ -292,7 +292,9 @@ describe('forging, as each server role would if it were compromised', () => {
 });
 
 describe('OAuth grants', () => {
-  it('no server role touches the OAuth tables or issues a grant token; the console issues only from a live grant', async () => {
+  it('no server role touches the OAuth tables or issues a grant token; the console issues only from a live grant, with its secret', async () => {
+    const issueFn = `select * from bulkhead_oauth_issue_token('g', 'bhc_x', 'v', 'id', '\\x00', 'l', now() + interval '1 hour',
+      'r', '\\x00', now() + interval '1 day')`;
     for (const name of [...MCP, 'sealer']) {
       for (const table of [
         'bulkhead_oauth_clients',
@@ -301,22 +303,34 @@ describe('OAuth grants', () => {
         'bulkhead_oauth_refresh_tokens',
       ])
         expect([name, table, await attempt(name, `select 1 from ${table}`)]).toEqual([name, table, 'denied']);
-      expect(
-        await attempt(
-          name,
-          `select * from bulkhead_oauth_issue_token('g', 'id', '\\x00', 'l', now() + interval '1 hour')`,
-        ),
-      ).toBe('denied');
+      expect(await attempt(name, issueFn)).toBe('denied');
     }
     const console = roles.console!;
     await console`insert into bulkhead_oauth_clients (client_id, source, redirect_uris)
       values ('bhc_roles', 'registered', ${['http://127.0.0.1/cb']})`;
-    const grant = async (id: string, by: string, server = 'admin') =>
-      console`insert into bulkhead_oauth_grants (id, client_id, server, scopes, granted_by_token_id, granted_by)
+    // The console's login writes no grant, code or refresh token itself.
+    expect(
+      await attempt(
+        'console',
+        `insert into bulkhead_oauth_grants (id, client_id, server, scopes, granted_by_token_id, granted_by)
+         values ('g_roles_00', 'bhc_roles', 'admin', '{}', 'x', 'x')`,
+      ),
+    ).toBe('denied');
+    /** A grant as the consent page records one (here by the owner), with its code; answers the code's secrets. */
+    const grant = async (id: string, by: string, server = 'admin') => {
+      const code = `bhc_${id.slice(-2).repeat(22).slice(0, 43)}`;
+      const verifier = `v${id.slice(-2)}`.padEnd(43, 'x');
+      await db.sql`insert into bulkhead_oauth_grants (id, client_id, server, scopes, granted_by_token_id, granted_by)
         values (${id}, 'bhc_roles', ${server}, ${['invoices:read']}, ${by}, 'x')`;
-    const issue = (grantId: string) =>
-      console`select * from bulkhead_oauth_issue_token(${grantId}, ${'rolestoken' + grantId.slice(-2)}, ${Buffer.from([0])}, 'l',
-        now() + interval '1 hour')`;
+      await db.sql`insert into bulkhead_oauth_codes (code_hash, grant_id, client_id, redirect_uri, code_challenge, resource, expires_at)
+        values (${createHash('sha256').update(code).digest()}, ${id}, 'bhc_roles', 'http://127.0.0.1/cb',
+          ${createHash('sha256').update(verifier).digest('base64url')}, 'http://127.0.0.1/mcp', now() + interval '2 minutes')`;
+      return { code, verifier };
+    };
+    const issue = (grantId: string, secret: { code: string; verifier: string }, lifetime = '1 hour') =>
+      console`select * from bulkhead_oauth_issue_token(${grantId}, ${secret.code}, ${secret.verifier},
+        ${'rolestoken' + grantId.slice(-2)}, ${Buffer.from([0])}, 'l', now() + ${lifetime}::interval,
+        ${'refresh' + grantId.slice(-2) + 'xxxxxxx'}, ${Buffer.from([0])}, now() + interval '1 day')`;
     // A grant given by an approver token without grants:issue, or by a made-up token id, yields nothing.
     const { record: decider } = await issueToken(db.sql, {
       kind: 'approver',
@@ -326,10 +340,12 @@ describe('OAuth grants', () => {
       expiresAt: null,
       createdBy: 'test',
     });
-    await grant('g_roles_01', decider.id);
-    await expect(issue('g_roles_01')).rejects.toThrow(/given by a token that may not grant/);
-    await grant('g_roles_02', 'madeupid1234');
-    await expect(issue('g_roles_02')).rejects.toThrow(/given by a token that may not grant/);
+    await expect(issue('g_roles_01', await grant('g_roles_01', decider.id))).rejects.toThrow(
+      /given by a token that may not grant/,
+    );
+    await expect(issue('g_roles_02', await grant('g_roles_02', 'madeupid1234'))).rejects.toThrow(
+      /given by a token that may not grant/,
+    );
     const { record: granter } = await issueToken(db.sql, {
       kind: 'approver',
       server: 'console',
@@ -339,21 +355,33 @@ describe('OAuth grants', () => {
       createdBy: 'test',
     });
     // Only for an MCP server, and never a token that outlives a day.
-    await grant('g_roles_03', granter.id, 'console');
-    await expect(issue('g_roles_03')).rejects.toThrow(/not an MCP server/);
-    await grant('g_roles_04', granter.id);
+    await expect(issue('g_roles_03', await grant('g_roles_03', granter.id, 'console'))).rejects.toThrow(
+      /not an MCP server/,
+    );
+    const secret = await grant('g_roles_04', granter.id);
+    await expect(issue('g_roles_04', secret, '2 days')).rejects.toThrow(/up to a day/);
+    // A grant id without its code, or with a wrong PKCE verifier, opens nothing.
     await expect(
-      console`select * from bulkhead_oauth_issue_token('g_roles_04', 'rolestoken04', ${Buffer.from([0])}, 'l', now() + interval '2 days')`,
-    ).rejects.toThrow(/up to a day/);
-    const [issued] = await issue('g_roles_04');
+      issue('g_roles_04', { code: `bhc_${'z'.repeat(43)}`, verifier: secret.verifier }),
+    ).rejects.toThrow(/opened only with its unused authorization code/);
+    await expect(issue('g_roles_04', { code: secret.code, verifier: 'w'.repeat(43) })).rejects.toThrow(
+      /opened only with its unused authorization code/,
+    );
+    const [issued] = await issue('g_roles_04', secret);
     expect(issued).toMatchObject({ server: 'admin', scopes: ['invoices:read'], customer_id: null });
+    // The code is redeemed once.
+    await expect(issue('g_roles_04', secret)).rejects.toThrow(
+      /opened only with its unused authorization code/,
+    );
     // Revoking the grant revokes its token; the console cannot unrevoke it, having no write on tokens.
     await console`select bulkhead_oauth_revoke_grant('g_roles_04', 'test')`;
     const [row] =
       await db.sql`select revoked_at is not null as revoked from bulkhead_tokens where id = 'rolestoken04'`;
     expect(row).toEqual({ revoked: true });
     expect(await attempt('console', `update bulkhead_tokens set revoked_at = null`)).toBe('denied');
-    await expect(issue('g_roles_04')).rejects.toThrow(/unknown or revoked/);
+    const again = await grant('g_roles_05', granter.id);
+    await db.sql`update bulkhead_oauth_grants set revoked_at = now() where id = 'g_roles_05'`;
+    await expect(issue('g_roles_05', again)).rejects.toThrow(/unknown or revoked/);
   });
 });
 

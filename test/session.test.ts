@@ -299,41 +299,64 @@ describe('the attacks of issue 31, one by one', () => {
         'Credit €1', now() + interval '1 hour', 'r', ${requester})`;
   }
   async function approver(person: string) {
-    return (
-      await issueToken(db.sql, {
-        kind: 'approver',
-        server: 'console',
-        label: `approver ${person}`,
-        scopes: ['approvals:decide'],
-        expiresAt: null,
-        createdBy: 'test',
-        owner: person,
-      })
-    ).record;
+    const { token, record } = await issueToken(db.sql, {
+      kind: 'approver',
+      server: 'console',
+      label: `approver ${person}`,
+      scopes: ['approvals:decide'],
+      expiresAt: null,
+      createdBy: 'test',
+      owner: person,
+    });
+    return { ...record, token };
   }
 
-  it('4: a decision by nobody, by a token that is no live approver, or without its event is refused', async () => {
+  it('4: a decision by nobody, by an approver id without its secret, by a token that is no live approver, or without its event is refused', async () => {
     await pendingApproval('ap_nobodynobody');
     const console = roles.console!;
-    const decide = (set: string) =>
-      outcome(
-        console,
-        `update bulkhead_approvals set status = 'approved', ${set} where id = 'ap_nobodynobody'`,
-      );
+    /** The decision as one statement, after `proof` (if any) was presented in the same transaction. */
+    const decide = (set: string, proof?: string) =>
+      console
+        .begin(async (tx) => {
+          if (proof) await tx`select 1 from bulkhead_console_prove(${proof})`;
+          await tx.unsafe(
+            `update bulkhead_approvals set status = 'approved', ${set} where id = 'ap_nobodynobody'`,
+          );
+          throw new Error('rolled back');
+        })
+        .catch((err: Error) => (err.message === 'rolled back' ? 'ok' : err.message));
+    const unproven =
+      /is taken by an approver who presents their token or console session in the same transaction/;
     expect(
       await decide(
         `decided_by = 'nobody', decided_by_token_id = 'doesnotexist', decided_arguments_hash = arguments_hash`,
       ),
-    ).toMatch(/a decision names a live approver token; doesnotexist is none/);
-    const ana = await approver('ana');
+    ).toMatch(unproven);
+    const { token, record: ana } = await issueToken(db.sql, {
+      kind: 'approver',
+      server: 'console',
+      label: 'approver ana',
+      scopes: ['approvals:decide'],
+      expiresAt: null,
+      createdBy: 'test',
+      owner: 'ana',
+    });
+    // Ana's id and label alone, as the console's login can read them: not a proof.
+    expect(
+      await decide(
+        `decided_by = 'console:approver ana', decided_by_token_id = '${ana.id}', decided_arguments_hash = arguments_hash`,
+      ),
+    ).toMatch(unproven);
     expect(
       await decide(
         `decided_by = 'nobody', decided_by_token_id = '${ana.id}', decided_arguments_hash = arguments_hash`,
+        token,
       ),
     ).toMatch(/the decider is recorded as its approver token's label/);
     expect(
       await decide(
         `decided_by = 'console:approver ana', decided_by_token_id = '${ana.id}', decided_arguments_hash = arguments_hash`,
+        token,
       ),
     ).toMatch(/recorded with its audit event, written first in the same transaction/);
     // An event committed earlier, in a transaction of its own, is not the decision's.
@@ -351,17 +374,19 @@ describe('the attacks of issue 31, one by one', () => {
     expect(
       await decide(
         `decided_by = 'console:approver ana', decided_by_token_id = '${ana.id}', decided_arguments_hash = arguments_hash, decision_event_id = '${eventId}'`,
+        token,
       ),
     ).toMatch(/recorded with its audit event, written first in the same transaction/);
     const [row] = await db.sql`select status from bulkhead_approvals where id = 'ap_nobodynobody'`;
     expect(row).toEqual({ status: 'pending' });
-    // A revoked approver decides nothing either.
+    // A revoked approver proves nothing, so decides nothing either.
     await db.sql`update bulkhead_tokens set revoked_at = now() where id = ${ana.id}`;
     expect(
       await decide(
         `decided_by = 'console:approver ana', decided_by_token_id = '${ana.id}', decided_arguments_hash = arguments_hash`,
+        token,
       ),
-    ).toMatch(/a decision names a live approver token/);
+    ).toMatch(/no signed-in approver: the token or session presented is unknown, expired or revoked/);
   });
 
   it('4: the decision path writes its event first and is accepted; the event is in the log', async () => {
@@ -370,7 +395,7 @@ describe('the attacks of issue 31, one by one', () => {
     const decided = await decideApproval(roles.console!, createAuditWriter(roles.console!), {
       id: 'ap_properproper',
       decision: 'approve',
-      approver: { tokenId: bea.id, label: bea.label, owner: 'bea' },
+      proof: bea.token,
       via: 'console',
     });
     expect(decided.status).toBe('approved');
@@ -397,13 +422,14 @@ describe('the attacks of issue 31, one by one', () => {
         decideApproval(roles.console!, createAuditWriter(roles.console!), {
           id: 'ap_selfselfself',
           decision: 'approve',
-          approver: { tokenId: me.id, label: me.label, owner: person },
+          proof: me.token,
           via: 'console',
         }),
       ).rejects.toThrow(/issued to .*who may not approve it too/);
       // … and the database on its own, with the event written as the console would.
       const verdict = await roles
         .console!.begin(async (tx) => {
+          await tx`select 1 from bulkhead_console_prove(${me.token})`;
           const id = crypto.randomUUID();
           await createAuditWriter(tx as unknown as Sql).appendIn(tx, {
             id,

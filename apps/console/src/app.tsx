@@ -44,7 +44,10 @@ export interface ConsoleOptions {
   /** Refused sign-ins allowed per source address and window (default 10 per 60 s). */
   signInPolicy?: SignInPolicy;
   audit?: AuditWriter;
-  /** `BULKHEAD_ALLOW_SELF_APPROVAL`: a person may approve what a token issued to them asked for. */
+  /**
+   * `BULKHEAD_ALLOW_SELF_APPROVAL`, as the console was started with. The database decides by the owner's
+   * switch (`bulkhead_settings`, set by `bulkhead start`), which the console's login cannot change.
+   */
   allowSelfApproval?: boolean;
   /** `BULKHEAD_METRICS_TOKEN`: lets a scraper that is not on loopback read `/metrics`. */
   metricsToken?: string | undefined;

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Sql } from '@bulkhead/db';
 
 /** A signed-in approver. */
@@ -9,12 +9,15 @@ export interface Approver {
   owner: string | null;
   /** The token carries the operator right (`approvers add --can-manage-tokens`, scope tokens:manage). */
   operator: boolean;
+  /** The token may grant OAuth access (`approvers add --can-grant`, scope grants:issue). */
+  canGrant: boolean;
   /** The CSRF token every form of this session carries; null for bearer requests (no cookie, no CSRF). */
   csrf: string | null;
-}
-
-function hash(id: string): Buffer {
-  return createHash('sha256').update(id).digest();
+  /**
+   * What the database acts on for this approver: the session's cookie value, or the bearer's approver
+   * token. Every database function that acts for an approver checks it; never logged, never shown.
+   */
+  proof: string;
 }
 
 /** A fresh random value for cookies and CSRF tokens. */
@@ -29,34 +32,46 @@ export function sameSecret(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** Opens a session for an approver token; returns the session id for the cookie (only its hash is stored). */
-export async function createSession(sql: Sql, tokenId: string, hours: number): Promise<string> {
+/**
+ * Opens a session for the approver whose token is presented in full (the database verifies its secret:
+ * the console's login cannot open a session for a token it only knows by id). Returns the session id
+ * for the cookie; only its hash is stored.
+ */
+export async function createSession(sql: Sql, token: string, hours: number): Promise<string> {
   const id = randomToken();
-  await sql`
-    insert into bulkhead_console_sessions (id_hash, token_id, csrf, expires_at)
-    values (${hash(id)}, ${tokenId}, ${randomToken()}, now() + ${hours} * interval '1 hour')`;
+  await sql`select 1 from bulkhead_console_sign_in(${token}, ${id}, ${randomToken()}, ${hours})`;
   return id;
 }
 
 /** The approver behind a session cookie, while both the session and its token are valid. */
 export async function findSession(sql: Sql, id: string): Promise<Approver | undefined> {
-  // The console's role cannot read the token table: the token's validity comes from a function that
-  // answers only for approver tokens.
-  const [row] = await sql<Approver[]>`
-    with who as (
-      select a.token_id, a.label, a.owner, s.csrf, bulkhead_operator(a.token_id) as operator
-      from bulkhead_console_sessions s
-      cross join lateral bulkhead_approver(s.token_id) a
-      where s.id_hash = ${hash(id)} and s.expires_at > now()),
-    touched as (
-      update bulkhead_console_sessions set last_seen_at = now()
-      where id_hash = ${hash(id)} and exists (select 1 from who))
-    select token_id as "tokenId", label, owner, operator, csrf from who`;
-  return row;
+  const [row] = await sql<
+    { tokenId: string; label: string; owner: string | null; scopes: string[]; csrf: string }[]
+  >`
+    select token_id as "tokenId", label, owner, scopes, csrf from bulkhead_console_session(${id})`;
+  return row && approverOf(row, row.csrf, id);
 }
 
+/** An approver as the console carries it, from what the database derived from `proof`. */
+export function approverOf(
+  who: { tokenId: string; label: string; owner: string | null; scopes: readonly string[] },
+  csrf: string | null,
+  proof: string,
+): Approver {
+  return {
+    tokenId: who.tokenId,
+    label: who.label,
+    owner: who.owner,
+    operator: who.scopes.includes('tokens:manage'),
+    canGrant: who.scopes.includes('grants:issue'),
+    csrf,
+    proof,
+  };
+}
+
+/** Ends the session whose cookie value is `id`. */
 export async function deleteSession(sql: Sql, id: string): Promise<void> {
-  await sql`delete from bulkhead_console_sessions where id_hash = ${hash(id)}`;
+  await sql`select bulkhead_console_sign_out(${id})`;
 }
 
 /** Requests that wait for a decision and have not lapsed (for the navigation). */

@@ -44,6 +44,7 @@ export {
   revokeToken,
   rotateToken,
   tokenState,
+  type GrantSecret,
   type IssueTokenOptions,
   type TokenKind,
   type TokenRecord,

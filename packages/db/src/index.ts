@@ -16,4 +16,5 @@ export {
   SEALER,
   type RoleSpec,
 } from './roles.ts';
+export { setAllowSelfApproval } from './settings.ts';
 export { ensureOwner, isSuperuser, OWNER_ROLE, schemaOwner, type OwnerReport } from './owner.ts';

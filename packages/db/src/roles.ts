@@ -300,9 +300,9 @@ export async function unpinnedFunctions(sql: Sql): Promise<string[]> {
 }
 
 /**
- * The console's grants: decisions, sessions and sign-in records, the OAuth authorization server's
- * tables, and the token table, the tool switches and the whole audit log only through functions that
- * check an operator's token.
+ * The console's grants: decisions and sign-in records, the OAuth authorization server's clients, and
+ * sessions, grants, the token table, the tool switches and the whole audit log only through functions
+ * that check an approver's proof (a session or approver token secret), never a token id.
  */
 async function grantConsole(tx: Tx, role: string): Promise<void> {
   const r = tx(role);
@@ -315,37 +315,45 @@ async function grantConsole(tx: Tx, role: string): Promise<void> {
   await tx`grant select on bulkhead_outbox to ${r}`;
   await policy(tx, `bh_${role}_read`, 'bulkhead_outbox', 'select', role, 'true', null);
   await tx`grant select on bulkhead_caught_mail to ${r}`;
-  await tx`grant select, insert, update, delete on bulkhead_console_sessions to ${r}`;
+  // Sessions only through functions: opened with an approver token's secret, found and ended with the
+  // session's own secret (issue 42). The console keeps no authority in rows its login can read.
+  await tx`grant execute on function bulkhead_console_sign_in(text, text, text, double precision) to ${r}`;
+  await tx`grant execute on function bulkhead_console_session(text) to ${r}`;
+  await tx`grant execute on function bulkhead_console_sign_out(text) to ${r}`;
   await tx`grant select, insert, delete on bulkhead_console_sign_in_forms to ${r}`;
   await tx`grant select, insert, update, delete on bulkhead_console_sign_in_failures to ${r}`;
   await tx`grant execute on function bulkhead_token_owner(text) to ${r}`;
-  await tx`grant execute on function bulkhead_approver(text) to ${r}`;
-  // The OAuth authorization server: its own tables, and the token table only through functions.
+  // A decision or a read of the whole audit log names its approver by proof, recorded for the transaction.
+  await tx`grant execute on function bulkhead_console_proof(text) to ${r}`;
+  await tx`grant execute on function bulkhead_console_prove(text) to ${r}`;
+  await tx`grant execute on function bulkhead_console_proven() to ${r}`;
+  // The OAuth authorization server: clients are its own; grants, codes and refresh tokens are written
+  // only through functions that take an approver's proof or the grant's own secrets.
   await tx`grant select, insert, update on bulkhead_oauth_clients to ${r}`;
-  await tx`grant select, insert on bulkhead_oauth_grants to ${r}`;
+  await tx`grant select on bulkhead_oauth_grants to ${r}`;
   await tx`grant update (revoked_at, revoked_reason) on bulkhead_oauth_grants to ${r}`;
-  await tx`grant select, insert, delete on bulkhead_oauth_codes to ${r}`;
+  await tx`grant select on bulkhead_oauth_codes to ${r}`;
   await tx`grant update (used_at) on bulkhead_oauth_codes to ${r}`;
-  await tx`grant select, insert on bulkhead_oauth_refresh_tokens to ${r}`;
+  await tx`grant select on bulkhead_oauth_refresh_tokens to ${r}`;
   await tx`grant update (used_at) on bulkhead_oauth_refresh_tokens to ${r}`;
-  await tx`grant execute on function bulkhead_approver_can_grant(text) to ${r}`;
-  await tx`grant execute on function bulkhead_oauth_issue_token(text, text, bytea, text, timestamptz) to ${r}`;
+  await tx`grant execute on function
+      bulkhead_oauth_grant(text, text, text, text, text[], text, text, text, text, text, integer) to ${r}`;
+  await tx`grant execute on function
+      bulkhead_oauth_issue_token(text, text, text, text, bytea, text, timestamptz, text, bytea, timestamptz) to ${r}`;
   await tx`grant execute on function bulkhead_oauth_revoke_grant(text, text) to ${r}`;
   await tx`grant execute on function bulkhead_oauth_token_grant(text, bytea) to ${r}`;
   // Operators (approver tokens with tokens:manage): tokens, grants and tool switches through functions
-  // that check the operator's token; the whole audit log and its seals only in a transaction that
-  // names an operator (`bulkhead.operator`).
-  await tx`grant execute on function bulkhead_operator(text) to ${r}`;
+  // that take the operator's proof; the whole audit log and its seals only in a transaction where an
+  // operator proved themselves (`bulkhead_console_prove`).
   await tx`grant execute on function bulkhead_reading_as_operator() to ${r}`;
   await tx`grant execute on function bulkhead_operator_tokens(text) to ${r}`;
   await tx`grant execute on function
-      bulkhead_operator_issue_token(text, text, bytea, text, text, text[], text, text, timestamptz, text) to ${r}`;
+      bulkhead_operator_issue_token(text, text, bytea, text, text, text[], text, text, timestamptz) to ${r}`;
   await tx`grant execute on function bulkhead_operator_revoke_token(text, text) to ${r}`;
   await tx`grant execute on function bulkhead_operator_revoke_grant(text, text) to ${r}`;
   await tx`grant execute on function bulkhead_operator_revoke_person(text, text) to ${r}`;
   await tx`grant execute on function bulkhead_operator_tool_switches(text) to ${r}`;
-  await tx`grant execute on function
-      bulkhead_operator_switch_tool(text, text, text, boolean, text, text) to ${r}`;
+  await tx`grant execute on function bulkhead_operator_switch_tool(text, text, text, boolean, text) to ${r}`;
   await policy(
     tx,
     `bh_${role}_operator`,

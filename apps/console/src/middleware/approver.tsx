@@ -4,7 +4,7 @@ import { deleteCookie, getCookie } from 'hono/cookie';
 import type { ConsoleContext, ConsoleEnv, ConsoleRequest } from '../context.ts';
 import { field } from '../form-field.ts';
 import { MessagePage, page } from '../pages.tsx';
-import { findSession, sameSecret, type Approver } from '../sessions.ts';
+import { approverOf, findSession, sameSecret, type Approver } from '../sessions.ts';
 import { auditSignIn, throttled, type SignInRefusal } from '../sign-in-audit.tsx';
 import { sourceAddress } from '../source.ts';
 
@@ -51,13 +51,7 @@ async function bearerApprover(
   }
   await ctx.throttle.release(source, slot.slot);
   return {
-    approver: {
-      tokenId: verdict.access.tokenId,
-      label: verdict.access.label,
-      owner: verdict.access.owner ?? null,
-      operator: verdict.access.scopes.includes('tokens:manage'),
-      csrf: null,
-    },
+    approver: approverOf({ ...verdict.access, owner: verdict.access.owner ?? null }, null, bearer!),
   };
 }
 

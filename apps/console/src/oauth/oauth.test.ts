@@ -26,7 +26,7 @@ let metadataUrl: string;
 const hungUp = new Set<string>();
 
 async function signedIn(scopes: string[], person: string) {
-  const { record } = await issueToken(db.sql, {
+  const { token, record } = await issueToken(db.sql, {
     kind: 'approver',
     server: 'console',
     label: person,
@@ -35,7 +35,7 @@ async function signedIn(scopes: string[], person: string) {
     createdBy: 'test',
     owner: person,
   });
-  const sid = await createSession(consoleSql, record.id, 1);
+  const sid = await createSession(consoleSql, token, 1);
   const [row] = await db.sql<
     { csrf: string }[]
   >`select csrf from bulkhead_console_sessions where token_id = ${record.id}`;

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { issueGrantToken } from '@bulkhead/core/operator';
+import { issueGrantToken, type GrantSecret } from '@bulkhead/core/operator';
 import type { Sql } from '@bulkhead/db';
 
 /** How long an authorization code, an access token and a refresh token live. */
@@ -25,28 +25,23 @@ export interface NewGrant {
   server: string;
   scopes: string[];
   customerId: string | null;
-  grantedBy: { tokenId: string; label: string; owner: string | null };
+  /** The granting approver's proof (session or token secret): the database records who granted from it. */
+  proof: string;
   redirectUri: string;
   codeChallenge: string;
   resource: string;
 }
 
-/** Records a grant and its authorization code; returns the code (only its hash is kept). */
+/**
+ * Records a grant and its authorization code through `bulkhead_oauth_grant`, which checks the approver's
+ * proof and right to grant; returns the code (only its hash is kept).
+ */
 export async function createGrant(sql: Sql, g: NewGrant): Promise<{ grantId: string; code: string }> {
   const grantId = `g_${randomBytes(12).toString('base64url')}`;
   const code = `bhc_${randomBytes(32).toString('base64url')}`;
-  await sql.begin(async (tx) => {
-    // Codes live two minutes; a day later one presented again is merely unknown, not a replay to act on.
-    await tx`delete from bulkhead_oauth_codes where expires_at < now() - interval '1 day'`;
-    await tx`
-      insert into bulkhead_oauth_grants (id, client_id, server, scopes, customer_id, granted_by_token_id, granted_by, owner)
-      values (${grantId}, ${g.clientId}, ${g.server}, ${g.scopes}, ${g.customerId}, ${g.grantedBy.tokenId},
-        ${g.grantedBy.label}, ${g.grantedBy.owner})`;
-    await tx`
-      insert into bulkhead_oauth_codes (code_hash, grant_id, client_id, redirect_uri, code_challenge, resource, expires_at)
-      values (${sha256(code)}, ${grantId}, ${g.clientId}, ${g.redirectUri}, ${g.codeChallenge}, ${g.resource},
-        now() + ${CODE_SECONDS} * interval '1 second')`;
-  });
+  await sql`
+    select bulkhead_oauth_grant(${g.proof}, ${grantId}, ${g.clientId}, ${g.server}, ${g.scopes}, ${g.customerId},
+      ${code}, ${g.redirectUri}, ${g.codeChallenge}, ${g.resource}, ${CODE_SECONDS})`;
   return { grantId, code };
 }
 
@@ -106,30 +101,31 @@ export interface TokenResponse {
   scope: string;
 }
 
-/** Issues a fresh access token and refresh token for a live grant. */
+/**
+ * Issues a fresh access token and refresh token for a live grant, to the holder of `secret` (the code
+ * with its PKCE verifier, or the refresh token being rotated): the database redeems it once.
+ */
 export async function issueTokens(
   sql: Sql,
   grantId: string,
   clientName: string | null,
+  secret: GrantSecret,
 ): Promise<{ response: TokenResponse; tokenId: string; refreshId: string }> {
   const issued = await issueGrantToken(sql, {
     grantId,
+    secret,
     label: `${clientName ?? 'OAuth client'} (OAuth grant ${grantId})`,
     expiresAt: new Date(Date.now() + ACCESS_SECONDS * 1000),
+    refreshExpiresAt: new Date(Date.now() + REFRESH_DAYS * 86_400_000),
   });
-  const refreshId = randomBytes(12).toString('base64url');
-  const secret = randomBytes(32).toString('base64url');
-  await sql`
-    insert into bulkhead_oauth_refresh_tokens (id, grant_id, secret_hash, expires_at)
-    values (${refreshId}, ${grantId}, ${sha256(secret)}, now() + ${REFRESH_DAYS} * interval '1 day')`;
   return {
     tokenId: issued.tokenId,
-    refreshId,
+    refreshId: issued.refreshId,
     response: {
       access_token: issued.token,
       token_type: 'Bearer',
       expires_in: ACCESS_SECONDS,
-      refresh_token: `bhr_${refreshId}_${secret}`,
+      refresh_token: issued.refreshToken,
       scope: issued.scopes.join(' '),
     },
   };
@@ -190,9 +186,10 @@ export async function hasLiveGrant(sql: Sql, clientId: string): Promise<boolean>
   return row !== undefined;
 }
 
-/** Whether an approver token may grant OAuth access (`approvers add --can-grant`). */
-export async function canGrant(sql: Sql, tokenId: string): Promise<boolean> {
-  const [row] = await sql<{ ok: boolean }[]>`select bulkhead_approver_can_grant(${tokenId}) as ok`;
+/** Whether the approver `proof` proves may grant OAuth access (`approvers add --can-grant`), now. */
+export async function canGrant(sql: Sql, proof: string): Promise<boolean> {
+  const [row] = await sql<{ ok: boolean }[]>`
+    select coalesce(bool_or('grants:issue' = any (scopes)), false) as ok from bulkhead_console_proof(${proof})`;
   return row!.ok;
 }
 

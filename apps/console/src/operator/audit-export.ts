@@ -27,7 +27,7 @@ export function exportHeaders(format: ExportFormat, from: Date): Record<string, 
  */
 export function exportStream(
   ctx: ConsoleContext,
-  operator: string,
+  operator: { proof: string; tokenId: string },
   filter: AuditFilter,
   format: ExportFormat,
 ): ReadableStream<Uint8Array> {
@@ -38,9 +38,10 @@ export function exportStream(
     {
       async pull(controller) {
         try {
-          const batch = await asOperator(ctx.sql, operator, async (tx) => {
+          const batch = await asOperator(ctx.sql, operator.proof, async (tx) => {
             const [reading] = await tx<{ ok: boolean }[]>`select bulkhead_reading_as_operator() as ok`;
-            if (!reading!.ok) throw new Error(`token ${operator} may no longer read the whole audit log`);
+            if (!reading!.ok)
+              throw new Error(`token ${operator.tokenId} may no longer read the whole audit log`);
             return readBatch(tx, { ...filter, afterSeq: after }, BATCH);
           });
           const head = started ? '' : exportHeader(format);
@@ -49,7 +50,7 @@ export function exportStream(
           if (batch.length < BATCH) controller.close();
           else after = batch[batch.length - 1]!.seq;
         } catch (err) {
-          ctx.logger.error({ err, operator }, 'audit export failed');
+          ctx.logger.error({ err, operator: operator.tokenId }, 'audit export failed');
           controller.error(err);
         }
       },

@@ -156,8 +156,8 @@ async function backlog(tx: TransactionSql): Promise<Backlog> {
  * here), read in one transaction that names the operator: only then may the console read the whole
  * audit log.
  */
-export function chartData(sql: Sql, operatorTokenId: string, range: ChartRange): Promise<ChartData> {
-  return asOperator(sql, operatorTokenId, async (tx) => {
+export function chartData(sql: Sql, operatorProof: string, range: ChartRange): Promise<ChartData> {
+  return asOperator(sql, operatorProof, async (tx) => {
     const calls = await callsPerServer(tx, range);
     const tools = await callsPerTool(tx, range);
     const refused = await refusals(tx, range);

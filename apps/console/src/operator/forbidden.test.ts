@@ -20,9 +20,10 @@ const BO = 'bo@example.test';
 let db: TestDatabase;
 let consoleSql: Sql;
 let consoleApp: ConsoleApp;
-let bo: { tokenId: string; cookie: string; csrf: string };
-let operator: { tokenId: string; cookie: string; csrf: string };
+let bo: { tokenId: string; token: string; sid: string; cookie: string; csrf: string };
+let operator: { tokenId: string; token: string; sid: string; cookie: string; csrf: string };
 let anaToken: string;
+let anaSecret: string;
 let anaGrant: string;
 
 beforeAll(async () => {
@@ -36,7 +37,7 @@ beforeAll(async () => {
   });
   bo = await signedIn(db, consoleSql, BO, ['approvals:decide', 'grants:issue']);
   operator = await signedIn(db, consoleSql, 'olga@example.test', ['approvals:decide', 'tokens:manage']);
-  const { record } = await issueToken(db.sql, {
+  const { token, record } = await issueToken(db.sql, {
     server: 'admin',
     label: 'Claude Code (Ana)',
     scopes: ['invoices:read'],
@@ -45,6 +46,7 @@ beforeAll(async () => {
     owner: ANA,
   });
   anaToken = record.id;
+  anaSecret = token;
   anaGrant = (
     await oauthGrant(db, {
       server: 'admin',
@@ -150,34 +152,35 @@ it('every operator action answers 403 to an approver without the operator right,
 
 describe('the database', () => {
   const refused = { code: '42501' };
-  /** Every operator function, called by the console's role with `id` as the operator. */
-  const calls = (id: string) => [
-    consoleSql`select * from bulkhead_operator_tokens(${id})`,
-    consoleSql`select * from bulkhead_operator_issue_token(${id}, 'abcdefghijkm', ${Buffer.alloc(32)}, 'admin',
-      'Sneaky', ${['invoices:read']}, null, ${BO}, null, 'test')`,
-    consoleSql`select bulkhead_operator_revoke_token(${id}, ${anaToken})`,
-    consoleSql`select bulkhead_operator_revoke_grant(${id}, ${anaGrant})`,
-    consoleSql`select * from bulkhead_operator_revoke_person(${id}, ${ANA})`,
-    consoleSql`select * from bulkhead_operator_tool_switches(${id})`,
-    consoleSql`select bulkhead_operator_switch_tool(${id}, 'admin', 'send_invoice', true, 'incident', ${BO})`,
+  /** Every operator function, called by the console's role with `proof` as the operator's proof. */
+  const calls = (proof: string) => [
+    consoleSql`select * from bulkhead_operator_tokens(${proof})`,
+    consoleSql`select * from bulkhead_operator_issue_token(${proof}, 'abcdefghijkm', ${Buffer.alloc(32)}, 'admin',
+      'Sneaky', ${['invoices:read']}, null, ${BO}, null)`,
+    consoleSql`select bulkhead_operator_revoke_token(${proof}, ${anaToken})`,
+    consoleSql`select bulkhead_operator_revoke_grant(${proof}, ${anaGrant})`,
+    consoleSql`select * from bulkhead_operator_revoke_person(${proof}, ${ANA})`,
+    consoleSql`select * from bulkhead_operator_tool_switches(${proof})`,
+    consoleSql`select bulkhead_operator_switch_tool(${proof}, 'admin', 'send_invoice', true, 'incident')`,
   ];
 
-  it('refuses every operator function to the console role with an approver token that may not operate', async () => {
-    for (const call of calls(bo.tokenId)) await expect(call).rejects.toMatchObject(refused);
+  it('refuses every operator function to the console role with the proof of an approver who may not operate', async () => {
+    for (const proof of [bo.sid, bo.token])
+      for (const call of calls(proof)) await expect(call).rejects.toMatchObject(refused);
   });
 
-  it('refuses them with an MCP token, an unknown id and a revoked operator token', async () => {
+  it('refuses them with an MCP token, an operator token id alone, an unknown one and a revoked operator token', async () => {
     const revoked = await approverToken(db, 'olga@example.test', ['tokens:manage']);
     await db.sql`update bulkhead_tokens set revoked_at = now() where id = ${revoked.tokenId}`;
-    for (const id of [anaToken, 'nosuchtoken1', revoked.tokenId])
-      for (const call of calls(id)) await expect(call).rejects.toMatchObject(refused);
+    for (const proof of [anaSecret, operator.tokenId, 'nosuchtoken1', revoked.token])
+      for (const call of calls(proof)) await expect(call).rejects.toMatchObject(refused);
     expect((await getToken(db.sql, anaToken))!.revokedAt).toBeNull();
   });
 
-  it('answers an operator', async () => {
-    const rows = await consoleSql<
-      { id: string }[]
-    >`select id from bulkhead_operator_tokens(${operator.tokenId})`;
-    expect(rows.map((r) => r.id)).toContain(anaToken);
+  it('answers an operator, by session or by token', async () => {
+    for (const proof of [operator.sid, operator.token]) {
+      const rows = await consoleSql<{ id: string }[]>`select id from bulkhead_operator_tokens(${proof})`;
+      expect(rows.map((r) => r.id)).toContain(anaToken);
+    }
   });
 });

@@ -3,10 +3,10 @@ import type { Sql } from '@bulkhead/db';
 import { asOperator } from './read.ts';
 
 /** Every switched-off tool of every server, by server and tool, as the database lets an operator read them. */
-export function switchedOffTools(sql: Sql, operatorTokenId: string): Promise<SwitchedOffTool[]> {
+export function switchedOffTools(sql: Sql, operatorProof: string): Promise<SwitchedOffTool[]> {
   return sql<SwitchedOffTool[]>`
     select server, tool, reason, switched_by as "switchedBy", switched_at as "switchedAt"
-    from bulkhead_operator_tool_switches(${operatorTokenId})`;
+    from bulkhead_operator_tool_switches(${operatorProof})`;
 }
 
 /** A switch an operator asks for: `off` with a reason, or on again. */
@@ -16,18 +16,15 @@ export interface ToolSwitchRequest {
   off: boolean;
   /** Why it goes off; null to switch it on. */
   reason: string | null;
-  /** Who switched, as the list shows it. */
-  by: string;
 }
 
 /**
  * Switches one tool of an MCP server off or on again, through the database's function that first checks
  * the operator's right; every replica of the server hears of it by NOTIFY. False when it already was.
  */
-export async function switchTool(sql: Sql, operatorTokenId: string, r: ToolSwitchRequest): Promise<boolean> {
+export async function switchTool(sql: Sql, operatorProof: string, r: ToolSwitchRequest): Promise<boolean> {
   const [row] = await sql<{ changed: boolean }[]>`
-    select bulkhead_operator_switch_tool(${operatorTokenId}, ${r.server}, ${r.tool}, ${r.off}, ${r.reason},
-      ${r.by}) as changed`;
+    select bulkhead_operator_switch_tool(${operatorProof}, ${r.server}, ${r.tool}, ${r.off}, ${r.reason}) as changed`;
   return row!.changed;
 }
 
@@ -46,13 +43,13 @@ const SEEN_MAX = 500;
  */
 export function recentlyCalledTools(
   sql: Sql,
-  operatorTokenId: string,
+  operatorProof: string,
   servers: readonly string[],
 ): Promise<SeenTool[]> {
   if (!servers.length) return Promise.resolve([]);
   return asOperator(
     sql,
-    operatorTokenId,
+    operatorProof,
     (tx) => tx<SeenTool[]>`
       select distinct server, tool from audit_events
       where method = 'tools/call' and tool is not null and outcome <> 'unknown_tool'

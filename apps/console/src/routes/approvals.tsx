@@ -82,9 +82,8 @@ async function decide(c: ConsoleRequest, ctx: ConsoleContext) {
       decision,
       reason,
       via: 'console',
-      approver: { tokenId: approver.tokenId, label: approver.label, owner: approver.owner },
+      proof: approver.proof,
       expectedHash: hash,
-      allowSelfApproval: ctx.allowSelfApproval,
     });
   } catch (err) {
     if (!(err instanceof ApprovalDecisionError)) throw err;
@@ -97,6 +96,7 @@ async function decide(c: ConsoleRequest, ctx: ConsoleContext) {
       withdrawn: 409,
       changed: 409,
       self_approval: 403,
+      unauthorized: 401,
     }[err.code];
     const sentence = err.message.charAt(0).toUpperCase() + err.message.slice(1);
     return detail(c, ctx, id, { error: `${sentence}.`, reason }, status);

@@ -396,21 +396,23 @@ describe('the audit log for operators', () => {
       expect(res.status).toBe(403);
       expect(await res.text()).toContain('Operators only');
     }
-    // The console's role sees only the events of approvals, unless a transaction names a live operator.
-    const visible = (operator?: string) =>
+    // The console's role sees only the events of approvals, unless an operator proved themselves in the
+    // transaction; naming an operator's token id in the old setting opens nothing.
+    const visible = (named: { setting?: string; proof?: string }) =>
       consoleSql.begin(async (tx) => {
-        if (operator) await tx`select set_config('bulkhead.operator', ${operator}, true)`;
+        if (named.setting) await tx`select set_config('bulkhead.operator', ${named.setting}, true)`;
+        if (named.proof) await tx`select 1 from bulkhead_console_prove(${named.proof})`;
         const [row] = await tx<{ all: number; approvals: number }[]>`
           select count(*)::int as all, count(approval_id)::int as approvals from audit_events`;
         return row!;
       });
     const [total] = await db.sql<{ n: number }[]>`select count(*)::int as n from audit_events`;
-    for (const named of [undefined, approverId]) {
+    for (const named of [{}, { proof: approverToken }, { setting: operatorId }, { setting: approverId }]) {
       const seen = await visible(named);
       expect(seen.all).toBe(seen.approvals);
       expect(seen.all).toBeGreaterThan(0);
     }
-    expect((await visible(operatorId)).all).toBeGreaterThanOrEqual(total!.n);
+    expect((await visible({ proof: operatorToken })).all).toBeGreaterThanOrEqual(total!.n);
   });
 });
 

@@ -28,8 +28,8 @@ export function mountAuditLog(app: Hono<ConsoleEnv>, ctx: ConsoleContext) {
     const [found, pending] = await Promise.all([
       errors.length
         ? []
-        : asOperator(sql, approver.tokenId, async (tx) =>
-            readNewest(tx, await searchFilter(tx, approver.tokenId, search), PAGE + 1),
+        : asOperator(sql, approver.proof, async (tx) =>
+            readNewest(tx, await searchFilter(tx, approver.proof, search), PAGE + 1),
           ),
       countPending(sql),
     ]);
@@ -51,7 +51,7 @@ export function mountAuditLog(app: Hono<ConsoleEnv>, ctx: ConsoleContext) {
     const approver = c.get('approver');
     const seq = Number(c.req.param('seq'));
     const [shown, pending] = await Promise.all([
-      asOperator(sql, approver.tokenId, async (tx) => {
+      asOperator(sql, approver.proof, async (tx) => {
         const event = await readEvent(tx, seq);
         const seal = event && (await eventSealStatus(tx, ctx.auditKey, seq));
         return event && seal ? { event, seal } : undefined;
@@ -84,7 +84,7 @@ export function mountAuditLog(app: Hono<ConsoleEnv>, ctx: ConsoleContext) {
         400,
       );
     const whole = { ...search, before: undefined };
-    const filter = await asOperator(sql, approver.tokenId, (tx) => searchFilter(tx, approver.tokenId, whole));
+    const filter = await asOperator(sql, approver.proof, (tx) => searchFilter(tx, approver.proof, whole));
     // Recorded before the first byte: no export leaves the console unaudited.
     await auditOperator(c, ctx, {
       action: 'audit_export',
@@ -92,10 +92,6 @@ export function mountAuditLog(app: Hono<ConsoleEnv>, ctx: ConsoleContext) {
       started,
       arguments: { format, search: Object.fromEntries(new URLSearchParams(searchQuery(whole))) },
     });
-    return c.body(
-      exportStream(ctx, approver.tokenId, filter, format),
-      200,
-      exportHeaders(format, search.from),
-    );
+    return c.body(exportStream(ctx, approver, filter, format), 200, exportHeaders(format, search.from));
   });
 }

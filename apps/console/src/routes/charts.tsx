@@ -14,7 +14,7 @@ export function mountCharts(app: Hono<ConsoleEnv>, ctx: ConsoleContext) {
     const asked = parseRange(c.req.query(), now);
     if ('error' in asked)
       return page(c, <ChartsPage approver={approver} fields={asked.fields} error={asked.error} />, 400);
-    const data = await chartData(ctx.sql, approver.tokenId, asked.range);
+    const data = await chartData(ctx.sql, approver.proof, asked.range);
     return page(
       c,
       <ChartsPage approver={approver} fields={asked.fields} shown={{ range: asked.range, data, now }} />,

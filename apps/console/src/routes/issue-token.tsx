@@ -66,11 +66,8 @@ async function issue(c: ConsoleRequest, ctx: ConsoleContext) {
       return refuse(error, form(c, ctx, server, fields, error));
     }
     const approver = c.var.approver;
-    const issued = await issueTokenAsOperator(ctx.sql, approver.tokenId, {
-      server: server.name,
-      ...o,
-      createdBy: `console: ${approver.label}`,
-    });
+    // Recorded as created by `console: <label>`, the operator the proof names.
+    const issued = await issueTokenAsOperator(ctx.sql, approver.proof, { server: server.name, ...o });
     ctx.logger.info(
       { tokenId: issued.id, server: server.name, by: approver.label },
       'token issued by an operator',

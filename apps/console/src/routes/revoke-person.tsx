@@ -18,7 +18,7 @@ import { page } from '../pages.tsx';
 /** The person's live tokens and grants: what their revocation stops. */
 async function live(c: ConsoleRequest, ctx: ConsoleContext, person: string) {
   const filter = { person, state: 'active' as const };
-  const tokens = await operatorTokens(ctx.sql, c.var.approver.tokenId, filter);
+  const tokens = await operatorTokens(ctx.sql, c.var.approver.proof, filter);
   const grants = await operatorGrants(ctx.sql, filter);
   return { tokens, grants, fingerprint: shownFingerprint(tokens, grants) };
 }
@@ -57,7 +57,7 @@ async function revokePerson(c: ConsoleRequest, ctx: ConsoleContext, person: stri
           'The tokens and grants of this person changed since the page was drawn: nothing was revoked. Check the list below and confirm again.',
         ),
       };
-    const revoked = await revokePersonAsOperator(ctx.sql, c.var.approver.tokenId, person);
+    const revoked = await revokePersonAsOperator(ctx.sql, c.var.approver.proof, person);
     ctx.logger.info({ ...revoked, by: c.var.approver.label }, 'person revoked by an operator');
     return {
       outcome: 'ok',

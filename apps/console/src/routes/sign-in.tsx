@@ -93,7 +93,8 @@ async function signIn(c: ConsoleRequest, ctx: ConsoleContext) {
     await refused('form_not_valid', 'bad_request');
     return loginForm(c, ctx, 'The sign-in form had expired. Please enter your token again.', 400, next);
   }
-  const verdict = await ctx.verifier.verify(field(form, 'token')?.trim() ?? '');
+  const presented = field(form, 'token')?.trim() ?? '';
+  const verdict = await ctx.verifier.verify(presented);
   if (!verdict.ok) {
     await refused(verdict.reason, 'unauthorized', verdict);
     return loginForm(
@@ -106,7 +107,7 @@ async function signIn(c: ConsoleRequest, ctx: ConsoleContext) {
   }
   await throttle.release(source, slot.slot);
   const hours = ctx.sessionHours;
-  const sid = await createSession(sql, verdict.access.tokenId, hours);
+  const sid = await createSession(sql, presented, hours);
   await auditSignIn(c, ctx, started, 'ok', { session_hours: hours }, verdict.access);
   deleteCookie(c, cookies.login, { path: '/', secure: cookies.attributes.secure });
   setCookie(c, cookies.session, sid, { ...cookies.attributes, maxAge: Math.round(hours * 3600) });

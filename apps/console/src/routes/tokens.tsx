@@ -21,7 +21,7 @@ function listPage(c: ConsoleRequest, ctx: ConsoleContext, scope: ListScope) {
     const query = c.req.query();
     const filter = filterFrom(query, scope);
     // The tokens first: their function checks the operator before the grants are read.
-    const tokens = await operatorTokens(ctx.sql, c.var.approver.tokenId, filter);
+    const tokens = await operatorTokens(ctx.sql, c.var.approver.proof, filter);
     const grants = await operatorGrants(ctx.sql, filter);
     const mcp = ctx.servers.map((s) => s.name);
     return page(
@@ -45,7 +45,7 @@ function listPage(c: ConsoleRequest, ctx: ConsoleContext, scope: ListScope) {
 async function revokeToken(c: ConsoleRequest, ctx: ConsoleContext) {
   const id = c.req.param('id')!;
   const back = field(await c.req.parseBody(), 'back');
-  const operator = c.var.approver.tokenId;
+  const operator = c.var.approver.proof;
   return operatorAction(c, ctx, 'revoke_token', { token_id: id }, async () => {
     const token = await operatorToken(ctx.sql, operator, id);
     const revoked = token ? await revokeTokenAsOperator(ctx.sql, operator, id) : false;
@@ -68,7 +68,7 @@ async function revokeGrant(c: ConsoleRequest, ctx: ConsoleContext) {
   const id = c.req.param('id')!;
   const back = field(await c.req.parseBody(), 'back');
   return operatorAction(c, ctx, 'revoke_grant', { grant_id: id }, async () => {
-    const revoked = await revokeGrantAsOperator(ctx.sql, c.var.approver.tokenId, id);
+    const revoked = await revokeGrantAsOperator(ctx.sql, c.var.approver.proof, id);
     if (revoked) ctx.logger.info({ grantId: id, by: c.var.approver.label }, 'grant revoked by an operator');
     return {
       outcome: 'ok',

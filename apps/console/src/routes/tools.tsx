@@ -20,10 +20,10 @@ async function toolsPage(
 ) {
   const approver = c.get('approver');
   const [switches, seen] = await Promise.all([
-    switchedOffTools(ctx.sql, approver.tokenId),
+    switchedOffTools(ctx.sql, approver.proof),
     recentlyCalledTools(
       ctx.sql,
-      approver.tokenId,
+      approver.proof,
       ctx.servers.map((s) => s.name),
     ),
   ]);
@@ -86,13 +86,7 @@ async function switchFromForm(c: ConsoleRequest, ctx: ConsoleContext, off: boole
   }
   let changed: boolean;
   try {
-    changed = await switchTool(ctx.sql, approver.tokenId, {
-      server,
-      tool,
-      off,
-      reason,
-      by: approver.owner ?? approver.label,
-    });
+    changed = await switchTool(ctx.sql, approver.proof, { server, tool, off, reason });
   } catch (err) {
     // The database's own checks: the server is no MCP server it knows (a console configured with one the
     // database was never told of), or the token lost the operator right since this request began.

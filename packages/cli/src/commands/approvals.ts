@@ -311,11 +311,7 @@ Options:
             decision: kind,
             reason: values.reason,
             via: 'cli',
-            approver: {
-              tokenId: verdict.access.tokenId,
-              label: verdict.access.label,
-              owner: verdict.access.owner ?? null,
-            },
+            proof: token,
             allowSelfApproval: env.BULKHEAD_ALLOW_SELF_APPROVAL,
             asRole: groupRole('console'),
           });

@@ -4,7 +4,15 @@ import { join } from 'node:path';
 import { startSealer, type Sealer } from '@bulkhead/audit';
 import { storeCaughtMail } from '@bulkhead/core/operator';
 import type { MailCatcher } from '@bulkhead/core/mail-catcher';
-import { createSql, loginRole, migrate, openDatabase, type Database, type Sql } from '@bulkhead/db';
+import {
+  createSql,
+  loginRole,
+  migrate,
+  openDatabase,
+  setAllowSelfApproval,
+  type Database,
+  type Sql,
+} from '@bulkhead/db';
 import { prepareEmbeddedRoles } from '@bulkhead/db/embedded';
 import { auditKey } from '../audit-key.ts';
 import { deployableRoles } from '../deployable-roles.ts';
@@ -325,6 +333,8 @@ Reference: ${referenceOf('start')}.`,
 
     const { applied } = await migrate(db.sql);
     if (applied.length) io.err(`Applied migrations: ${applied.join(', ')}`);
+    // The switch lives in a table only the owner writes, so that no login can flip it from its session.
+    await setAllowSelfApproval(db.sql, env.BULKHEAD_ALLOW_SELF_APPROVAL);
     for (const hook of startHooks) await hook({ sql: db.sql, env, io, embedded: db.embedded, servers });
 
     const urls = await prepareRoles(db, env, io, servers);

@@ -17,7 +17,8 @@ export class ApprovalDecisionError extends Error {
       | 'reason_required'
       | 'changed'
       | 'invalid'
-      | 'self_approval',
+      | 'self_approval'
+      | 'unauthorized',
   ) {
     super(message);
   }
@@ -29,13 +30,20 @@ export interface Decision {
   decision: 'approve' | 'reject';
   /** Optional when approving, required when rejecting. */
   reason?: string | undefined;
-  /** The approver, from their approver token: recorded as the decider, by label and token id. */
-  approver: { tokenId: string; label: string; owner: string | null };
+  /**
+   * The approver's proof: their approver token in full, or their console session's cookie value. The
+   * database derives who decides (token id, label, person) from it and records them as the decider.
+   */
+  proof: string;
   /** Where the decision was taken, recorded before the approver's label (`console`, `cli`). */
   via: 'console' | 'cli';
   /** The arguments hash the decider was shown; refused when the stored one differs. */
   expectedHash?: string | undefined;
-  /** `BULKHEAD_ALLOW_SELF_APPROVAL`: a one-person shop may approve what its own token asked for. */
+  /**
+   * `BULKHEAD_ALLOW_SELF_APPROVAL` given to the schema's owner (the CLI, with `asRole`): a one-person shop
+   * may approve what its own token asked for. Without `asRole` only the owner's switch in the database
+   * (`bulkhead_settings`, set by `bulkhead start`) allows it; no login can flip it from its session.
+   */
   allowSelfApproval?: boolean;
   /** Decide under this role (`SET LOCAL ROLE`): the CLI, connected as the owner, decides as `bulkhead_console`. */
   asRole?: string;
@@ -58,6 +66,35 @@ function stamp(d: Date): string {
 
 type Verdict = { error: ApprovalDecisionError | null; record?: ApprovalRecord };
 
+type Tx = Parameters<Parameters<Sql['begin']>[1]>[0];
+
+/**
+ * Who decides is what the decision's proof proves, recorded for the transaction
+ * (`bulkhead_console_prove`): the approvals guard accepts a decision only under that approver. Only the
+ * owner (the CLI, deciding under `asRole`) may allow self-approval for its own transaction.
+ */
+async function proveApprover(
+  tx: Tx,
+  d: Decision,
+): Promise<{ approver: { tokenId: string; label: string; owner: string | null }; allowSelf: boolean }> {
+  const [me] = await tx<{ tokenId: string; label: string; owner: string | null; selfApproval: boolean }[]>`
+    select token_id as "tokenId", label, owner, self_approval as "selfApproval"
+    from bulkhead_console_prove(${d.proof})`.catch((err: unknown) => {
+    if ((err as { code?: string }).code !== '42501') throw err;
+    throw new ApprovalDecisionError(
+      'your approver token or console session is unknown, expired or revoked: sign in again',
+      'unauthorized',
+    );
+  });
+  const owned = Boolean(d.asRole && d.allowSelfApproval);
+  if (owned)
+    await tx`update bulkhead_console_proofs set self_approval = true where xact = pg_current_xact_id()`;
+  return {
+    approver: { tokenId: me!.tokenId, label: me!.label, owner: me!.owner },
+    allowSelf: me!.selfApproval || owned,
+  };
+}
+
 /**
  * Records a decision on a pending approval, with its audit event in the same
  * transaction. Only the console's database role can write a decision (the
@@ -69,7 +106,7 @@ type Verdict = { error: ApprovalDecisionError | null; record?: ApprovalRecord };
  * approving arguments that no longer match their stored hash or that changed
  * since the decider saw them, and — separation of duties — approving a
  * request filed with a token issued to the approver's own person (refused and
- * audited, unless `allowSelfApproval`).
+ * audited, unless the owner's switch allows it). The decider is whoever `proof` proves.
  */
 export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision): Promise<ApprovalRecord> {
   const reason = d.reason?.trim() || null;
@@ -85,9 +122,10 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
     );
   if (reason && reason.length > MAX_REASON)
     throw new ApprovalDecisionError(`the reason is limited to ${MAX_REASON} characters`, 'invalid');
-  const decidedBy = `${d.via}:${d.approver.label}`;
-  const decider = { tokenId: d.approver.tokenId, label: decidedBy };
   const verdict = await sql.begin(async (tx): Promise<Verdict> => {
+    const { approver, allowSelf } = await proveApprover(tx, d);
+    const decidedBy = `${d.via}:${approver.label}`;
+    const decider = { tokenId: approver.tokenId, label: decidedBy };
     if (d.asRole) await tx`set local role ${tx(d.asRole)}`;
     const [a] = await tx<ApprovalRecord[]>`
       select ${tx.unsafe(APPROVAL_COLUMNS)} from bulkhead_approvals where id = ${d.id} for update`;
@@ -124,17 +162,17 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
         ),
       };
     }
-    if (d.decision === 'approve' && !d.allowSelfApproval && d.approver.owner && a.requestedByTokenId) {
+    if (d.decision === 'approve' && !allowSelf && approver.owner && a.requestedByTokenId) {
       const [requester] = await tx<{ owner: string | null }[]>`
         select bulkhead_token_owner(${a.requestedByTokenId}) as owner`;
-      if (requester?.owner && samePerson(requester.owner, d.approver.owner)) {
+      if (requester?.owner && samePerson(requester.owner, approver.owner)) {
         const error = new ApprovalDecisionError(
-          `approval ${d.id} was requested with a token issued to ${d.approver.owner}, who may not approve it too: another approver must decide (separation of duties)`,
+          `approval ${d.id} was requested with a token issued to ${approver.owner}, who may not approve it too: another approver must decide (separation of duties)`,
           'self_approval',
         );
         await audit.appendIn(
           tx,
-          decisionEvent(a, decider, 'forbidden', { reason: 'self_approval', person: d.approver.owner }),
+          decisionEvent(a, decider, 'forbidden', { reason: 'self_approval', person: approver.owner }),
         );
         return { error };
       }
@@ -163,15 +201,14 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
         { ...a, decisionReason: reason },
         decider,
         status,
-        d.allowSelfApproval ? { self_approval_allowed: true } : {},
+        allowSelf ? { self_approval_allowed: true } : {},
       ),
       id: randomUUID(),
     };
     await audit.appendIn(tx, event);
-    if (d.allowSelfApproval) await tx`select set_config('bulkhead.allow_self_approval', 'on', true)`;
     const [decided] = await tx<ApprovalRecord[]>`
       update bulkhead_approvals set status = ${status},
-        decided_by = ${decidedBy}, decided_by_token_id = ${d.approver.tokenId}, decision_reason = ${reason},
+        decided_by = ${decidedBy}, decided_by_token_id = ${approver.tokenId}, decision_reason = ${reason},
         decided_arguments_hash = ${d.decision === 'approve' ? a.argumentsHash : null},
         decision_event_id = ${event.id}
       where id = ${a.id}

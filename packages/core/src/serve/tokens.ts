@@ -92,38 +92,63 @@ export async function issueToken(
 
 /**
  * Issues an MCP token as an operator (the console), through `bulkhead_operator_issue_token`: the
- * database checks that `operatorTokenId` is a live approver token with tokens:manage, since the
- * console's role cannot write the token table. The caller checks scopes and customer against the
- * server's manifest, as the CLI does.
+ * database checks that `operatorProof` (the operator's approver token or console session secret, never
+ * an id) proves a live approver with tokens:manage, and records the token as created by that operator,
+ * since the console's role cannot write the token table. The caller checks scopes and customer against
+ * the server's manifest, as the CLI does.
  */
 export async function issueTokenAsOperator(
   sql: Sql,
-  operatorTokenId: string,
-  o: Omit<IssueTokenOptions, 'kind' | 'rotatedFrom'>,
+  operatorProof: string,
+  o: Omit<IssueTokenOptions, 'kind' | 'rotatedFrom' | 'createdBy'>,
 ): Promise<{ token: string; id: string; createdAt: Date; expiresAt: Date | null }> {
   const id = newId();
   const secret = randomBytes(32).toString('base64url');
   const [row] = await sql<{ createdAt: Date; expiresAt: Date | null }[]>`
     select created_at as "createdAt", expires_at as "expiresAt"
-    from bulkhead_operator_issue_token(${operatorTokenId}, ${id}, ${hashSecret(secret)}, ${o.server}, ${o.label},
-      ${o.scopes}, ${o.customerId ?? null}, ${o.owner ?? null}, ${o.expiresAt}, ${o.createdBy})`;
+    from bulkhead_operator_issue_token(${operatorProof}, ${id}, ${hashSecret(secret)}, ${o.server}, ${o.label},
+      ${o.scopes}, ${o.customerId ?? null}, ${o.owner ?? null}, ${o.expiresAt})`;
   return { token: `bh_${o.server}_${id}_${secret}`, id, ...row! };
 }
 
+/** What opens a grant's next tokens: its authorization code with the PKCE verifier, or a refresh token. */
+export type GrantSecret = { code: string; verifier: string } | { refreshToken: string };
+
 /**
- * Issues the access token of a live OAuth grant through `bulkhead_oauth_issue_token`, which takes the
- * server, scopes, customer and owner from the grant (the console's role cannot write the token table).
+ * Issues the access token and the next refresh token of a live OAuth grant through
+ * `bulkhead_oauth_issue_token`, which takes the server, scopes, customer and owner from the grant and
+ * redeems `secret` once (the console's role cannot write the token table, and holds no secret of a grant:
+ * a grant id alone opens nothing). Refresh tokens are `bhr_<id>_<secret>`; only the secret's hash is kept.
  */
 export async function issueGrantToken(
   sql: Sql,
-  o: { grantId: string; label: string; expiresAt: Date },
-): Promise<{ token: string; tokenId: string; server: string; scopes: string[]; customerId: string | null }> {
+  o: { grantId: string; secret: GrantSecret; label: string; expiresAt: Date; refreshExpiresAt: Date },
+): Promise<{
+  token: string;
+  tokenId: string;
+  server: string;
+  scopes: string[];
+  customerId: string | null;
+  refreshToken: string;
+  refreshId: string;
+}> {
   const id = newId();
   const secret = randomBytes(32).toString('base64url');
+  const refreshId = randomBytes(12).toString('base64url');
+  const refreshSecret = randomBytes(32).toString('base64url');
+  const [presented, verifier] =
+    'code' in o.secret ? [o.secret.code, o.secret.verifier] : [o.secret.refreshToken, null];
   const [row] = await sql<{ server: string; scopes: string[]; customerId: string | null }[]>`
     select server, scopes, customer_id as "customerId"
-    from bulkhead_oauth_issue_token(${o.grantId}, ${id}, ${hashSecret(secret)}, ${o.label}, ${o.expiresAt})`;
-  return { token: `bho_${row!.server}_${id}_${secret}`, tokenId: id, ...row! };
+    from bulkhead_oauth_issue_token(${o.grantId}, ${presented}, ${verifier}, ${id}, ${hashSecret(secret)}, ${o.label},
+      ${o.expiresAt}, ${refreshId}, ${hashSecret(refreshSecret)}, ${o.refreshExpiresAt})`;
+  return {
+    token: `bho_${row!.server}_${id}_${secret}`,
+    tokenId: id,
+    ...row!,
+    refreshToken: `bhr_${refreshId}_${refreshSecret}`,
+    refreshId,
+  };
 }
 
 /** The OAuth grant a presented access token belongs to, when its secret matches; else undefined. */

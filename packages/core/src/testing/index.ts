@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { serve } from '@hono/node-server';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { AddressInfo } from 'node:net';
-import { createSql, type Sql } from '@bulkhead/db';
+import { createSql, groupRole, type Sql } from '@bulkhead/db';
 import type { TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
 import type { ServerDefinition } from '../pipeline/server-definition.ts';
@@ -299,7 +299,19 @@ export async function testApprover(
   return {
     token,
     approver,
-    decide: (id, decision, options = {}) =>
-      decideApproval(sql, audit, { id, decision, via: 'console', approver, ...options }),
+    // Self-approval is the owner's to allow: such a decision goes the CLI's way, as the owner under the
+    // console's role, with BULKHEAD_ALLOW_SELF_APPROVAL.
+    decide: (id, decision, { allowSelfApproval, ...options } = {}) =>
+      allowSelfApproval
+        ? decideApproval(db.sql, createAuditWriter(db.sql), {
+            id,
+            decision,
+            via: 'console',
+            proof: token,
+            allowSelfApproval,
+            asRole: groupRole('console'),
+            ...options,
+          })
+        : decideApproval(sql, audit, { id, decision, via: 'console', proof: token, ...options }),
   };
 }

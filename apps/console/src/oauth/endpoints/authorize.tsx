@@ -40,7 +40,7 @@ async function granter(
       response: c.redirect(`/login?next=${encodeURIComponent(url.pathname + url.search)}`, 303),
     };
   }
-  if (!(await canGrant(ctx.sql, approver.tokenId))) {
+  if (!(await canGrant(ctx.sql, approver.proof))) {
     await ctx.record(
       c,
       'authorize',
@@ -175,7 +175,7 @@ export async function decideConsent(c: Context, ctx: OAuthContext): Promise<Resp
     server: server.name,
     scopes,
     customerId,
-    grantedBy: { tokenId: approver.tokenId, label: approver.label, owner: approver.owner },
+    proof: approver.proof,
     redirectUri: request.redirect_uri,
     codeChallenge: request.code_challenge,
     resource: server.resource,

@@ -1,4 +1,5 @@
 import type { Outcome } from '@bulkhead/audit';
+import type { GrantSecret } from '@bulkhead/core/operator';
 import type { Context } from 'hono';
 import { sameResource, type OAuthContext } from '../context.ts';
 import { consumeCode, consumeRefresh, issueTokens, pkceMatches, revokeGrant } from '../store.ts';
@@ -22,6 +23,8 @@ type FormField = (name: string) => string | undefined;
 /** A grant that passed every check, and what its audit event adds. */
 interface Issuable {
   stored: { grantId: string; clientName: string | null; server: string };
+  /** What the database redeems to issue the tokens: the grant's own secret, never its id alone. */
+  secret: GrantSecret;
   more: Record<string, unknown>;
 }
 
@@ -67,7 +70,7 @@ async function codeGrant(ctx: OAuthContext, f: FormField, clientId: string | und
       'The code was granted for another resource.',
       'resource_mismatch',
     );
-  return { stored, more: {} };
+  return { stored, secret: { code, verifier }, more: {} };
 }
 
 /** The grant a refresh token continues; rotation means a refresh token used twice revokes it. */
@@ -106,7 +109,7 @@ async function refreshGrant(
   const resource = f('resource');
   if (resource !== undefined && (!server || !sameResource(resource, server.resource)))
     throw new OAuthRefusal('invalid_target', 'The grant is for another resource.', 'resource_mismatch');
-  return { stored, more: { rotated_from: stored.id } };
+  return { stored, secret: { refreshToken: token }, more: { rotated_from: stored.id } };
 }
 
 /**
@@ -131,8 +134,8 @@ export async function token(c: Context, ctx: OAuthContext): Promise<Response> {
         'grant_type is authorization_code or refresh_token.',
         'grant_type',
       );
-    const { stored, more } = grant;
-    const issued = await issueTokens(sql, stored.grantId, stored.clientName);
+    const { stored, secret, more } = grant;
+    const issued = await issueTokens(sql, stored.grantId, stored.clientName, secret);
     await record(
       c,
       'token',
