@@ -221,6 +221,55 @@ function layer(name, dir) {
   ];
 }
 
+// A regular expression from outside (a model's argument, an upstream's text) runs only through the
+// kit's compileModelPattern (RE2 semantics, linear time, size limits): V8's RegExp backtracks, and one
+// pattern such as `((.*)*)*é` holds the event loop for minutes. A server builds a RegExp only from a
+// literal, and gives match/matchAll/search (which turn a string into a RegExp) only a regex literal.
+const STRING_TO_REGEXP = new Set(['match', 'matchAll', 'search']);
+
+/** A literal whose text is fixed where it is written: a string, a regex, or a template without `${}`. */
+const fixedLiteral = (node) =>
+  (node.type === 'Literal' && (typeof node.value === 'string' || 'regex' in node)) ||
+  (node.type === 'TemplateLiteral' && node.expressions.length === 0);
+
+const noDynamicRegexp = {
+  meta: {
+    type: 'problem',
+    schema: [],
+    messages: {
+      constructed:
+        "A RegExp built from a value that is not a literal: a pattern from outside runs only through compileModelPattern (@bulkhead/core: RE2, linear time), never V8's backtracking engine.",
+      converted:
+        '.{{method}}() turns a string into a RegExp: pass a regex literal, or for a pattern from outside use compileModelPattern (@bulkhead/core).',
+    },
+  },
+  create(context) {
+    const isRegExp = (callee) =>
+      (callee.type === 'Identifier' && callee.name === 'RegExp') ||
+      (callee.type === 'MemberExpression' && !callee.computed && callee.property.name === 'RegExp');
+    const construct = (node) => {
+      if (!isRegExp(node.callee) || node.arguments.length === 0) return;
+      if (!node.arguments.slice(0, 2).every(fixedLiteral)) context.report({ node, messageId: 'constructed' });
+    };
+    return {
+      NewExpression: construct,
+      CallExpression(node) {
+        construct(node);
+        const callee = node.callee;
+        if (
+          callee.type !== 'MemberExpression' ||
+          callee.computed ||
+          !STRING_TO_REGEXP.has(callee.property.name)
+        )
+          return;
+        const [arg] = node.arguments;
+        if (arg && !(arg.type === 'Literal' && 'regex' in arg))
+          context.report({ node, messageId: 'converted', data: { method: callee.property.name } });
+      },
+    };
+  },
+};
+
 export default tseslint.config(
   {
     ignores: [
@@ -248,7 +297,13 @@ export default tseslint.config(
   },
   {
     plugins: {
-      bulkhead: { rules: { 'no-relative-packages': noRelativePackages, 'core-layers': coreLayers } },
+      bulkhead: {
+        rules: {
+          'no-relative-packages': noRelativePackages,
+          'core-layers': coreLayers,
+          'no-dynamic-regexp': noDynamicRegexp,
+        },
+      },
     },
   },
   { files: ['**/*.{ts,tsx,js,mjs}'], rules: { 'bulkhead/no-relative-packages': 'error' } },
@@ -268,6 +323,7 @@ export default tseslint.config(
     files: ['servers/*/src/**'],
     ignores: TESTS,
     rules: {
+      'bulkhead/no-dynamic-regexp': 'error',
       'no-restricted-globals': [
         'error',
         ...['fetch', 'XMLHttpRequest', 'WebSocket', 'EventSource'].map((name) => ({

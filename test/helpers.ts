@@ -78,7 +78,11 @@ export async function spawnServer(
     } catch {
       // not yet listening
     }
-    if (Date.now() > deadline) throw new Error(`${name} did not become healthy: ${output}`);
+    if (Date.now() > deadline) {
+      // Not left running behind the failed start: no one else holds it to stop it.
+      child.kill('SIGKILL');
+      throw new Error(`${name} did not become healthy: ${output}`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
@@ -167,7 +171,7 @@ export async function startStack(
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const deadline = Date.now() + 150_000;
+  const deadline = Date.now() + 30_000;
   while (!out.includes('Ctrl-C stops everything')) {
     if (child.exitCode !== null) throw new Error(`start exited: ${err}`);
     if (Date.now() > deadline) throw new Error(`start did not come up: ${out}\n${err}`);

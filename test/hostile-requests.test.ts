@@ -4,17 +4,14 @@ import { issueTestToken } from '@bulkhead/core/testing';
 import { seedDemo } from '@bulkhead/demo';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { adminServer } from '../servers/admin/src/server.ts';
-import { customerServer } from '../servers/customer/src/server.ts';
-import { devKnowledgeServer } from '../servers/dev-knowledge/src/server.ts';
-import { opsServer } from '../servers/ops/src/server.ts';
+import type { ServerDefinition } from '@bulkhead/core';
 import { spawnServer, type ServerProcess } from './helpers.ts';
-import { discoverMcpServers } from './servers.ts';
+import { discoverMcpServers, loadServerDefinition } from './servers.ts';
 import { startTestUpstreams, type TestUpstreams } from './upstreams.ts';
 
 // The hostile-request corpus (hostile-requests.json, described in its "about") sent over real
-// HTTP, byte for byte, to the four MCP servers running as their own processes (ops before the real
-// Alertmanager its tests start). Every answer: below 500, no stack trace, no SQL or database error
+// HTTP, byte for byte, to every MCP server discovered under servers/, each running as its own process
+// (one that reaches another system before what its tests start: ops before a real Alertmanager). Every answer: below 500, no stack trace, no SQL or database error
 // text, no internal error; every tool-argument case an isError result naming the field (or, where
 // the MCP layer refuses the arguments before the tool, JSON-RPC -32602 naming them); every server
 // still up at the end; and every request that reached a server left exactly one audit event under
@@ -22,7 +19,8 @@ import { startTestUpstreams, type TestUpstreams } from './upstreams.ts';
 
 interface Case {
   id: string;
-  server: 'admin' | 'customer' | 'dev-knowledge' | 'ops';
+  /** A server's name, as discovered (servers/<name>). */
+  server: string;
   protocol: '2026-07-28' | '2025-11-25';
   what: string;
   request: {
@@ -35,7 +33,7 @@ interface Case {
     asIs?: boolean;
     raw?: { extraHeaderLines?: string[]; chunked?: boolean };
   };
-  expect?: { field: string } | { rpcError: number; mentions: string };
+  expect?: { field: string } | { rpcError: number; mentions: string } | { toolError: string };
 }
 
 const corpus = JSON.parse(readFileSync(new URL('./hostile-requests.json', import.meta.url), 'utf8')) as {
@@ -45,13 +43,11 @@ const corpus = JSON.parse(readFileSync(new URL('./hostile-requests.json', import
 /** Cases expected to fail for a known reason, run as `it.fails` (none now). */
 const LEAD_EXPECTED_FAILURES = new Map<string, string>([]);
 
-const defs = {
-  admin: adminServer,
-  customer: customerServer,
-  'dev-knowledge': devKnowledgeServer,
-  ops: opsServer,
-};
-const servers = Object.keys(defs) as Case['server'][];
+// The servers come from discovery: a server added under servers/ is sent the corpus, and the test
+// below fails until the corpus has cases for it and for each of its tools.
+const manifests = discoverMcpServers();
+const servers = manifests.map((m) => m.name);
+const defs = new Map<string, ServerDefinition>();
 
 let db: TestDatabase;
 const running = new Map<Case['server'], ServerProcess>();
@@ -61,27 +57,33 @@ const reached: TestUpstreams[] = [];
 beforeAll(async () => {
   db = await createTestDatabase();
   await seedDemo(db.sql);
-  for (const server of servers) {
+  for (const manifest of manifests) {
+    const def = await loadServerDefinition(manifest);
+    defs.set(manifest.name, def);
     // One token per server and protocol keeps each well below the default rate limit.
     for (const protocol of ['2026-07-28', '2025-11-25'])
       tokens.set(
-        `${server} ${protocol}`,
-        await issueTestToken(db.sql, defs[server], {
+        `${manifest.name} ${protocol}`,
+        await issueTestToken(db.sql, def, {
           label: `hostile ${protocol}`,
-          customerId: server === 'customer' ? 'C-1001' : null,
+          customerId: manifest.customerBound ? 'C-1001' : null,
         }),
       );
   }
-  const manifests = discoverMcpServers();
-  const started = await Promise.all(
-    servers.map(async (server) => {
+  const starts = await Promise.allSettled(
+    manifests.map(async (manifest) => {
       // A server over another system gets it (ops: a real Alertmanager), its variables in the environment.
-      const up = await startTestUpstreams(manifests.find((m) => m.name === server)!);
+      const up = await startTestUpstreams(manifest);
       reached.push(up);
-      return spawnServer(server, (await db.as(server)).url, { LOG_LEVEL: 'warn', ...up.env });
+      running.set(
+        manifest.name,
+        await spawnServer(manifest.name, (await db.as(manifest.name)).url, { LOG_LEVEL: 'warn', ...up.env }),
+      );
     }),
   );
-  servers.forEach((server, i) => running.set(server, started[i]!));
+  // Every start settled first, so that afterAll stops all that run when one of them failed.
+  const failed = starts.find((s) => s.status === 'rejected');
+  if (failed) throw failed.reason;
 }, 120_000);
 
 afterAll(async () => {
@@ -343,12 +345,27 @@ for (const c of corpus.cases) {
       expect(text, seen).toMatch(/^Invalid arguments — /);
       expect(text, seen).toMatch(new RegExp(`(?:— |; )"?${escape(c.expect.field)}"?[:,]`));
     }
+    if (c.expect && 'toolError' in c.expect) {
+      expect(answer.status, seen).toBe(200);
+      expect(reply?.result?.isError, seen).toBe(true);
+      expect(reply!.result!.content!.map((p) => p.text ?? '').join('\n'), seen).toContain(c.expect.toolError);
+    }
     if (c.expect && 'rpcError' in c.expect) {
       expect(reply?.error?.code, seen).toBe(c.expect.rpcError);
       expect(reply!.error!.message, seen).toContain(c.expect.mentions);
     }
   });
 }
+
+it('covers every discovered server, each of its tools, and nothing else', () => {
+  const covered = new Set(corpus.cases.map((c) => c.server));
+  expect([...covered].sort()).toEqual([...servers].sort());
+  const named = new Set(corpus.cases.map((c) => `${c.server} ${c.id.split('/')[1]}`));
+  const missing = [...defs].flatMap(([server, def]) =>
+    [...def.catalog.tools].map((t) => `${server} ${t.name}`).filter((tool) => !named.has(tool)),
+  );
+  expect(missing).toEqual([]);
+});
 
 it('leaves every server up: each process runs and answers /healthz', async () => {
   for (const server of servers) {

@@ -44,6 +44,15 @@ export {
   type RunOptions,
 } from './serve/run.ts';
 export { ToolError } from './pipeline/errors.ts';
+export {
+  compileModelPattern,
+  MODEL_PATTERN_MAX_LENGTH,
+  MODEL_PATTERN_MAX_NESTING,
+  MODEL_PATTERN_MAX_REPEAT,
+  ModelPatternError,
+  type ModelPattern,
+  type ModelPatternOptions,
+} from './pipeline/model-pattern.ts';
 export { secret } from './pipeline/secret.ts';
 export { untrusted, untrustedTextSchema, type UntrustedText } from './pipeline/untrusted/wrap.ts';
 export {

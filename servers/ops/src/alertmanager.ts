@@ -1,5 +1,8 @@
 import {
+  compileModelPattern,
+  ModelPatternError,
   ToolError,
+  type ModelPattern,
   untrusted,
   type ToolContext,
   type UntrustedText,
@@ -104,34 +107,45 @@ export function toAmMatcher(m: Matcher): AmMatcher {
   return { name: m.label, value: m.value, isRegex: m.op.endsWith('~'), isEqual: !m.op.startsWith('!') };
 }
 
-/** Refuses a regex Alertmanager would refuse (checked the way it anchors one: the whole value). */
+/** The pattern of a regex matcher, compiled for RE2 (Alertmanager's own engine); refused as Alertmanager would. */
+function pattern(m: Matcher): ModelPattern {
+  try {
+    return compileModelPattern(m.value);
+  } catch (err) {
+    if (!(err instanceof ModelPatternError)) throw err;
+    throw new ToolError(`${matcherWords(m)}: ${err.reason} — fix the value or use op "=" for an exact value`);
+  }
+}
+
+/** Refuses a regex Alertmanager would refuse (RE2 syntax), or one too large to check. */
 export function checkRegexes(matchers: readonly Matcher[]): void {
-  for (const m of matchers)
-    if (m.op.endsWith('~'))
-      try {
-        new RegExp(`^(?:${m.value})$`, 'u');
-      } catch {
-        throw new ToolError(
-          `${matcherWords(m)}: not a valid regex — fix the value or use op "=" for an exact value`,
-        );
-      }
+  for (const m of matchers) if (m.op.endsWith('~')) pattern(m);
 }
 
-function matches(m: Matcher, value: string): boolean {
-  const hit = m.op.endsWith('~') ? new RegExp(`^(?:${m.value})$`, 'u').test(value) : value === m.value;
-  return m.op.startsWith('!') ? !hit : hit;
+/** A matcher as a test of one label value (a missing label is the empty value, as in Alertmanager). */
+function matcherTest(m: Matcher): (value: string) => boolean {
+  const equal = !m.op.startsWith('!');
+  if (!m.op.endsWith('~')) return (value) => (value === m.value) === equal;
+  const p = pattern(m);
+  return (value) => p.matchesWhole(value) === equal;
 }
 
-/** Values a matcher that names nothing in particular matches all of. */
-const ANY_VALUES = ['a', 'Z', '0', 'some-value_42', 'Value with spaces', 'é'];
+/**
+ * Label values of unrelated alerts: a matcher that matches every one of them names nothing in
+ * particular, whatever else it refuses. Plain ASCII words only, since that is what alert names are: a
+ * class that spans the printable range (`[ -~]+`, `\S+`, `[^é]+`, `[\w-]+`) matches them all and so
+ * is no narrowing.
+ */
+const UNRELATED_VALUES = ['a', 'Z', '0', 'HighLatency', 'some-value_42'];
 
 /**
  * Refuses matchers that would silence (nearly) everything: a silence needs one matcher that does not
- * match a missing label and does not match any value at all (`alertname =~ ".*"`, `!= ""`, `=~ ".+"`).
+ * match a missing label and does not match every unrelated value (`alertname =~ ".*"`, `!= ""`,
+ * `=~ ".+"`, `=~ "[ -~]+"` all fail that). Regexes are matched with RE2, never V8's backtracking engine.
  */
 export function checkNarrow(matchers: readonly Matcher[]): void {
-  checkRegexes(matchers);
-  const narrow = matchers.some((m) => !matches(m, '') && !ANY_VALUES.every((v) => matches(m, v)));
+  const tests = matchers.map(matcherTest);
+  const narrow = tests.some((test) => !test('') && !UNRELATED_VALUES.every(test));
   if (!narrow)
     throw new ToolError(
       `${matchersInWords(matchers)} would match every alert: add a matcher that names what to silence, ` +

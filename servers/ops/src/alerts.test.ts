@@ -122,7 +122,9 @@ describe('list_alerts', () => {
     const r = await h.call('list_alerts', { matchers: [{ label: 'job', op: '=~', value: '(unclosed' }] });
     expect(r).toEqual({
       isError: true,
-      text: 'job matches the regex "(unclosed": not a valid regex — fix the value or use op "=" for an exact value',
+      text:
+        'job matches the regex "(unclosed": not a valid RE2 regex: missing closing ): `(unclosed` — ' +
+        'fix the value or use op "=" for an exact value',
       structured: undefined,
     });
   });

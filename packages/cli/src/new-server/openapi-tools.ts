@@ -293,6 +293,20 @@ function optional(zod: string): string {
   return `${zod.slice(0, at)}.optional()${zod.slice(at)}`;
 }
 
+/**
+ * A string path parameter as one path segment: `.` and `..` (written or percent-encoded) would be read
+ * as steps in the path (`DELETE /projects/{p}/members/{id}` with id `..` deletes the project), so the
+ * drafted tool refuses them by pattern, before the kit's client refuses them again.
+ */
+const PATH_SEGMENT = String.raw`.regex(/^(?!(?:\.|%2[eE]){1,2}$)/, 'a path segment: not . or ..')`;
+
+/** The expression with the path segment pattern before its own (the last) `.describe(`, for a string. */
+function pathSegment(zod: string): string {
+  if (!zod.startsWith('z.string()')) return zod;
+  const at = zod.lastIndexOf('.describe(');
+  return `${zod.slice(0, at)}${PATH_SEGMENT}${zod.slice(at)}`;
+}
+
 /** The arguments of an operation: path and query parameters, then the body's required fields. */
 function toolArgs(op: Operation, notes: Notes): { args: ToolArg[]; body: ToolPlan['body'] } {
   const args: ToolArg[] = [];
@@ -315,7 +329,7 @@ function toolArgs(op: Operation, notes: Notes): { args: ToolArg[]; body: ToolPla
       wire: p.name,
       in: p.in,
       required,
-      zod: required ? value.zod : optional(value.zod),
+      zod: p.in === 'path' ? pathSegment(value.zod) : required ? value.zod : optional(value.zod),
       example: value.example,
       ...(typeOf(schema) === 'array' &&
       (p.collectionFormat === 'csv' || (!p.collectionFormat && !p.schema && p.in === 'query'))

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { ServerDefinition } from '@bulkhead/core';
 import { lintServer } from '@bulkhead/core/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { z } from 'zod';
 import { repoRoot } from '../root.ts';
 import { runCli } from '../run-cli.ts';
 import {
@@ -144,7 +145,7 @@ describe('a Swagger 2.0 document', async () => {
         name: 'ticketId',
         in: 'path',
         required: true,
-        zod: "z.string().max(12).describe('The ticket, e.g. T-1001.')",
+        zod: "z.string().max(12).regex(/^(?!(?:\\.|%2[eE]){1,2}$)/, 'a path segment: not . or ..').describe('The ticket, e.g. T-1001.')",
       },
     ]);
   });
@@ -341,6 +342,13 @@ describe('the drafted server, built and linted as the generator does', () => {
       ['delete_ticket', hints(false, true, true), true],
     ]);
     expect([...def.catalog.scopes]).toEqual(['approvals:read', 'desk:read', 'desk:write']);
+  });
+
+  it('drafts a path parameter as one path segment: . and .. (and their encoded forms) refused', () => {
+    const input = [...def.catalog.tools].find((t) => t.name === 'delete_ticket')!.input as z.ZodType;
+    const accepted = (ticketId: string) => input.safeParse({ ticketId }).success;
+    expect(['..', '.', '%2e%2e', '%2E', '.%2e'].map(accepted)).toEqual([false, false, false, false, false]);
+    expect(['T-1001', '...', 'a..b', '%2e%2e%2e'].map(accepted)).toEqual([true, true, true, true]);
   });
 
   it('reads through ctx.upstream for GET, and queues every other method in the outbox', () => {
