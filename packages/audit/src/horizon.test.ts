@@ -3,6 +3,7 @@ import { createSql, ensureLogin, type Sql } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { horizon, sealLog, settled } from './seal.ts';
+import { createAuditWriter } from './writer.ts';
 
 /**
  * Issue 42, item 8: the seal horizon waits only for transactions that hold an event number, and the
@@ -116,6 +117,26 @@ it('the sealer refuses to seal under a login that stored a setting for itself', 
     await sql`alter role current_user set bytea_output = 'escape'`;
     await expect(sealLog(sql, KEY, { waitMs: 0, heartbeat: true })).rejects.toThrow(
       'login role has reconfigured itself (ALTER ROLE … SET bytea_output=escape): the sealer refuses to seal under it until an administrator runs ALTER ROLE … RESET ALL and `bulkhead db roles --login` again',
+    );
+  } finally {
+    await sql.end({ timeout: 2 });
+    await db.admin.unsafe(`drop role ${login}`);
+  }
+});
+
+it('the audit writer’s check fails, with the sentence, under a login that stored a setting for itself', async () => {
+  const login = `bh_server_${randomBytes(4).toString('hex')}`;
+  await ensureLogin(db.admin, 'customer', login, 'bulkhead-test');
+  const url = new URL(db.url);
+  url.username = login;
+  url.password = 'bulkhead-test';
+  const sql = createSql(url.toString(), { max: 2 });
+  try {
+    const audit = createAuditWriter(sql);
+    await audit.check();
+    await sql`alter role current_user set statement_timeout = 0`;
+    await expect(audit.check()).rejects.toThrow(
+      'the audit log refuses this login: it has reconfigured itself (ALTER ROLE … SET statement_timeout=0); an administrator must run ALTER ROLE … RESET ALL and `bulkhead db roles --login` again',
     );
   } finally {
     await sql.end({ timeout: 2 });
