@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import type { Sql } from '@bulkhead/db';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { eventSealStatus } from './event-seal.ts';
 import { FIELD_LIMITS, jsonbTextBytes, MAX_JSON_BYTES, MAX_ROW_BYTES, normaliseEvent } from './normalise.ts';
 import { DIGESTED_ABOVE_BYTES, eventDigest, readBodies, sealLog, sealMac, type Seal } from './seal.ts';
 import { verifyLog } from './verify.ts';
@@ -247,6 +248,11 @@ it('seals a row written before the caps by a digest of its stored text, and a se
   expect(pass.seals.map((s) => [s.bodyFormat, s.seqs])).toEqual([[2, [b]]]);
   const report = await verifyLog(sealer, { key: KEY });
   expect([report.ok, report.breaks, report.unsealed.count]).toEqual([true, [], 0]);
+  const checks = () =>
+    sealer.begin(async (tx) =>
+      Promise.all([a, b].map(async (seq) => (await eventSealStatus(tx, KEY, seq)) as { check: string })),
+    );
+  expect((await checks()).map((c) => c.check)).toEqual(['verified', 'verified']);
 
   // The digest is sealed, not a placeholder: either row changed is caught.
   await withoutCaps(async (tx) => {
@@ -258,6 +264,7 @@ it('seals a row written before the caps by a digest of its stored text, and a se
     ['event_changed', a],
     ['event_changed', b],
   ]);
+  expect((await checks()).map((c) => c.check)).toEqual(['event_changed', 'event_changed']);
 });
 
 it('verify reports a stalled sealer as a break: an event unsealed longer than the limit', async () => {
