@@ -1,6 +1,7 @@
 import type { Sql } from '@bulkhead/db';
 import { same } from './hash.ts';
 import {
+  BODY_FORMAT,
   eventDigest,
   readBodiesIn,
   readCheckpoint,
@@ -97,5 +98,8 @@ export async function eventSealStatus(
   if (!same(mac, sealMac(key, body))) return { ...sealed, check: 'seal_changed' };
   const i = seal.seqs.indexOf(seq);
   const digest = seal.digests.subarray(i * 8, i * 8 + 8);
-  return { ...sealed, check: eventDigest(key, event.body).equals(digest) ? 'verified' : 'event_changed' };
+  // The body as its seal made it: a seal made before 0048 rendered every column in full.
+  const format = seal.bodyFormat ?? 1;
+  const text = format === BODY_FORMAT ? event.body : (await readBodiesIn(tx, [[seq, seq]], format))[0]!.body;
+  return { ...sealed, check: eventDigest(key, text).equals(digest) ? 'verified' : 'event_changed' };
 }

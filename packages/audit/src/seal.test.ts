@@ -451,7 +451,7 @@ it('a writer that keeps its transaction open is sealed around after the wait, an
   expect(kinds(await verifyLog(sealer, { key: KEY }))).toEqual([`event_unsealed:${dropped!.seq}`]);
 });
 
-it('verify names approvals that ran without their decision event, also as the sealer, and warns of an overdue unsealed tail', async () => {
+it('verify names approvals that ran without their decision event, also as the sealer, and breaks on an overdue unsealed tail', async () => {
   const sealer = (await db.as('sealer')).sql;
   const approval = (id: string, decisionEvent: string | null) => db.sql`
     insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
@@ -484,4 +484,11 @@ it('verify names approvals that ran without their decision event, also as the se
   const late = await verifyLog(sealer, { key: KEY, unsealedLimitMs: 0 });
   expect(late.warnings.map((w) => w.kind)).toEqual(['unsealed_overdue']);
   expect(late.warnings[0]!.reason).toContain('is the sealer running?');
+  // A sealer that stalled is a break too (issue 42): the log after it is open to change.
+  expect(late.ok).toBe(false);
+  expect(late.breaks.map((b) => b.kind)).toEqual([
+    'approval_undecided',
+    'approval_undecided',
+    'sealer_stalled',
+  ]);
 });

@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { Sql } from '@bulkhead/db';
-import { AUDIT_COLUMN_NAMES, SEALED_WHEN_SET } from './columns.ts';
+import { AUDIT_COLUMN_NAMES, AUDIT_COLUMNS, SEALED_WHEN_SET, type AuditColumn } from './columns.ts';
 import { canonicalJson } from './hash.ts';
 import { fenceLease, LEASE_MS, leaseHolder, releaseLease, takeLease } from './lease.ts';
 
@@ -55,7 +55,23 @@ export interface Seal {
   pending: number[] | null;
   /** The highest seal number made before this one; at or above `sealNo`, a seal of this number was deleted. */
   madeBefore: number | null;
+  /** How its events' bodies were made ({@link BodyFormat}); null for format 1, every seal made before 0048. */
+  bodyFormat: BodyFormat | null;
 }
+
+/**
+ * How the sealed body of an event is rendered: 1, every column as stored; 2 (every seal since 0048), a
+ * text or jsonb column larger than {@link DIGESTED_ABOVE_BYTES} as the SHA-256 and size of its stored
+ * text, so that no row stalls the sealer. A row a format-1 seal could seal renders the same in both.
+ */
+export type BodyFormat = 1 | 2;
+/** The format every new seal is made in. */
+export const BODY_FORMAT: BodyFormat = 2;
+/**
+ * Above this many bytes of text a column is sealed by its digest (format 2): more than the database lets
+ * any column of a row written since 0048 hold, so only older rows are (those that stalled the sealer).
+ */
+export const DIGESTED_ABOVE_BYTES = 262_144;
 
 /** The keyed digest of one event: the first 8 bytes of an HMAC over the row exactly as stored. */
 export function eventDigest(key: string, body: string): Buffer {
@@ -71,6 +87,8 @@ export function sealMac(key: string, s: Omit<Seal, 'mac'>): string {
       ? []
       : [
           canonicalJson({
+            // Only when set, so that every seal made before it keeps its MAC.
+            ...(s.bodyFormat === null ? {} : { bodyFormat: s.bodyFormat }),
             madeBefore: s.madeBefore,
             openRanges: s.openRanges,
             pending: s.pending,
@@ -106,12 +124,43 @@ type TransactionSql = Parameters<Parameters<Sql['begin']>[1]>[0];
  */
 export const SEALED_COLUMNS = AUDIT_COLUMN_NAMES.filter((c) => !SEALED_WHEN_SET.includes(c));
 
+const JSONB_COLUMNS: readonly AuditColumn[] = [AUDIT_COLUMNS.arguments, AUDIT_COLUMNS.resultSummary];
+const TEXT_COLUMNS: readonly AuditColumn[] = [
+  AUDIT_COLUMNS.server,
+  AUDIT_COLUMNS.tokenId,
+  AUDIT_COLUMNS.tokenLabel,
+  AUDIT_COLUMNS.clientName,
+  AUDIT_COLUMNS.clientVersion,
+  AUDIT_COLUMNS.method,
+  AUDIT_COLUMNS.tool,
+  AUDIT_COLUMNS.outcome,
+  AUDIT_COLUMNS.requestId,
+  AUDIT_COLUMNS.approvalId,
+];
+
+/** The SHA-256 and size of `text`, as jsonb. */
+const digestOf = (text: string) =>
+  `jsonb_build_object('sha256', encode(sha256(convert_to(${text}, 'UTF8')), 'hex'), 'bytes', octet_length(${text}))`;
+
+/** One column's value in the sealed body of `format`. */
+function sealedValue(c: AuditColumn, format: BodyFormat): string {
+  if (format === 1) return `e.${c}`;
+  if (JSONB_COLUMNS.includes(c))
+    return `case when octet_length(e.${c}::text) > ${DIGESTED_ABOVE_BYTES} then ${digestOf(`e.${c}::text`)} else e.${c} end`;
+  if (TEXT_COLUMNS.includes(c))
+    return `case when octet_length(e.${c}) > ${DIGESTED_ABOVE_BYTES} then ${digestOf(`e.${c}`)} else to_jsonb(e.${c}) end`;
+  return `e.${c}`;
+}
+
 /**
  * The sealed body: the always-sealed columns, and each of {@link SEALED_WHEN_SET} that holds a value
  * (`jsonb_strip_nulls` of an object of those alone, so a null in an always-sealed column stays).
  */
-const SEALED_BODY = `(jsonb_build_object(${SEALED_COLUMNS.map((c) => `'${c}', e.${c}`).join(', ')})
+const sealedBody = (format: BodyFormat) => `(jsonb_build_object(${SEALED_COLUMNS.map(
+  (c) => `'${c}', ${sealedValue(c, format)}`,
+).join(', ')})
   || jsonb_strip_nulls(jsonb_build_object(${SEALED_WHEN_SET.map((c) => `'${c}', e.${c}`).join(', ')})))::text`;
+const SEALED_BODY: Record<BodyFormat, string> = { 1: sealedBody(1), 2: sealedBody(2) };
 
 /**
  * Rows of `audit_events` with sequence numbers in (after, upTo], their sealed columns rendered by
@@ -123,10 +172,11 @@ export async function readBodies(
   after: number,
   upTo: number,
   limit: number,
+  format: BodyFormat = BODY_FORMAT,
 ): Promise<{ seq: number; server: string; at: Date; body: string }[]> {
   await tx`set local time zone 'UTC'`;
   const rows = await tx<{ seq: string; server: string; at: Date; body: string }[]>`
-    select seq, server, at, ${tx.unsafe(SEALED_BODY)} as body from audit_events e
+    select seq, server, at, ${tx.unsafe(SEALED_BODY[format])} as body from audit_events e
     where seq > ${after} and seq <= ${upTo} order by seq limit ${limit}`;
   return rows.map((r) => ({ ...r, seq: Number(r.seq) }));
 }
@@ -135,11 +185,12 @@ export async function readBodies(
 export async function readBodiesIn(
   tx: TransactionSql,
   ranges: readonly (readonly [number, number])[],
+  format: BodyFormat = BODY_FORMAT,
 ): Promise<{ seq: number; server: string; at: Date; body: string }[]> {
   if (ranges.length === 0) return [];
   await tx`set local time zone 'UTC'`;
   const rows = await tx<{ seq: string; server: string; at: Date; body: string }[]>`
-    select seq, server, at, ${tx.unsafe(SEALED_BODY)} as body from audit_events e
+    select seq, server, at, ${tx.unsafe(SEALED_BODY[format])} as body from audit_events e
     join unnest(${ranges.map((r) => String(r[0]))}::text[]::bigint[], ${ranges.map((r) => String(r[1]))}::text[]::bigint[]) as r(f, t)
       on e.seq between r.f and r.t
     order by seq`;
@@ -162,11 +213,13 @@ interface SealRow {
   waitingFor: string[] | null;
   pending: string[] | null;
   madeBefore: string | null;
+  bodyFormat: BodyFormat | null;
 }
 
 export const SEAL_COLUMNS = `seal_no as "sealNo", sealed_at as "sealedAt", first_seq as "firstSeq",
   last_seq as "lastSeq", events, seqs::text[] as seqs, digests, counts, totals, prev_mac as "prevMac", mac,
-  open_ranges as "openRanges", waiting_for as "waitingFor", pending::text[] as pending, made_before as "madeBefore"`;
+  open_ranges as "openRanges", waiting_for as "waitingFor", pending::text[] as pending, made_before as "madeBefore",
+  body_format as "bodyFormat"`;
 
 export function toSeal(r: SealRow): Seal {
   return {
@@ -247,11 +300,12 @@ export async function sealHead(sql: Sql | TransactionSql): Promise<SealHead> {
 
 /**
  * A point up to which the log can be sealed once the writers in `running` have ended. Every writer
- * holds a ROW EXCLUSIVE lock on `audit_events` from the start of its insert, takes its transaction id
- * and then its number (the stamping trigger), and this reads the sequence before the locks: so each
- * number up to `lastSeq` belongs to a transaction that had already ended, or that is listed in
- * `running`. Only such writers are listed — not every transaction of the cluster — so that a
- * transaction left open by anyone else (another role, another application) does not hold sealing up.
+ * takes its transaction id, then a ROW EXCLUSIVE lock on `audit_events_writers` (a table no deployable
+ * may lock itself), then its number (`bulkhead_audit_number()`, from the stamping trigger), and this
+ * reads the sequence before the locks: so each number up to `lastSeq` belongs to a transaction that had
+ * already ended, or that is listed in `running`. Only transactions that hold a number are listed — not
+ * every transaction of the cluster, nor one that only locked `audit_events` (0048) — so that a
+ * transaction left open by anyone else does not hold sealing up.
  */
 export interface Horizon {
   lastSeq: number;
@@ -262,27 +316,37 @@ export interface Horizon {
 export async function horizon(sql: Sql | TransactionSql): Promise<Horizon> {
   const [seq] = await sql<{ last: string; called: boolean }[]>`
     select last_value as last, is_called as called from public.audit_events_seq`;
-  // pg_locks names a transaction by its 32-bit id; the snapshot's in-progress list gives the full one.
+  // pg_locks names a transaction by its 32-bit id (a writer's oldest id is its top-level one, the others
+  // its subtransactions'); the full id is the one within 2^31 of the snapshot's xmax. Not the snapshot's
+  // in-progress list: it leaves out a transaction whose id is at or above its xmax (no later one had
+  // ended yet), and so once missed a writer that took its number just before.
   const [writers] = await sql<{ running: string[] }[]>`
+    with own as (
+      select distinct on (t.virtualtransaction) t.transactionid::text::numeric as x
+      from pg_catalog.pg_locks r
+      join pg_catalog.pg_locks t on t.virtualtransaction = r.virtualtransaction
+        and t.locktype = 'transactionid' and t.mode = 'ExclusiveLock' and t.granted
+      where r.locktype = 'relation' and r.mode = 'RowExclusiveLock' and r.granted
+        and r.relation = 'public.audit_events_writers'::pg_catalog.regclass
+        and r.database = (select oid from pg_catalog.pg_database where datname = pg_catalog.current_database())
+      order by t.virtualtransaction, pg_catalog.age(t.transactionid) desc),
+    head as (select pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text::numeric as n),
+    apart as (select ((own.x - head.n % 4294967296) % 4294967296 + 4294967296) % 4294967296 as d, head.n from own, head)
     select array(
-      select x::text from pg_catalog.pg_snapshot_xip(pg_catalog.pg_current_snapshot()) x
-      where (x::text::numeric % 4294967296)::text in (
-        select t.transactionid::text from pg_catalog.pg_locks r
-        join pg_catalog.pg_locks t on t.virtualtransaction = r.virtualtransaction
-          and t.locktype = 'transactionid' and t.mode = 'ExclusiveLock' and t.granted
-        where r.locktype = 'relation' and r.mode = 'RowExclusiveLock' and r.granted
-          and r.relation = 'public.audit_events'::pg_catalog.regclass
-          and r.database = (select oid from pg_catalog.pg_database where datname = pg_catalog.current_database()))
+      select (n + case when d < 2147483648 then d else d - 4294967296 end)::text from apart order by 1
     ) as running`;
   return { lastSeq: Number(seq!.last) - (seq!.called ? 0 : 1), running: writers!.running };
 }
 
-/** Which of `xids` are still in progress, by the current snapshot (whose reads then see what the others committed). */
+/**
+ * Which of `xids` are still in progress, by the current snapshot (whose reads then see what the others
+ * committed): those whose effects it does not see, in its in-progress list or at or above its xmax.
+ */
 async function stillRunning(sql: Sql | TransactionSql, xids: readonly string[]): Promise<string[]> {
   if (xids.length === 0) return [];
   const [row] = await sql<{ running: string[] }[]>`
     select array(select x from unnest(${xids as string[]}::text[]) x
-      where x::xid8 = any (array(select pg_catalog.pg_snapshot_xip(pg_catalog.pg_current_snapshot())))) as running`;
+      where not pg_catalog.pg_visible_in_snapshot(x::xid8, pg_catalog.pg_current_snapshot())) as running`;
   return row!.running;
 }
 
@@ -304,6 +368,18 @@ export async function lateWriters(sql: Sql | TransactionSql): Promise<Set<string
     select distinct unnest(waiting_for) as x from public.audit_seals
     where seal_no = any (${pending.map(String)}::text[]::bigint[])`;
   return new Set(rows.map((r) => r.x));
+}
+
+/**
+ * Refuses to seal under a login that stored settings for itself (`ALTER ROLE … SET`, applied to the
+ * sealer's every new connection): the sentence names them and how to clear them.
+ */
+async function refuseReconfiguredLogin(tx: TransactionSql): Promise<void> {
+  const [row] = await tx<{ changed: string[] }[]>`select public.bulkhead_login_settings_changed() as changed`;
+  if (row!.changed.length)
+    throw new Error(
+      `login role has reconfigured itself (ALTER ROLE … SET ${row!.changed.join(', ')}): the sealer refuses to seal under it until an administrator runs ALTER ROLE … RESET ALL and \`bulkhead db roles --login\` again`,
+    );
 }
 
 /** The numbers in (after, upTo] that are not in `present` (sorted), as [from, to] pairs. */
@@ -339,6 +415,7 @@ export async function sealUpTo(
     // One snapshot for the whole seal: which writers still run, and which events they left, agree.
     const seal = await sql.begin('isolation level repeatable read', async (tx) => {
       if (options.lease) await fenceLease(tx, options.lease);
+      await refuseReconfiguredLogin(tx);
       const prev = await sealHead(tx);
       const pendingSeals = prev.pending.length
         ? (
@@ -352,12 +429,19 @@ export async function sealUpTo(
       const closing = pendingSeals.filter((p) => !(p.waitingFor ?? []).some((x) => running.has(x)));
       if (prev.lastSeq >= h.lastSeq && closing.length === 0 && !(options.heartbeat && written.length === 0))
         return null;
-      const rows = await readBodies(tx, prev.lastSeq, Math.max(h.lastSeq, prev.lastSeq), max + 1);
+      const rows = await readBodies(
+        tx,
+        prev.lastSeq,
+        Math.max(h.lastSeq, prev.lastSeq),
+        max + 1,
+        BODY_FORMAT,
+      );
       const taken = rows.slice(0, max);
       const lastSeq = rows.length > max ? taken[taken.length - 1]!.seq : Math.max(h.lastSeq, prev.lastSeq);
       const late = await readBodiesIn(
         tx,
         closing.flatMap((p) => p.openRanges ?? []),
+        BODY_FORMAT,
       );
       const open = h.running.some((x) => running.has(x))
         ? absentRanges(
@@ -390,15 +474,16 @@ export async function sealUpTo(
         waitingFor: open.length ? h.running.filter((x) => running.has(x)) : null,
         pending,
         madeBefore: Number(made!.n),
+        bodyFormat: BODY_FORMAT,
       };
       const s: Seal = { ...body, mac: sealMac(key, body) };
       await tx`
         insert into public.audit_seals (seal_no, sealed_at, first_seq, last_seq, events, seqs, digests, counts,
-          totals, prev_mac, mac, open_ranges, waiting_for, pending, made_before)
+          totals, prev_mac, mac, open_ranges, waiting_for, pending, made_before, body_format)
         values (${s.sealNo}, ${s.sealedAt}, ${s.firstSeq}, ${s.lastSeq}, ${s.events}, ${s.seqs.map(String)}::text[]::bigint[],
           ${s.digests}, ${tx.json(s.counts)}, ${tx.json(s.totals)}, ${s.prevMac}, ${s.mac},
           ${s.openRanges ? tx.json(s.openRanges) : null}, ${s.waitingFor}, ${s.pending!.map(String)}::text[]::bigint[],
-          ${s.madeBefore})`;
+          ${s.madeBefore}, ${s.bodyFormat})`;
       return s;
     });
     if (!seal) return written;

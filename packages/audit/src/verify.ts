@@ -29,7 +29,8 @@ export interface LogBreak {
     | 'checkpoint_invalid'
     | 'anchor_mismatch'
     | 'seal_remade'
-    | 'approval_undecided';
+    | 'approval_undecided'
+    | 'sealer_stalled';
   /** The seal the break was found in, when there is one. */
   sealNo: number | null;
   /** The event's sequence number, when the break is about one event. */
@@ -193,14 +194,16 @@ async function checkSealedEvents(sql: Sql, key: string, seal: Seal, walk: Walk, 
   seal.seqs.forEach((seq, i) => expected.set(seq, seal.digests.subarray(i * 8, i * 8 + 8)));
   const own = seal.openRanges ?? [];
   const late = seal.seqs.filter((seq) => seq < seal.firstSeq);
+  const format = seal.bodyFormat ?? 1;
   const bodies = await sql.begin(async (tx) => [
     ...(late.length
       ? await readBodiesIn(
           tx,
           late.map((seq) => [seq, seq] as const),
+          format,
         )
       : []),
-    ...(await readBodies(tx, seal.firstSeq - 1, seal.lastSeq, seal.events + 100_000)),
+    ...(await readBodies(tx, seal.firstSeq - 1, seal.lastSeq, seal.events + 100_000, format)),
   ]);
   for (const e of bodies) {
     const digest = expected.get(e.seq);
@@ -347,6 +350,24 @@ function tallies(walk: Walk, baseTotals: Counts): ServerTally[] {
   }));
 }
 
+/**
+ * A sealer that stalled: an event still unsealed `limit` after it was written. Sealing is part of the
+ * log's integrity (a sealer that fails on every round, as one oversized row once made it, leaves every
+ * later event open to change), so this is a break, not only the warning below.
+ */
+function stalled(oldest: Date | null, limit: number): LogBreak[] {
+  if (!oldest || Date.now() - oldest.getTime() <= limit) return [];
+  return [
+    {
+      kind: 'sealer_stalled',
+      sealNo: null,
+      seq: null,
+      server: null,
+      reason: `the oldest unsealed event is from ${oldest.toISOString()}, more than ${Math.round(limit / 1000)} s ago: the sealer is stopped or fails on every round (see its log)`,
+    },
+  ];
+}
+
 /** An unsealed event older than `limit`, and seals waiting that long for their writers. */
 function overdue(walk: Walk, oldest: Date | null, limit: number): LogWarning[] {
   const now = Date.now();
@@ -380,7 +401,8 @@ function overdue(walk: Walk, oldest: Date | null, limit: number): LogWarning[] {
  * gone from the end (`seal_missing`, from the count of seals made), events that arrived in a range a
  * seal left open for a running writer and were not sealed when it was closed, and approvals that ran
  * without their `approved` decision event (`approval_undecided`). An unsealed event older than
- * `unsealedLimitMs`, and a seal waiting that long for a writer, are warnings.
+ * `unsealedLimitMs` is a break (`sealer_stalled`) and a warning; a seal waiting that long for a writer
+ * is a warning.
  */
 export async function verifyLog(
   sql: Sql,
@@ -388,7 +410,7 @@ export async function verifyLog(
     key: string;
     anchor?: { sealNo: number; mac: string } | undefined;
     maxBreaks?: number;
-    /** An unsealed event older than this is a warning (default {@link UNSEALED_LIMIT_MS}). */
+    /** An unsealed event older than this is a break, `sealer_stalled` (default {@link UNSEALED_LIMIT_MS}). */
     unsealedLimitMs?: number;
     onProgress?: (seals: number, events: number) => void;
   },
@@ -412,6 +434,8 @@ export async function verifyLog(
     select count(*)::int as n, min(at) as oldest from audit_events where seq > ${walk.prevLast}`;
   let oldest = tail!.oldest;
   for (const e of walk.arrived.values()) if (!oldest || e.at < oldest) oldest = e.at;
+  const limit = options.unsealedLimitMs ?? UNSEALED_LIMIT_MS;
+  for (const b of stalled(oldest, limit)) fail(b);
   return {
     ok: breaks.length === 0 && moreBreaks === 0,
     seals: walk.seals,
@@ -424,7 +448,7 @@ export async function verifyLog(
     breaks,
     moreBreaks,
     unsealed: { count: tail!.n + walk.arrived.size, oldestAt: oldest },
-    warnings: overdue(walk, oldest, options.unsealedLimitMs ?? UNSEALED_LIMIT_MS),
+    warnings: overdue(walk, oldest, limit),
   };
 }
 

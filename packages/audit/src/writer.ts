@@ -23,7 +23,10 @@ export interface AuditWriter {
    * rejects only when the database refuses the event within that time.
    */
   keep(input: AuditEventInput): Promise<void>;
-  /** Resolves when the log can take an event now (database reachable, insert allowed); rejects otherwise. */
+  /**
+   * Resolves when the log can take an event now (database reachable, insert allowed, the login not
+   * reconfigured by itself); rejects otherwise.
+   */
   check(): Promise<void>;
   /** Waits for events still being written, and tries once more to write the held ones. */
   flush(): Promise<void>;
@@ -284,9 +287,15 @@ export function createAuditWriter(sql: Sql, options: AuditWriterOptions = {}): A
       return event;
     },
     async check() {
-      const [row] = await sql<{ ok: boolean }[]>`
-        select has_table_privilege(current_user, 'audit_events', 'INSERT') as ok`;
+      const [row] = await sql<{ ok: boolean; changed: string[] }[]>`
+        select has_table_privilege(current_user, 'audit_events', 'INSERT') as ok,
+          public.bulkhead_login_settings_changed() as changed`;
       if (!row?.ok) throw new Error('the audit log refuses inserts from this role');
+      // The database refuses every event of a login that stored settings for itself (0048).
+      if (row.changed.length)
+        throw new Error(
+          `the audit log refuses this login: it has reconfigured itself (ALTER ROLE … SET ${row.changed.join(', ')}); an administrator must run ALTER ROLE … RESET ALL and \`bulkhead db roles --login\` again`,
+        );
     },
     async flush() {
       await batcher.idle();

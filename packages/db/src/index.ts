@@ -6,6 +6,8 @@ export {
   applyPrivileges,
   connectedAsOwner,
   DEFAULT_CONNECTION_LIMIT,
+  FOREIGN_DATABASE_REFUSAL,
+  FOREIGN_DATABASES,
   sessionHazards,
   unpinnedFunctions,
   ensureGroupRoles,

@@ -134,12 +134,17 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
         await tx`grant select, update on sequence audit_seals_made to ${r}`;
         // `audit verify` as the sealer: approvals that ran without their decision event, and nothing else of them.
         await tx`grant execute on function bulkhead_audit_undecided_approvals() to ${r}`;
+        await tx`grant execute on function bulkhead_login_settings_changed() to ${r}`;
         continue;
       }
       // Every server and the console append to the audit log (the database stamps the server name)
       // and check presented tokens through the function that answers only for their own audience.
       await tx`grant insert on audit_events to ${r}`;
+      // Its number through the function the sealer's horizon rests on (0048). A number drawn from the
+      // sequence directly (`currval` tells a writer the number of its event) is a gap, never an event.
       await tx`grant usage on sequence audit_events_seq to ${r}`;
+      await tx`grant execute on function bulkhead_audit_number() to ${r}`;
+      await tx`grant execute on function bulkhead_login_settings_changed() to ${r}`;
       await policy(tx, `bh_${role}_append`, 'audit_events', 'insert', role, null, 'true');
       await tx`grant execute on function bulkhead_verify_token(text, bytea, text, text) to ${r}`;
       await tx`grant execute on function bulkhead_audit_backlog() to ${r}`;
@@ -180,8 +185,9 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
 export const DEFAULT_CONNECTION_LIMIT = 40;
 
 /**
- * Makes `login` a member of `deployable`'s group role and sets its connection limit; with a password,
- * creates the login role if missing and sets it. Needs CREATEROLE (or a superuser).
+ * Makes `login` a member of `deployable`'s group role and sets its connection limit and the settings
+ * it may not choose itself ({@link limitLogin}: `notSet` names those only a superuser could store); with
+ * a password, creates the login role if missing and sets it. Needs CREATEROLE (or a superuser).
  */
 export async function ensureLogin(
   sql: Sql,
@@ -189,7 +195,7 @@ export async function ensureLogin(
   login: string,
   password?: string,
   options: { connectionLimit?: number } = {},
-): Promise<{ created: boolean }> {
+): Promise<{ created: boolean; notSet: string[] }> {
   const group = groupRole(deployable);
   const [g] = await sql`select 1 from pg_roles where rolname = ${group}`;
   if (!g) throw new Error(`the group role ${group} does not exist: run \`bulkhead db roles\` first`);
@@ -223,7 +229,65 @@ export async function ensureLogin(
   // Two test files setting the same login's limit at once: one sees "tuple concurrently updated".
   if (current!.limit !== limit)
     await retrying(() => sql.unsafe(`alter role ${quoteIdent(login)} connection limit ${Math.trunc(limit)}`));
-  return { created };
+  return { created, notSet: await limitLogin(sql, login) };
+}
+
+/**
+ * Databases every cluster has, where no login of Bulkhead's has any business: PUBLIC may connect to them
+ * and create temporary objects there, and taking that from PUBLIC is not Bulkhead's to do in a shared
+ * cluster. Other databases of the cluster are their owners' to close (docs/database.md).
+ */
+export const FOREIGN_DATABASES = ['postgres', 'template1'] as const;
+
+/**
+ * The one sentence a login meets connecting to one of {@link FOREIGN_DATABASES}: stored as the login's
+ * `session_preload_libraries` there (a setting only a superuser may set or clear), it names a library
+ * that does not exist, so PostgreSQL ends the connection at its start and quotes it.
+ */
+export const FOREIGN_DATABASE_REFUSAL = 'bulkhead: this login may connect only to its own database';
+
+/**
+ * Stores for `login` what it may not choose for itself: the limits of `bulkhead_login_limits()`
+ * (`temp_file_limit`, which only a superuser may set, and `work_mem`), and in each of
+ * {@link FOREIGN_DATABASES} a setting that ends its connections there. Returns what could not be set
+ * (not run by a superuser: a managed database's administrator), as `name=value` (`database:name=value`).
+ */
+async function limitLogin(sql: Sql, login: string): Promise<string[]> {
+  const notSet: string[] = [];
+  const stored = async (database: string | null) =>
+    (
+      await sql<{ c: string }[]>`
+        select unnest(s.setconfig) as c from pg_catalog.pg_db_role_setting s
+        where s.setrole = (select oid from pg_catalog.pg_roles where rolname = ${login})
+          and s.setdatabase = coalesce((select oid from pg_catalog.pg_database where datname = ${database}), 0)`
+    ).map((r) => r.c);
+  const set = async (what: string, statement: string) => {
+    try {
+      await retrying(() => sql.unsafe(statement));
+    } catch (err) {
+      if ((err as { code?: string }).code !== '42501') throw err;
+      notSet.push(what);
+    }
+  };
+  const own = await stored(null);
+  for (const { name, setting } of await sql<{ name: string; setting: string }[]>`
+    select name, setting from public.bulkhead_login_limits()`)
+    if (!own.includes(`${name}=${setting}`))
+      await set(
+        `${name}=${setting}`,
+        `alter role ${quoteIdent(login)} set ${quoteIdent(name)} = '${setting.replaceAll("'", "''")}'`,
+      );
+  const [here] = await sql<{ name: string }[]>`select current_database() as name`;
+  const refusal = `session_preload_libraries="${FOREIGN_DATABASE_REFUSAL}"`;
+  for (const { name } of await sql<{ name: string }[]>`
+    select datname as name from pg_catalog.pg_database
+    where datname = any (${[...FOREIGN_DATABASES]}) and datallowconn and datname <> ${here!.name}`)
+    if (!(await stored(name)).includes(refusal))
+      await set(
+        `${name}:session_preload_libraries`,
+        `alter role ${quoteIdent(login)} in database ${quoteIdent(name)} set session_preload_libraries = '${FOREIGN_DATABASE_REFUSAL}'`,
+      );
+  return notSet;
 }
 
 /** True when the connected role is a superuser or owns the schema (servers refuse to run so). */
@@ -249,8 +313,10 @@ export function roleSpecs(
 /**
  * What the connected role could change about its own sessions that the kit's guarantees rest on: a
  * role that can create temporary objects or objects in a schema could shadow names, and settings
- * stored for it (`ALTER ROLE … SET`, which any role may do to itself) apply to every new connection.
- * Each entry is a sentence; an empty list means none. Servers refuse to start otherwise.
+ * stored for it (`ALTER ROLE … SET`, which any role may do to itself) apply to every new connection —
+ * all but the limits its administrator stored (`bulkhead_login_limits()`). Each entry is a sentence; an
+ * empty list means none. Servers refuse to start otherwise; once running, the database refuses their
+ * audit events (every call's) while the login is so reconfigured (0048).
  */
 export async function sessionHazards(sql: Sql): Promise<string[]> {
   const [row] = await sql<
@@ -262,9 +328,7 @@ export async function sessionHazards(sql: Sql): Promise<string[]> {
       array(select n.nspname::text from pg_catalog.pg_namespace n
         where has_schema_privilege(current_user, n.oid, 'CREATE')
           and n.nspname !~ '^pg_(toast_)?temp_' order by 1) as schemas,
-      array(select unnest(s.setconfig) from pg_catalog.pg_db_role_setting s
-        where s.setrole = (select oid from pg_catalog.pg_roles where rolname = session_user)
-          and s.setdatabase in (0, (select oid from pg_catalog.pg_database where datname = current_database()))) as settings`;
+      public.bulkhead_login_settings_changed() as settings`;
   const r = row!;
   const hazards: string[] = [];
   if (r.temp)

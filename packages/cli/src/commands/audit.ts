@@ -270,7 +270,7 @@ made and gone (from the end, or made again over a deleted one), and approvals
 that ran without their decision event. Every break is reported with its seal
 and event number, not only the first. Events after the newest seal are
 reported as the unsealed tail, with count and age; a tail older than 10
-minutes is a warning.
+minutes is a break: the sealer is stopped or fails on every round.
 
 Options:
   --server <name>   report only this server's lines (the whole log is checked)

@@ -89,7 +89,7 @@ Options:
         throw new UsageError('--connection-limit: a whole number from 1 to 10000, or -1 for no limit');
       return withDatabase(env, io, async (db) =>
         asRoleAdmin(db, async (admin) => {
-          const { created } = await ensureLogin(admin, deployable, login, password, {
+          const { created, notSet } = await ensureLogin(admin, deployable, login, password, {
             connectionLimit,
           }).catch((err: Error) => {
             throw new CliError(err.message);
@@ -100,12 +100,18 @@ Options:
             group: groupRole(deployable),
             created,
             connection_limit: connectionLimit,
+            not_set: notSet,
           };
           if (values.json) io.out(JSON.stringify(result));
-          else
+          else {
             io.out(
               `${created ? 'Created' : 'Using'} login role ${login}, a member of ${groupRole(deployable)} (at most ${connectionLimit === -1 ? 'unlimited' : connectionLimit} connections): ${deployable} connects as it.`,
             );
+            if (notSet.length)
+              io.out(
+                `Not set, only a superuser may (see "What a login cannot change" in docs/database.md): ${notSet.join(', ')}.`,
+              );
+          }
           return 0;
         }),
       );
