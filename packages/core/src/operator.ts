@@ -20,6 +20,7 @@ export {
   visibleLines,
 } from './pipeline/visible.ts';
 export { mixedScriptWords, type MixedScriptWord } from './pipeline/mixed-script.ts';
+export { personKey, personNameProblem, samePerson, tidyPersonName } from './pipeline/person-name.ts';
 export {
   lintTools,
   lintServer,
@@ -64,7 +65,6 @@ export {
   argumentsHash,
   decideApproval,
   DEFAULT_CONSOLE_URL,
-  samePerson,
   effectiveStatus,
   getApproval,
   listApprovals,
