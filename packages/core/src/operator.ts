@@ -21,6 +21,7 @@ export {
 } from './pipeline/visible.ts';
 export { mixedScriptWords, type MixedScriptWord } from './pipeline/mixed-script.ts';
 export { personKey, personNameProblem, samePerson, tidyPersonName } from './pipeline/person-name.ts';
+export { shownUrl, withUrlsShown } from './pipeline/shown-url.ts';
 export {
   lintTools,
   lintServer,
