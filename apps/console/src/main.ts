@@ -6,6 +6,7 @@ import {
   connectFailure,
   createLogger,
   StartupError,
+  withUrlsShown,
   workspaceRoot,
 } from '@bulkhead/core';
 import { migrate, openDatabase, roleSpecs } from '@bulkhead/db';
@@ -82,7 +83,7 @@ try {
   logger.info({ url: env.BULKHEAD_PUBLIC_URL }, 'console listening');
 } catch (err) {
   process.stderr.write(
-    `console: ${err instanceof ConfigError || err instanceof StartupError ? err.message : String(err)}\n`,
+    `console: ${err instanceof ConfigError || err instanceof StartupError ? err.message : withUrlsShown(String(err))}\n`,
   );
   process.exit(1);
 }

@@ -30,11 +30,20 @@ export function eventJson(e: AuditEvent): Record<string, unknown> {
   return Object.fromEntries(EXPORT_COLUMNS.map((c) => [c, row[c]]));
 }
 
-/** One CSV cell: empty for null, objects as JSON, quoted when it holds a quote, comma or line break. */
+// A spreadsheet opening the CSV runs a cell that starts like a formula (`=HYPERLINK(…)` in a client's
+// name or a tool's argument): such text is written with a leading apostrophe, which spreadsheets read
+// as "this is text" (OWASP's advice for CSV injection). Numbers and JSON are never formulas.
+const FORMULA = /^[=+\-@\t\r]/;
+
+/**
+ * One CSV cell: empty for null, objects as JSON, text that would start a formula behind an apostrophe,
+ * quoted when it holds a quote, comma, tab or line break.
+ */
 function csvCell(value: unknown): string {
   if (value === null || value === undefined) return '';
-  const text = typeof value === 'object' ? JSON.stringify(value) : String(value);
-  return /[",\n\r]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  let text = typeof value === 'object' ? JSON.stringify(value) : String(value);
+  if (typeof value === 'string' && FORMULA.test(text)) text = `'${text}`;
+  return /[",\t\n\r]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
 /** What an export starts with: the CSV header line, nothing for JSON Lines. */

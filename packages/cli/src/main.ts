@@ -26,7 +26,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   // The kit's configuration errors are told like the CLI's own; loaded with the command, not before.
-  const { ConfigError } = await import('@bulkhead/core');
+  const { ConfigError, withUrlsShown } = await import('@bulkhead/core');
   try {
     const { loadEnv } = await import('./env.ts');
     const env = loadEnv();
@@ -42,7 +42,8 @@ async function main(argv: string[]): Promise<number> {
       io.err(`bulkhead ${name}: ${err.message}`);
       return 1;
     }
-    io.err(`bulkhead ${name}: ${err instanceof Error ? err.message : String(err)}`);
+    // A driver's error may quote the URL it was given: shown without user or password, as every URL is.
+    io.err(`bulkhead ${name}: ${withUrlsShown(err instanceof Error ? err.message : String(err))}`);
     return 1;
   }
 }

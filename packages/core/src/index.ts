@@ -75,6 +75,7 @@ export {
   type ServerEnv,
 } from './serve/config.ts';
 export { createLogger, type Logger, type LoggerOptions } from './pipeline/logger.ts';
+export { shownUrl, withUrlsShown } from './pipeline/shown-url.ts';
 /** For a handler's e-mail through `ctx.outbox`: a message checked for header injection. */
 export { addressProblem, emailMessage, type EmailInput } from './approvals/email.ts';
 /** Other systems a server reaches: declared in its manifest (`bulkhead.upstreams`), reached through `ctx.upstream('<name>')`. */

@@ -20,6 +20,8 @@ export {
   visibleLines,
 } from './pipeline/visible.ts';
 export { mixedScriptWords, type MixedScriptWord } from './pipeline/mixed-script.ts';
+export { personKey, personNameProblem, samePerson, tidyPersonName } from './pipeline/person-name.ts';
+export { shownUrl, withUrlsShown } from './pipeline/shown-url.ts';
 export {
   lintTools,
   lintServer,
@@ -65,7 +67,6 @@ export {
   argumentsHash,
   decideApproval,
   DEFAULT_CONSOLE_URL,
-  samePerson,
   effectiveStatus,
   getApproval,
   listApprovals,

@@ -159,9 +159,12 @@ export const filterQuery = (matchers: readonly Matcher[]) => ({ filter: matchers
 /** An answer of Alertmanager's read whole as JSON; a refusal becomes an error the model can act on. */
 export function answer<T>(res: UpstreamResponse, what: string): T {
   if (!res.ok) {
-    const why = res.text().text.replace(/\s+/g, ' ').trim().slice(0, 200);
+    // Its words are Alertmanager's, not ours: they reach the model as untrusted text after the sentence.
+    const body = res.text();
+    const why = body.text.replace(/\s+/g, ' ').trim().slice(0, 200);
     throw new ToolError(
-      `Alertmanager refused ${what} (HTTP ${res.status}${why ? `: ${why}` : ''}) — check the arguments; nothing was changed`,
+      `Alertmanager refused ${what} (HTTP ${res.status}) — check the arguments; nothing was changed${why ? '. Its answer follows' : ''}`,
+      why ? { quoted: { ...body, text: why } } : {},
     );
   }
   return res.json<T>();

@@ -1,3 +1,4 @@
+import { personNameProblem, tidyPersonName } from '@bulkhead/core/operator';
 import { field } from '../form-field.ts';
 import type { OAuthServer } from '../oauth/context.ts';
 
@@ -49,7 +50,8 @@ export interface CheckedIssue {
 }
 
 /**
- * Checks the fields as `bulkhead tokens issue` checks its options: a label and a person, scopes of
+ * Checks the fields as `bulkhead tokens issue` checks its options: a label and a person (stored in its
+ * tidy spelling, refused when it mixes scripts), scopes of
  * this server only (at least one), a customer for a customer-bound server and for no other. Whether
  * the customer exists is the caller's to ask the database.
  */
@@ -63,7 +65,10 @@ export function checkIssueFields(
   if (f.label.length > 200) return refuse('The label is longer than 200 characters.');
   if (!f.person)
     return refuse('Name the person the token is issued to, so that it is revoked when they leave.');
-  if (f.person.length > 200) return refuse('The person is longer than 200 characters.');
+  const person = tidyPersonName(f.person);
+  const problem = personNameProblem(person);
+  if (problem) return refuse(`The person's name: ${problem}.`);
+  if (person.length > 200) return refuse('The person is longer than 200 characters.');
   const scopes = [...new Set(f.scopes)];
   if (!scopes.length) return refuse('Tick at least one scope.');
   const unknown = scopes.filter((s) => !server.scopes.includes(s));
@@ -78,7 +83,7 @@ export function checkIssueFields(
     ok: true,
     issue: {
       label: f.label,
-      owner: f.person,
+      owner: person,
       scopes: server.scopes.filter((s) => scopes.includes(s)),
       customerId: f.customer || null,
       expiresAt: expiry.days === null ? null : new Date(now.getTime() + expiry.days * 86_400_000),

@@ -16,6 +16,7 @@ import { withDatabase } from '../database.ts';
 import { parseExpiry } from '../duration.ts';
 import { table, when } from '../format.ts';
 import { CliError, UsageError } from '../io.ts';
+import { personOption } from '../person-option.ts';
 import { defaultUrl, discoverServers } from '../servers.ts';
 
 /** Approver tokens open the console only: audience `console`, kind `approver`, never valid on an MCP server. */
@@ -84,12 +85,11 @@ Options:
       'can-manage-tokens': { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
     });
-    const person = values.person?.trim();
+    const person = personOption(values.person, '--person');
     if (!person)
       throw new UsageError(
         '--person is required: an approver is a person (the same name as `tokens issue --owner` uses for them)',
       );
-    if (person.length > 200) throw new UsageError('--person: at most 200 characters');
     const label = values.label?.trim() || person;
     if (label.length > 200) throw new UsageError('--label: at most 200 characters');
     const expiresAt = parseExpiry(values.expires!, '--expires');

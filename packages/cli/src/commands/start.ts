@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { startSealer, type Sealer } from '@bulkhead/audit';
-import { storeCaughtMail } from '@bulkhead/core/operator';
+import { shownUrl } from '@bulkhead/core/operator';
 import type { MailCatcher } from '@bulkhead/core/mail-catcher';
 import {
   createSql,
@@ -267,7 +267,10 @@ async function printRunning(
       `  ${s.name.padEnd(width)} not started: set ${unsetUpstreams(s, env).join(' and ')} (servers/${s.name}/README.md)`,
     );
   if (catcher)
-    io.out(`  ${'mail catcher'.padEnd(width)} ${catcher.url.padEnd(32)} (approved e-mails land here)`);
+    // Its URL holds the password the servers send with: shown without it.
+    io.out(
+      `  ${'mail catcher'.padEnd(width)} ${shownUrl(catcher.url).padEnd(32)} (approved e-mails land here)`,
+    );
   io.out('');
   const approvalConsole = servers.find((s) => s.kind === 'console');
   if (approvalConsole)
@@ -348,8 +351,8 @@ Reference: ${referenceOf('start')}.`,
     // whose e-mails the console shows on its "Sent mail" page.
     if (!env.BULKHEAD_SMTP_URL) {
       // Imported here: the SMTP server and the message parser would slow every other command's start.
-      const { startMailCatcher } = await import('@bulkhead/core/mail-catcher');
-      stack.catcher = await startMailCatcher({ onMail: (mail) => storeCaughtMail(db.sql, mail) });
+      const { startApprovalMailCatcher } = await import('@bulkhead/core/mail-catcher');
+      stack.catcher = await startApprovalMailCatcher(db.sql);
     }
 
     // MCP servers link approval notifications to the console that this start runs.

@@ -14,6 +14,7 @@ import { withDatabase } from '../database.ts';
 import { parseExpiry } from '../duration.ts';
 import { table, when } from '../format.ts';
 import { CliError, UsageError, type Io } from '../io.ts';
+import { personOption } from '../person-option.ts';
 import { discoverServers, portOffsetOption, publicUrl, type ServerManifest } from '../servers.ts';
 import type { CliEnv } from '../env.ts';
 
@@ -135,8 +136,7 @@ as for the server.`,
     const label = values.label?.trim();
     if (!label) throw new UsageError('--label is required: say which client or person will use the token');
     if (label.length > 200) throw new UsageError('--label: at most 200 characters');
-    const owner = values.owner?.trim() || null;
-    if (owner && owner.length > 200) throw new UsageError('--owner: at most 200 characters');
+    const owner = personOption(values.owner, '--owner');
     if (server.customerBound && !values.customer) {
       throw new UsageError(
         `--customer is required for the ${server.name} server: a ${server.name} token is bound to one customer`,

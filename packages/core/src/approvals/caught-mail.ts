@@ -17,14 +17,25 @@ export interface CaughtMail {
   outboxId: number | null;
 }
 
-/** Keeps `mail` for the console's "Sent mail" page; a Message-ID caught before is not kept twice. */
-export async function storeCaughtMail(sql: Sql, mail: CaughtMail): Promise<void> {
+/**
+ * Keeps `mail` for the console's "Sent mail" page, and says whether it did: only an e-mail whose
+ * `X-Bulkhead-Outbox` row is an e-mail of the approval its `X-Bulkhead-Approval` names, so that a
+ * message any sender made up (headers are the sender's words) never shows as what an approval sent.
+ * A Message-ID caught before is not kept twice.
+ */
+export async function storeCaughtMail(sql: Sql, mail: CaughtMail): Promise<boolean> {
+  if (mail.outboxId === null || mail.approvalId === null) return false;
+  const [own] = await sql`
+    select 1 from bulkhead_outbox
+    where id = ${mail.outboxId} and approval_id = ${mail.approvalId} and kind = 'email'`;
+  if (!own) return false;
   await sql`
     insert into bulkhead_caught_mail
       (received_at, mail_from, rcpt_to, subject, body, message_id, approval_id, outbox_id)
     values (${mail.receivedAt}, ${mail.from}, ${mail.to}, ${mail.subject}, ${mail.text}, ${mail.messageId},
       ${mail.approvalId}, ${mail.outboxId})
     on conflict (message_id) do nothing`;
+  return true;
 }
 
 /** The newest `limit` caught e-mails, newest first. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
+import { samePerson } from '../pipeline/person-name.ts';
 import { decisionEvent, expiryEvent } from './audit-trail.ts';
 import { APPROVAL_COLUMNS, APPROVAL_ID, argumentsHash, getApproval, type ApprovalRecord } from './store.ts';
 
@@ -50,15 +51,6 @@ export interface Decision {
 }
 
 const MAX_REASON = 1000;
-
-/**
- * Whether two names denote the same person: trimmed, in Unicode normal form NFKC and lower case, so
- * that `Bob`, `bob ` and a full-width `ｂｏｂ` are one person (as the database's approvals guard decides).
- */
-export function samePerson(a: string, b: string): boolean {
-  const key = (s: string) => s.trim().normalize('NFKC').toLowerCase();
-  return key(a) === key(b);
-}
 
 function stamp(d: Date): string {
   return `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;

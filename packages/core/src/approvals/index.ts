@@ -18,7 +18,7 @@ export {
   type ApprovalStatus,
 } from './store.ts';
 export { APPROVAL_METHODS, decisionEvent, executionEvent, expiryEvent } from './audit-trail.ts';
-export { ApprovalDecisionError, decideApproval, expireOverdue, samePerson, type Decision } from './decide.ts';
+export { ApprovalDecisionError, decideApproval, expireOverdue, type Decision } from './decide.ts';
 export { createApprovalRequester, DEFAULT_EXPIRY_HOURS, type ApprovalRequesterOptions } from './requester.ts';
 export { startApprovalExecutor, type ApprovalExecutor, type ApprovalExecutorOptions } from './executor.ts';
 export {

@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
+import type { Sql } from '@bulkhead/db';
 import { simpleParser } from 'mailparser';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
-import type { CaughtMail } from './caught-mail.ts';
+import { storeCaughtMail, type CaughtMail } from './caught-mail.ts';
 import { APPROVAL_HEADER, OUTBOX_HEADER } from './smtp.ts';
 
 /** How {@link startMailCatcher} listens. */
@@ -101,4 +103,20 @@ export async function startMailCatcher(options: MailCatcherOptions = {}): Promis
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/**
+ * The catcher `pnpm start` runs for its servers: SMTP AUTH required, with a password made at this start
+ * (in its URL, which only the servers it starts are given), so that no other local process can hand it
+ * mail; and of what arrives only what an approval's outbox row sent is kept for the "Sent mail" page.
+ */
+export function startApprovalMailCatcher(
+  sql: Sql,
+  options: Omit<MailCatcherOptions, 'auth' | 'onMail'> = {},
+): Promise<MailCatcher> {
+  return startMailCatcher({
+    ...options,
+    auth: { user: 'bulkhead', pass: randomBytes(24).toString('base64url') },
+    onMail: async (mail) => void (await storeCaughtMail(sql, mail)),
+  });
 }

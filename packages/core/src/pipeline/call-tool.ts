@@ -23,6 +23,7 @@ import { createUpstreamClient, UpstreamError } from './upstream/client.ts';
 import { createUpstreams, type UpstreamRecord, type Upstreams } from './upstream/upstreams.ts';
 import type { EventSink, RequestAudit } from './request-audit.ts';
 import { inSpan } from './tracing.ts';
+import { renderText } from './untrusted/render.ts';
 
 /** The default time limit of a tool call. */
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -524,7 +525,8 @@ function failed(
     return Promise.resolve(errorResult(text));
   }
   if (err instanceof UpstreamError) return rec.refuse(err.outcome, err.message);
-  if (err instanceof ToolError) return rec.refuse('tool_error', err.message);
+  if (err instanceof ToolError)
+    return rec.refuse('tool_error', err.quoted ? `${err.message}\n${renderText(err.quoted)}` : err.message);
   // A read-only call runs read-only on purpose: its write refused (25006) is the tool's fault, not a failover's.
   const ownReadOnly = !state.writes && (err as { code?: string }).code === '25006';
   if (isConnectionError(err) && !ownReadOnly) {

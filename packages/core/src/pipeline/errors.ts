@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { UntrustedText } from './untrusted/wrap.ts';
 
 /**
  * A failure the model can act on: its message is shown to the client as an
@@ -7,6 +8,15 @@ import type { z } from 'zod';
  */
 export class ToolError extends Error {
   override readonly name = 'ToolError';
+  /**
+   * Text from outside that the sentence refers to (an upstream's error body): the model gets it only
+   * as untrusted text, after the sentence, never inside it.
+   */
+  readonly quoted: UntrustedText | undefined;
+  constructor(message: string, options: { quoted?: UntrustedText | undefined } = {}) {
+    super(message);
+    this.quoted = options.quoted;
+  }
 }
 
 function describe(value: unknown): string {

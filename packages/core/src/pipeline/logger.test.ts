@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { expect, it } from 'vitest';
-import { lazyChild, REDACT } from './logger.ts';
+import { createLogger, lazyChild, REDACT } from './logger.ts';
 
 /** A logger redacting as the kit's does, writing into a string. */
 function capturing() {
@@ -59,4 +59,27 @@ it('a lazy child logs with its bindings (redacted like any child), and is made o
     { requestId: 'R-1', step: 2, msg: 'nested' },
   ]);
   expect(lazy.isLevelEnabled('debug')).toBe(false);
+});
+
+it('shows a URL in a line as scheme, host, port and database, whatever its password holds', async () => {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  const logger = createLogger({ destination: sink });
+  logger.error(
+    { err: new Error('connect to postgres://u:se/cr@t@db:5432/app failed'), smtp: 'smtp://m:p/w@mail:25' },
+    'cannot reach %s',
+    'postgres://u:x/y@db/app',
+  );
+  const [line] = lines.map((l) => JSON.parse(l) as { msg: string; smtp: string; err: { message: string } });
+  expect([line!.msg, line!.smtp, line!.err.message]).toEqual([
+    'cannot reach postgres://db/app',
+    'smtp://mail:25',
+    'connect to postgres://db:5432/app failed',
+  ]);
+  expect(lines.join('')).not.toMatch(/se\/cr|p\/w|x\/y/);
 });

@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { withUrlsShown } from './shown-url.ts';
 import { traceLogFields } from './tracing.ts';
 
 export type { Logger } from 'pino';
@@ -24,6 +25,26 @@ export const REDACT = [
   ]),
 ];
 
+/** A log line's fields with every URL in a text field (and an error's message and stack) shown without its credentials. */
+function urlsShown(fields: Record<string, unknown>): Record<string, unknown> {
+  let out: Record<string, unknown> | undefined;
+  for (const [key, value] of Object.entries(fields)) {
+    let shown = value;
+    if (typeof value === 'string') shown = withUrlsShown(value);
+    else if (value instanceof Error || (value && typeof value === 'object' && 'message' in value)) {
+      const e = value as { message?: unknown; stack?: unknown };
+      if (typeof e.message === 'string' && e.message.includes('://'))
+        shown = {
+          ...e,
+          message: withUrlsShown(e.message),
+          ...(typeof e.stack === 'string' ? { stack: withUrlsShown(e.stack) } : {}),
+        };
+    }
+    if (shown !== value) (out ??= { ...fields })[key] = shown;
+  }
+  return out ?? fields;
+}
+
 /** Options for {@link createLogger}. */
 export interface LoggerOptions {
   level?: string;
@@ -44,6 +65,16 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     level: options.level ?? 'info',
     ...(options.name ? { name: options.name } : {}),
     redact: { paths: REDACT, censor: '[redacted]' },
+    // A URL or DSN in a line shows scheme, host, port and database only (a password may hold a `/`).
+    formatters: { log: urlsShown },
+    hooks: {
+      logMethod(this: Logger, args: unknown[], method: (...a: unknown[]) => void) {
+        method.apply(
+          this,
+          args.map((a) => (typeof a === 'string' ? withUrlsShown(a) : a)),
+        );
+      },
+    },
     // Every line logged inside a traced request names its trace and span (nothing when untraced).
     mixin: traceLogFields,
   };

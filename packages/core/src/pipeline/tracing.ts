@@ -27,8 +27,8 @@ export interface TraceCarrier {
   tracestate?: string;
 }
 
-/** The trace context a request names: its `_meta` first, else its HTTP headers; none: a new trace. */
-export function incomingContext(meta: unknown, headers?: Headers | undefined): Context {
+/** The trace context a request names: its `_meta` first, else its HTTP headers. */
+function incomingContext(meta: unknown, headers?: Headers | undefined): Context {
   const m = (meta && typeof meta === 'object' ? meta : {}) as Record<string, unknown>;
   const carrier: Record<string, string> = {};
   if (typeof m.traceparent === 'string') {
@@ -43,6 +43,17 @@ export function incomingContext(meta: unknown, headers?: Headers | undefined): C
     }
   }
   return carrier.traceparent ? propagation.extract(ROOT_CONTEXT, carrier) : ROOT_CONTEXT;
+}
+
+/**
+ * The client's span a request names (its `_meta` first, else its HTTP headers) as a link, none when it
+ * names none. A request's server span begins a trace of the server's own: its id is what the audit
+ * event records and an approval page shows as "the call that filed it", so a caller cannot choose it
+ * (and file events under another call's trace); the client's trace is kept as this link.
+ */
+export function incomingLinks(meta: unknown, headers?: Headers | undefined): Link[] {
+  const sc = trace.getSpanContext(incomingContext(meta, headers));
+  return sc && isSpanContextValid(sc) ? [{ context: sc, attributes: { 'bulkhead.link': 'client' } }] : [];
 }
 
 /** A step of a request timed before its server span began: the token check on a cache miss. */
@@ -91,7 +102,8 @@ export interface RequestSpan {
   target?: string | undefined;
   protocolVersion?: string | undefined;
   rpcId?: string | number | undefined;
-  parent: Context;
+  /** The client's span, if it named one ({@link incomingLinks}): linked, never the parent. */
+  links: Link[];
   /** When the HTTP request arrived and the steps it took before the MCP layer (`requestArrived`). */
   early?: Early | undefined;
 }
@@ -114,9 +126,14 @@ export function traceRequest<T>(r: RequestSpan, fn: () => Promise<T>): Promise<T
   const steps = r.early?.steps ?? [];
   return inSpan(
     name,
-    { kind: SpanKind.SERVER, attributes, ...(r.early ? { startTime: epochMs(r.early.arrived) } : {}) },
+    {
+      kind: SpanKind.SERVER,
+      attributes,
+      links: r.links,
+      ...(r.early ? { startTime: epochMs(r.early.arrived) } : {}),
+    },
     steps.length ? () => (addSteps(steps), fn()) : fn,
-    r.parent,
+    ROOT_CONTEXT,
   );
 }
 
@@ -141,7 +158,7 @@ function addSteps(steps: EarlyStep[]): void {
 /**
  * Runs `fn` (answering and auditing a request refused before the MCP layer read it: 401, 413, 429,
  * 503) in a server span of its own, named by the HTTP method and route as the body's MCP method is
- * unknown, continuing the client's trace from its `traceparent` header, with `error.type` the outcome.
+ * unknown, in a trace of the server's own linked to the client's `traceparent`, with `error.type` the outcome.
  */
 export function traceRefusal<T>(
   r: { request: Request; route: string; status: number; outcome: string },
@@ -156,13 +173,18 @@ export function traceRefusal<T>(
   };
   return inSpan(
     `${r.request.method} ${r.route}`,
-    { kind: SpanKind.SERVER, attributes, ...(e ? { startTime: epochMs(e.arrived) } : {}) },
+    {
+      kind: SpanKind.SERVER,
+      attributes,
+      links: incomingLinks(undefined, r.request.headers),
+      ...(e ? { startTime: epochMs(e.arrived) } : {}),
+    },
     (span) => {
       span.setStatus({ code: SpanStatusCode.ERROR });
       if (e?.steps.length) addSteps(e.steps);
       return fn();
     },
-    incomingContext(undefined, r.request.headers),
+    ROOT_CONTEXT,
   );
 }
 
@@ -184,7 +206,7 @@ export function traceMcpRequest<T>(
       target: r.target,
       rpcId: r.ctx.mcpReq.id,
       protocolVersion: typeof version === 'string' ? version : undefined,
-      parent: incomingContext(r.meta, r.ctx.http?.req?.headers),
+      links: incomingLinks(r.meta, r.ctx.http?.req?.headers),
       early: takeEarly(r.ctx.http?.req),
     },
     fn,

@@ -48,7 +48,7 @@ it('never echoes a secret or the password in a URL', () => {
   }
   expect(error!.message).not.toContain('S3cr3tpass');
   expect(error!.problems.find((l) => l.startsWith('DATABASE_URL:'))).toContain(
-    '"postgresql+psycopg://bulkhead:***@db/bulkhead"',
+    '(got "postgresql+psycopg://db/bulkhead")',
   );
   const keyed = (() => {
     try {
@@ -62,6 +62,22 @@ it('never echoes a secret or the password in a URL', () => {
   })();
   expect(keyed).toContain('BULKHEAD_AUDIT_KEY');
   expect(keyed).not.toContain('short-key-123');
+});
+
+it('shows a URL as scheme, host, port and database, even when its password holds a slash', () => {
+  let error: ConfigError | undefined;
+  try {
+    parseEnv(serverEnvSchema(3103), {
+      DATABASE_URL: 'postgres://bulkhead:se/cr@t@db.example:5432/bulkhead',
+      BULKHEAD_SMTP_URL: 'smtp://mailer:pa/ss@smtp.example:587',
+    });
+  } catch (err) {
+    error = err as ConfigError;
+  }
+  expect(error!.problems).toEqual([
+    'DATABASE_URL: Invalid URL (got "postgres://db.example:5432/bulkhead")',
+    'BULKHEAD_SMTP_URL: Invalid URL (got "smtp://smtp.example:587")',
+  ]);
 });
 
 it('reads OpenTelemetry’s sampler variables by their names, and refuses others', () => {

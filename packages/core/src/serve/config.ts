@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { addressProblem } from '../approvals/email.ts';
+import { shownUrl } from '../pipeline/shown-url.ts';
 
 /** A bad environment: one line per problem, ready to print before exiting. */
 export class ConfigError extends Error {
@@ -118,7 +119,7 @@ export type ServerEnv = z.output<ReturnType<typeof serverEnvSchema>>;
 /** How a bad value is echoed: never a secret, and a URL without its password. */
 function shown(name: string, value: string): string {
   if (/KEY|TOKEN|SECRET|PASSWORD/i.test(name)) return `a value of ${value.length} characters, not shown`;
-  return JSON.stringify(value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*):[^@/\s]*@/i, '$1:***@'));
+  return JSON.stringify(shownUrl(value));
 }
 
 /**

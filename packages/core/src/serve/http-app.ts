@@ -32,6 +32,7 @@ import { createRefusalLog, type RefusalLog } from './http/refusal-log.ts';
 import { createCancellations, type Cancellations } from './http/cancellations.ts';
 import type { McpEnv } from './http/state.ts';
 import { createResultWaits, type ResultWaits, type ResultWaitLimits } from '../tasks/result-waits.ts';
+import { createListenStreams, type ListenStreamOptions, type ListenStreams } from './listen-streams.ts';
 import type { Upstreams } from '../pipeline/upstream/upstreams.ts';
 
 /** What serving a definition over HTTP needs. */
@@ -56,6 +57,11 @@ export interface HttpAppOptions {
    * (`BULKHEAD_TASK_RESULT_WAITS_PER_TOKEN`, `BULKHEAD_TASK_RESULT_WAITS`; default 10 and 200).
    */
   taskResultWaits?: ResultWaitLimits;
+  /**
+   * Caps on open 2026-07-28 `subscriptions/listen` streams, per token and in this process (default 10
+   * and 200), and how often their tokens are checked again for expiry (default 30 s).
+   */
+  listenStreams?: ListenStreamOptions;
   /** Requests per token per minute; 0 switches the limit off (default 600). */
   rateLimitPerMinute?: number;
   /** How often replicas exchange rate-limit counts (default 1 s). */
@@ -186,7 +192,8 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
   app.use('/mcp', jsonBody(maxBody));
   app.use('/mcp', batchRateLimit(limiter));
   const streams = new AbortController();
-  app.all('/mcp', (c) => serveMcp(c, def, mcp, cancellations, streams.signal));
+  const listens = createListenStreams(verifier, options.listenStreams);
+  app.all('/mcp', (c) => serveMcp(c, def, mcp, cancellations, { ended: streams.signal, listens }));
   app.onError((err, c) => answerError(err, c as unknown as Context<McpEnv>, def, refusals, logger));
 
   return {
@@ -198,6 +205,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     endStreams: () => streams.abort(),
     close: async () => {
       streams.abort();
+      listens.close();
       // Calls cut off by the end of the shutdown grace unwind (their query cancelled, their event handed over) first.
       await cancellations.idle(5_000);
       await mcp.handler.close();
@@ -339,7 +347,7 @@ async function serveMcp(
   def: ServerDefinition,
   mcp: McpLayer,
   cancellations: Cancellations,
-  streams: AbortSignal,
+  streams: { ended: AbortSignal; listens: ListenStreams },
 ): Promise<Response> {
   const access = c.get('access')!;
   const log = c.get('log');
@@ -357,14 +365,18 @@ async function serveMcp(
         .catch((err: unknown) => log.error({ err }, 'audit event could not be written')),
     ),
   );
-  // A listen stream lasts until the client goes away or the server stops: its request carries both signals.
-  const raw = c.get('messages').some((m) => m.method === 'subscriptions/listen')
-    ? new Request(c.req.url, {
-        method: c.req.method,
-        headers: c.req.raw.headers,
-        signal: AbortSignal.any([c.req.raw.signal, streams]),
-      })
-    : c.req.raw;
+  // A listen stream lasts until the client goes away, the server stops or its token ends: its request carries the three signals.
+  let raw = c.req.raw;
+  let release: (() => void) | undefined;
+  if (c.get('messages').some((m) => m.method === 'subscriptions/listen')) {
+    const bearer = (c.req.header('authorization') ?? '').replace(/^Bearer\s+/i, '');
+    const place = streams.listens.open(access.tokenId, bearer);
+    if (!place.ok) return listenRefused(c, def, streams.listens, place.full);
+    release = place.release;
+    const signal = AbortSignal.any([c.req.raw.signal, streams.ended, place.signal]);
+    signal.addEventListener('abort', release, { once: true });
+    raw = new Request(c.req.url, { method: c.req.method, headers: c.req.raw.headers, signal });
+  }
   mcp.handles.set(raw, { access, audit: request });
   const response = await mcp.handler.fetch(raw, {
     authInfo: { token: access.tokenId, clientId: access.tokenId, scopes: [...access.scopes] },
@@ -372,6 +384,7 @@ async function serveMcp(
   });
   // What the MCP layer turns away before any tool runs (a wrong Accept header, an unsupported version, GET without sessions) is a refusal too.
   const streaming = response.headers.get('content-type')?.startsWith('text/event-stream') ?? false;
+  if (!streaming) release?.();
   const expectsCall = c.get('messages').some((m) => m.wellFormedCall);
   if (response.status >= 400 || (expectsCall && !streaming))
     await request
@@ -379,6 +392,37 @@ async function serveMcp(
       .catch((err: unknown) => log.error({ err }, 'audit event could not be written'));
   return response;
 }
+
+/** A `subscriptions/listen` past a cap: answered at once (429), audited, with what to do instead. */
+async function listenRefused(
+  c: Context<McpEnv>,
+  def: ServerDefinition,
+  listens: ListenStreams,
+  full: 'token' | 'process',
+): Promise<Response> {
+  const { perToken, total } = listens.limits;
+  const cap =
+    full === 'token'
+      ? `this token already holds ${perToken} open subscriptions/listen streams`
+      : `this server already holds ${total} open subscriptions/listen streams`;
+  await c
+    .get('audit')
+    .settle(() => requestEvent(def, c, 'rate_limited', { status: 429, reason: 'listen_streams', full }))
+    .catch((err: unknown) => c.get('log').error({ err }, 'audit event could not be written'));
+  const body = c.get('body') as { id?: unknown } | undefined;
+  const id = body && !Array.isArray(body) ? body.id : null;
+  return c.json(
+    rpcError(
+      LISTEN_STREAMS_FULL,
+      `${cap}: close one before opening another (one stream tells a client of every change), or call tools/list.`,
+      id,
+    ),
+    429,
+  );
+}
+
+/** The JSON-RPC error code of a listen stream refused past a cap (the code of a full `tasks/result` wait too). */
+export const LISTEN_STREAMS_FULL = -32000;
 
 /** A guard's `Refusal`, answered and audited (through the refusal log); anything else an internal error with an incident id. */
 async function answerError(

@@ -13,6 +13,7 @@ import { buildMcpServer } from './mcp-server.ts';
 import { createTokenVerifier } from './tokens.ts';
 import { createToolSwitches } from './tool-switches.ts';
 import type { Upstreams } from '../pipeline/upstream/upstreams.ts';
+import { withUrlsShown } from '../pipeline/shown-url.ts';
 
 /** What serving over stdio needs; the token comes from `BULKHEAD_TOKEN`. */
 export interface StdioOptions {
@@ -31,6 +32,10 @@ export interface StdioOptions {
 /** The token given to a stdio server was refused: the server must not start. */
 export class StartupError extends Error {
   override readonly name = 'StartupError';
+  // Its message is printed as it is: a URL in it (a driver's error, a DSN) shows no user or password.
+  constructor(message: string, options?: ErrorOptions) {
+    super(withUrlsShown(message), options);
+  }
 }
 
 const REASONS: Record<string, string> = {

@@ -237,6 +237,8 @@ export interface TokenVerifier {
   verify(token: string, lookedUp?: (start: number) => void): Promise<TokenVerdict>;
   /** Cache figures since start (for /metrics). */
   readonly stats: { hits: number; misses: number };
+  /** Calls `listener` with a token's id when the database announces a change of it; returns how to stop. */
+  onChange(listener: (tokenId: string) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -273,12 +275,16 @@ export function createTokenVerifier(
   const cache = new Map<string, Cached>();
   const inFlight = new Map<string, Promise<Cached>>();
   const stats = { hits: 0, misses: 0 };
+  const changed = new Set<(tokenId: string) => void>();
   const listening =
     options.listen === false
       ? undefined
       : sql.listen(
           'bulkhead_tokens',
-          (id) => cache.delete(id),
+          (id) => {
+            cache.delete(id);
+            for (const listener of changed) listener(id);
+          },
           // (Re)connected: anything announced while the connection was down is unknown, so forget all.
           () => cache.clear(),
         );
@@ -323,6 +329,10 @@ export function createTokenVerifier(
 
   return {
     stats,
+    onChange(listener) {
+      changed.add(listener);
+      return () => changed.delete(listener);
+    },
     async verify(token, lookedUp) {
       const parsed = parseToken(token);
       if (!parsed) return { ok: false, reason: 'malformed' };

@@ -216,6 +216,27 @@ async function rawCall(
   });
 }
 
+/** Each server span that links to the client's span `parent` (the server begins a trace of its own for each request). */
+async function linkedTo(parent: { traceId: string; spanId: string }): Promise<OtlpSpan[]> {
+  await tracing.flush();
+  return receiver.spans.filter(
+    (s) => s.kind === 2 && s.links?.some((l) => l.traceId === parent.traceId && l.spanId === parent.spanId),
+  );
+}
+
+/** The server's own trace of the one request that named `parent`: its id and spans. */
+async function servedTrace(
+  parent: { traceId: string; spanId: string },
+  withTokenCheck = false,
+): Promise<{ traceId: string; spans: OtlpSpan[] }> {
+  const roots = await linkedTo(parent);
+  expect(roots).toHaveLength(1);
+  const traceId = roots[0]!.traceId;
+  return { traceId, spans: await traceOf(traceId, withTokenCheck) };
+}
+
+const links = (s: OtlpSpan) => s.links?.map((l) => [l.traceId, l.spanId]);
+
 async function eventTrace(tool: string, outcome: string): Promise<(string | null)[]> {
   const rows = await db.sql<{ trace_id: string | null }[]>`
     select trace_id from audit_events where tool = ${tool} and outcome = ${outcome} order by seq`;
@@ -223,7 +244,7 @@ async function eventTrace(tool: string, outcome: string): Promise<(string | null
 }
 
 describe('traces', () => {
-  it('follows a call from the client’s traceparent (in _meta) through the handler, its statement and the audit append', async () => {
+  it('follows a call through the handler, its statement and the audit append, in a trace of its own linked to the client’s traceparent (in _meta)', async () => {
     const client = await connect();
     const parent = newIds();
     const result = await client.callTool({
@@ -235,7 +256,9 @@ describe('traces', () => {
     expect(result.isError).toBeFalsy();
     expect(result.content).toEqual([{ type: 'text', text: JSON.stringify({ count: 0 }, null, 2) }]);
 
-    const spans = await traceOf(parent.traceId);
+    const { traceId, spans } = await servedTrace(parent);
+    // The server mints the trace its event is filed under; the client's is only a link.
+    expect(traceId).not.toBe(parent.traceId);
     expect(receiver.paths[0]).toBe('POST /v1/traces application/json');
     expect(spans.map((s) => s.name).sort()).toEqual([
       'SELECT trace_notes',
@@ -245,7 +268,10 @@ describe('traces', () => {
     ]);
     const root = spans.find((s) => s.kind === 2)!;
     expect(root.name).toBe('tools/call count_notes');
-    expect(root.parentSpanId).toBe(parent.spanId);
+    expect([root.parentSpanId || undefined, links(root)]).toEqual([
+      undefined,
+      [[parent.traceId, parent.spanId]],
+    ]);
     expect(attrs(root)).toEqual({
       'mcp.method.name': 'tools/call',
       'mcp.protocol.version': '2026-07-28',
@@ -265,7 +291,7 @@ describe('traces', () => {
     });
     // Nothing the client sent, nor any value, is an attribute of any span.
     expect(JSON.stringify(spans)).not.toContain('secret customer text');
-    expect(await eventTrace('count_notes', 'ok')).toEqual([parent.traceId]);
+    expect(await eventTrace('count_notes', 'ok')).toEqual([traceId]);
   });
 
   it('takes the trace context from the HTTP headers when _meta carries none (tools/list too), and marks a refusal', async () => {
@@ -275,14 +301,15 @@ describe('traces', () => {
     const result = await client.callTool({ name: 'count_notes', arguments: { prefix: 7 } });
     await client.close();
     expect(result.isError).toBe(true);
-    const served = (await traceOf(parent.traceId)).filter((s) => s.kind === 2);
-    expect(served.map((s) => [s.name, s.parentSpanId])).toEqual([
-      ['tools/list', parent.spanId],
-      ['tools/call count_notes', parent.spanId],
+    const served = await linkedTo(parent);
+    expect(served.map((s) => [s.name, s.parentSpanId || undefined])).toEqual([
+      ['tools/list', undefined],
+      ['tools/call count_notes', undefined],
     ]);
+    expect(served[0]!.traceId).not.toBe(served[1]!.traceId);
     const root = served[1]!;
     expect(attrs(root)['error.type']).toBe('invalid_arguments');
-    expect(await eventTrace('count_notes', 'invalid_arguments')).toEqual([parent.traceId]);
+    expect(await eventTrace('count_notes', 'invalid_arguments')).toEqual([root.traceId]);
   });
 
   it('begins a request’s server span when it arrived, with a token check that went to the database as its child', async () => {
@@ -295,9 +322,12 @@ describe('traces', () => {
     });
     expect(res.status).toBe(200);
     await res.text();
-    const spans = await traceOf(parent.traceId, true);
+    const { spans } = await servedTrace(parent, true);
     const root = spans.find((s) => s.name === 'tools/call count_notes')!;
-    expect(root.parentSpanId).toBe(parent.spanId);
+    expect([root.parentSpanId || undefined, links(root)]).toEqual([
+      undefined,
+      [[parent.traceId, parent.spanId]],
+    ]);
     const check = spans.find((s) => s.name === 'token check')!;
     expect([check.parentSpanId, attrs(check)]).toEqual([root.spanId, { 'bulkhead.token.cache': 'miss' }]);
     const ns = (t: string) => BigInt(t);
@@ -315,10 +345,10 @@ describe('traces', () => {
     });
     expect(res.status).toBe(401);
     const requestId = res.headers.get('x-request-id')!;
-    const spans = await traceOf(parent.traceId, true);
-    expect(spans.map((s) => [s.name, s.kind, s.parentSpanId])).toEqual([
+    const { traceId, spans } = await servedTrace(parent, true);
+    expect(spans.map((s) => [s.name, s.kind, s.parentSpanId || undefined])).toEqual([
       ['audit append', 1, spans.find((s) => s.name === 'POST /mcp')?.spanId],
-      ['POST /mcp', 2, parent.spanId],
+      ['POST /mcp', 2, undefined],
     ]);
     expect(attrs(spans.find((s) => s.name === 'POST /mcp')!)).toEqual({
       'http.request.method': 'POST',
@@ -328,7 +358,7 @@ describe('traces', () => {
     });
     const [event] = await db.sql<{ outcome: string; trace_id: string | null }[]>`
       select outcome, trace_id from audit_events where request_id = ${requestId}`;
-    expect(event).toEqual({ outcome: 'unauthorized', trace_id: parent.traceId });
+    expect(event).toEqual({ outcome: 'unauthorized', trace_id: traceId });
   });
 
   it('traces the rate limit’s reconciliation with the database, off the request path, in traces of its own', async () => {
@@ -360,19 +390,19 @@ describe('traces', () => {
     });
     await client.close();
     expect(got.status).toBe('working');
-    const spans = await traceOf(parent.traceId);
+    const { traceId, spans } = await servedTrace(parent);
     const root = spans.find((s) => s.kind === 2)!;
-    expect([root.name, root.parentSpanId, attrs(root)['mcp.method.name']]).toEqual([
+    expect([root.name, root.parentSpanId || undefined, attrs(root)['mcp.method.name']]).toEqual([
       'tasks/get',
-      parent.spanId,
+      undefined,
       'tasks/get',
     ]);
     const [row] = await db.sql<{ trace_id: string }[]>`
       select trace_id from audit_events where method = 'tasks/get' order by seq desc limit 1`;
-    expect(row!.trace_id).toBe(parent.traceId);
+    expect(row!.trace_id).toBe(traceId);
   });
 
-  it('exports nothing of a trace the client did not sample, and still names it in the audit event', async () => {
+  it('samples its own trace whatever the client’s flag says, and names that trace in the audit event', async () => {
     const client = await connect();
     const parent = newIds();
     await client.callTool({
@@ -382,9 +412,11 @@ describe('traces', () => {
     });
     await client.close();
     expect(await traceOf(parent.traceId)).toEqual([]);
+    const { traceId, spans } = await servedTrace(parent);
+    expect(spans.find((s) => s.kind === 2)!.name).toBe('tools/call count_notes');
     const [row] = await db.sql<{ trace_id: string }[]>`
       select trace_id from audit_events where arguments->>'prefix' = 'unsampled'`;
-    expect(row!.trace_id).toBe(parent.traceId);
+    expect(row!.trace_id).toBe(traceId);
   });
 
   it('carries the trace to an upstream (a client span per request, its traceparent sent along) and into log lines', async () => {
@@ -397,7 +429,7 @@ describe('traces', () => {
     });
     await client.close();
     expect(result.isError).toBeFalsy();
-    const spans = await traceOf(parent.traceId);
+    const { traceId, spans } = await servedTrace(parent);
     const handler = spans.find((s) => s.name === 'handler get_status')!;
     const request = spans.find((s) => s.parentSpanId === handler.spanId)!;
     expect([request.name, request.kind]).toEqual(['GET', 3]);
@@ -407,10 +439,10 @@ describe('traces', () => {
       'bulkhead.upstream.name': 'status',
       'http.response.status_code': 200,
     });
-    expect(upstreamSaw).toEqual([`00-${parent.traceId}-${request.spanId}-01`]);
+    expect(upstreamSaw).toEqual([`00-${traceId}-${request.spanId}-01`]);
     // The handler's log line names the trace and the handler's span.
     expect(logLines.filter((l) => l.msg === 'status read').map((l) => [l.traceId, l.spanId])).toEqual([
-      [parent.traceId, handler.spanId],
+      [traceId, handler.spanId],
     ]);
   });
 
@@ -436,12 +468,12 @@ describe('traces', () => {
     await executor.drain();
     await executor.stop();
 
-    const filing = await traceOf(parent.traceId);
+    const { traceId: filedIn, spans: filing } = await servedTrace(parent);
     const handler = filing.find((s) => s.name === 'handler add_note')!;
     expect(handler.parentSpanId).toBe(filing.find((s) => s.name === 'tools/call add_note')!.spanId);
     const run = receiver.spans.find((s) => s.name === 'execute_approval add_note')!;
-    expect(run.traceId).not.toBe(parent.traceId);
-    expect(run.links?.map((l) => [l.traceId, l.spanId])).toEqual([[parent.traceId, handler.spanId]]);
+    expect(run.traceId).not.toBe(filedIn);
+    expect(links(run)).toEqual([[filedIn, handler.spanId]]);
     expect(attrs(run)['bulkhead.approval.id']).toBe(approvalId);
     const inRun = (await traceOf(run.traceId)).map((s) => s.name).sort();
     expect(inRun).toEqual([
@@ -453,7 +485,7 @@ describe('traces', () => {
     // Its outbox delivery: a trace of its own again, linked to the same filing call.
     const delivery = receiver.spans.find((s) => s.name === 'deliver note_added')!;
     expect([delivery.kind, delivery.parentSpanId || undefined]).toEqual([4, undefined]);
-    expect(delivery.links?.map((l) => [l.traceId, l.spanId])).toEqual([[parent.traceId, handler.spanId]]);
+    expect(links(delivery)).toEqual([[filedIn, handler.spanId]]);
     expect(upstreamSaw).toContain(`00-${delivery.traceId}-${delivery.spanId}-01`);
     expect(attrs(delivery)).toEqual({
       'bulkhead.outbox.kind': 'note_added',
@@ -464,7 +496,7 @@ describe('traces', () => {
       select outcome, trace_id from audit_events where approval_id = ${approvalId} and tool = 'add_note'
       order by seq`;
     expect(story.map((e) => [e.outcome, e.trace_id])).toEqual([
-      ['pending_approval', parent.traceId],
+      ['pending_approval', filedIn],
       // The decision is the console's, which traces nothing.
       ['approved', null],
       ['executed', run.traceId],

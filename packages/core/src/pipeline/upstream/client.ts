@@ -397,29 +397,51 @@ async function once(
             status,
           ),
         );
-      return upstreamResponse(res, read, `${config.name} ${method} ${url.pathname}`);
+      return upstreamResponse(res, read, `${config.name} ${method} ${url.pathname}`, config.secrets);
     }
   } finally {
     context.signal.removeEventListener('abort', onCallAbort);
   }
 }
 
-/** The answer as a handler gets it: its text marked untrusted, naming `source`. */
+/**
+ * The answer as a handler gets it: its text marked untrusted, naming `source`, and — text, JSON and
+ * headers alike — with the upstream's own credentials replaced by `[secret]` before anything sees it
+ * (an upstream that echoes the token it was sent must not hand it to a model or a log).
+ */
 function upstreamResponse(
   res: Dispatcher.ResponseData,
   read: { buffer: Buffer; bytes: number },
   source: string,
+  secrets: readonly string[],
 ): UpstreamResponse {
+  const body = scrub(read.buffer.toString('utf8'), secrets);
   return {
     status: res.statusCode,
     ok: res.statusCode >= 200 && res.statusCode < 300,
     headers: Object.fromEntries(
-      Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v ?? '')]),
+      Object.entries(res.headers).map(([k, v]) => [
+        k,
+        scrub(Array.isArray(v) ? v.join(', ') : String(v ?? ''), secrets),
+      ]),
     ),
     bytes: read.bytes,
-    text: () => untrusted(read.buffer.toString('utf8'), { source }),
-    json: <T>() => JSON.parse(read.buffer.toString('utf8')) as T,
+    text: () => untrusted(body, { source }),
+    // Parsed, then scrubbed again: a secret JSON-escaped in the text (`\/`, `\u…`) is plain once parsed.
+    json: <T>() => scrubDeep(JSON.parse(body), secrets) as T,
   };
+}
+
+/** `value` with `secrets` replaced in every string of it, keys included. */
+function scrubDeep(value: unknown, secrets: readonly string[]): unknown {
+  if (!secrets.length) return value;
+  if (typeof value === 'string') return scrub(value, secrets);
+  if (Array.isArray(value)) return value.map((v) => scrubDeep(v, secrets));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [scrub(k, secrets), scrubDeep(v, secrets)]),
+    );
+  return value;
 }
 
 /** What failed before an answer came: the upstream's own time limit, a lost connection (both retried for reads), anything else. */
