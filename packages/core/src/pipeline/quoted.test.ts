@@ -2,9 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { quoted } from './quoted.ts';
 
 describe('quoted', () => {
-  it('puts a value in double quotes, one line', () => {
+  it('puts a value in double quotes, on one line, every character still there', () => {
     expect(quoted('HighLatency')).toBe('"HighLatency"');
-    expect(quoted('  two\r\nlines\tand\u0000more ')).toBe('"two lines and more"');
+    expect(quoted('two\r\nlines\u2028and\u001b[31m')).toBe('"two\\r\\nlines\\u2028and\\u001b[31m"');
+    expect(quoted('a  b')).toBe('"a  b"');
   });
 
   it('escapes quotes and backslashes so that the value cannot end its quote', () => {
