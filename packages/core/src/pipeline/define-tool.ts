@@ -95,7 +95,7 @@ export type ApprovedValues = Record<string, unknown>;
 export interface ApprovalSpec<I, V extends ApprovedValues | null = null> {
   /**
    * Every value the effect will use that the arguments alone do not fix: what the database or an
-   * upstream holds now (a recipient, an amount due, a silence's state), and what the effect derives
+   * upstream holds now (an address on file, an amount still due), and what the effect derives
    * from the arguments. Read when the call is filed, stored with the approval, shown to the person,
    * read again when the approved action runs (in its transaction, before the handler): if anything
    * differs, the kit refuses and nothing runs; otherwise the handler gets them as
