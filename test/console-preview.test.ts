@@ -134,7 +134,7 @@ it('in Chromium, the console shows [U+202E], flags a Cyrillic letter in an e-mai
   expect(
     await values
       .getByRole('row', { name: /^subject/ })
-      .locator('mark.hidden')
+      .locator('div.text mark.hidden')
       .allTextContents(),
   ).toEqual(['[U+202E]']);
   const args = page.getByRole('table', { name: `The arguments of ${answerId}, as they will run` });
