@@ -71,8 +71,8 @@ async function signIn(page: Page) {
 it('in Chromium, the console shows [U+202E], flags a Cyrillic letter in an e-mail address and shows the full answer body', async () => {
   expect(ANSWER).toHaveLength(5000);
   const [owner] = await db.sql<
-    { id: string; name: string }[]
-  >`select id, name from customers order by id limit 1`;
+    { id: string; name: string; email: string }[]
+  >`select id, name, email from customers order by id limit 1`;
   const [other] = await db.sql<{ id: string; email: string }[]>`
     select id, email from customers where id <> ${owner!.id} and split_part(email, '@', 1) like '%a%'
     order by id limit 1`;
@@ -120,8 +120,23 @@ it('in Chromium, the console shows [U+202E], flags a Cyrillic letter in an e-mai
   const preview = page.locator('p.preview');
   expect(await preview.locator('mark.hidden').allTextContents()).toEqual(['[U+202E]']);
   expect(await preview.textContent()).toContain(
-    `("Refund request [U+202E]!tnegru") of ${owner!.name} (${owner!.id})`,
+    `of "${owner!.name}" (${owner!.id}), visible to the customer, set it to pending, and e-mail the answer to ` +
+      `"${owner!.email}" with the subject "Re: [${key}] Refund request [U+202E]!tnegru"`,
   );
+  // The values the answer will use are on the page too, the subject's override shown, not applied.
+  const values = page.getByRole('table', { name: `The values ${answerId} was filed with` });
+  expect(
+    await values
+      .getByRole('row', { name: /^recipient/ })
+      .locator('div.text')
+      .textContent(),
+  ).toBe(owner!.email);
+  expect(
+    await values
+      .getByRole('row', { name: /^subject/ })
+      .locator('div.text mark.hidden')
+      .allTextContents(),
+  ).toEqual(['[U+202E]']);
   const args = page.getByRole('table', { name: `The arguments of ${answerId}, as they will run` });
   const body = args.getByRole('row', { name: /^body/ }).locator('div.text');
   expect(await body.textContent()).toBe(ANSWER);
@@ -145,7 +160,8 @@ it('in Chromium, the console shows [U+202E], flags a Cyrillic letter in an e-mai
   ]);
   expect(await page.locator('p.preview mark.mixed .odd').allTextContents()).toEqual(['\u0430']);
   expect(await page.getByRole('note').textContent()).toBe(
-    'Look closely: this request holds 2 words mixing scripts, marked below, each with a note. What you read may not be what will run.',
+    // In the preview, the arguments and the values the change will write.
+    'Look closely: this request holds 3 words mixing scripts, marked below, each with a note. What you read may not be what will run.',
   );
   await page.screenshot({ path: '/tmp/bulkhead-console-preview-contact.png', fullPage: true });
 

@@ -121,7 +121,7 @@ it('a silence approved in the console while ops is down is made once ops is back
     id,
     'approve',
     'Deploy window agreed with the checkout team.',
-    '1 alert matches now: CheckoutLatencyHigh',
+    '1 alert matches now: "CheckoutLatencyHigh"',
   );
   expect(await ourSilences(comment)).toEqual([]);
 

@@ -371,6 +371,31 @@ describe('deciding', () => {
     );
   });
 
+  it('shows the values its effect will use, field by field, beside the arguments', async () => {
+    const id = await request('Values shown');
+    const { cookie } = await signIn();
+    const page = async () => (await fetch(`${base}/approvals/${id}`, { headers: { cookie } })).text();
+    expect(await page()).not.toContain('What its effect will use');
+    // As a tool with approval values files them (this test's tool has none).
+    await db.sql`update bulkhead_approvals set approved_values = ${db.sql.json({ recipient: 'team@example.test' })}
+      where id = ${id}`;
+    const shown = await page();
+    expect(shown).toContain('<h2 id="values">What its effect will use</h2>');
+    const card = shown.slice(shown.indexOf('<h2 id="values">'));
+    expect(card.slice(0, card.indexOf('</section>'))).toMatch(
+      /<th scope="row"><code><bdi>recipient<\/bdi><\/code><\/th><td><div class="text"><bdi>team@example\.test<\/bdi><\/div>/,
+    );
+  });
+
+  it('says a request was decided only when its state says so, whatever the address claims', async () => {
+    const id = await request('Decided? Not yet');
+    const { cookie } = await signIn();
+    const page = await (await fetch(`${base}/approvals/${id}?decided=1`, { headers: { cookie } })).text();
+    expect(page).not.toContain('role="status"');
+    expect(page).not.toContain('Approved.');
+    expect(page).toContain('name="decision"');
+  });
+
   it('checks CSRF and origin on every form, requires a reason to reject, and refuses a second decision', async () => {
     const id = await request('Office closed Friday');
     const { cookie, csrf } = await signIn();

@@ -377,18 +377,22 @@ export function PendingPage(props: {
   );
 }
 
-/** What the decision the person just made came to, shown once after it redirects back here. */
+/**
+ * What the decision came to, shown after the decision redirects back here. The sentence comes from the
+ * approval's state, never from the address: an undecided request has none, whatever the URL says.
+ */
 function DecidedNotice({ approval: a, status }: { approval: ApprovalRecord; status: ApprovalStatus }) {
+  const said: Partial<Record<ApprovalStatus, string>> = {
+    rejected: 'Rejected. It will never run.',
+    executed: 'Approved and executed.',
+    failed: 'Approved, but it failed; see the error below.',
+    approved: `Approved. The ${a.server} server runs it within a second.`,
+  };
+  const sentence = said[status];
+  if (!sentence) return null;
   return (
     <div class="notice" role="status">
-      {status === 'rejected'
-        ? 'Rejected. It will never run.'
-        : status === 'executed'
-          ? 'Approved and executed.'
-          : status === 'failed'
-            ? 'Approved, but it failed; see the error below.'
-            : `Approved. The ${a.server} server runs it within a second.`}{' '}
-      {status === 'approved' && <a href={`/approvals/${a.id}`}>Refresh to see the result</a>}
+      {sentence} {status === 'approved' && <a href={`/approvals/${a.id}`}>Refresh to see the result</a>}
     </div>
   );
 }
@@ -532,6 +536,21 @@ function ArgumentsCard({
   );
 }
 
+/** The values the tool's effect will use, as read when the request was made: the approval fixes them. */
+function ValuesCard({ approval: a, rows }: { approval: ApprovalRecord; rows: ArgumentRow[] }) {
+  return (
+    <section class="card" aria-labelledby="values">
+      <h2 id="values">What its effect will use</h2>
+      <p class="hint">
+        Read when the request was made, besides the arguments: what the database or another system held then.
+        The {a.server} server reads them again when it runs the action and refuses it if any differs, so an
+        approval carries out exactly these.
+      </p>
+      <ArgumentTable rows={rows} full caption={`The values ${a.id} was filed with`} />
+    </section>
+  );
+}
+
 /** The decision form: a reason, Approve or Reject, the session's CSRF token and the shown arguments' hash. */
 function DecideCard(props: {
   approval: ApprovalRecord;
@@ -635,6 +654,8 @@ export function DetailPage(props: {
   rows: ArgumentRow[];
   /** The hash of exactly the arguments shown; the decision carries it, and is refused if they changed. */
   shownHash: string;
+  /** The values its effect will use (`approvedValues`), field by field; none for a tool without them. */
+  valueRows: ArgumentRow[];
   events: ApprovalEvent[];
   deliveries: ApprovalDelivery[];
   error?: string | undefined;
@@ -644,7 +665,7 @@ export function DetailPage(props: {
   const a = props.approval;
   const status = effectiveStatus(a);
   const previewFindings = findings(a.preview);
-  const argFindings = argumentFindings(props.rows);
+  const argFindings = argumentFindings([...props.rows, ...props.valueRows]);
   return (
     <Layout title={`Approval ${a.id}`} approver={props.approver} pending={props.pending}>
       <h1>
@@ -659,6 +680,7 @@ export function DetailPage(props: {
       <LookClosely of={mergeFindings([previewFindings, argFindings])} where="below, each with a note" />
       <ActionCard approval={a} status={status} previewFindings={previewFindings} />
       <ArgumentsCard approval={a} rows={props.rows} shownHash={props.shownHash} />
+      {props.valueRows.length > 0 && <ValuesCard approval={a} rows={props.valueRows} />}
       {status === 'pending' && (
         <DecideCard
           approval={a}

@@ -9,6 +9,7 @@ export {
   READ_ONLY,
   type AnyTool,
   type ApprovalSpec,
+  type ApprovedValues,
   type ToolAnnotations,
   type ToolContext,
   type ToolDefinition,
@@ -65,6 +66,8 @@ export {
   untrustedTextRef,
 } from './pipeline/arguments.ts';
 export { svgIcon } from './pipeline/icon.ts';
+/** For a gate's preview: a value from outside, in quotes it cannot close. */
+export { quoted } from './pipeline/quoted.ts';
 export {
   ConfigError,
   boolEnv,

@@ -91,6 +91,11 @@ async function silencesOf(key: string) {
   return (await h.am.silences()).filter((s) => s.comment.endsWith(`[${key}]`));
 }
 
+/** The values the approval fixed: what the preview named and what the effect must use. */
+async function approvedValues(id: string) {
+  return (await getApproval(h.db.sql, id))!.approvedValues;
+}
+
 async function approvals(): Promise<number> {
   const [row] = await h.db.sql<{ n: number }[]>`select count(*)::int as n from bulkhead_approvals`;
   return row!.n;
@@ -112,7 +117,7 @@ describe('create_silence', () => {
           'every alert where alertname is "DiskFull" and instance matches the regex "db-\\.\\*"\\. ' +
           'Comment: "Disks are being replaced, ticket OPS-42"\\. ' +
           `Asked by "${ASKER}" \\(token [^)]+\\)\\. ` +
-          '2 alerts match now: DiskFull \\([0-9a-f]{16}, active\\), DiskFull \\([0-9a-f]{16}, active\\)\\.$',
+          '2 alerts match now: "DiskFull" \\([0-9a-f]{16}, active\\), "DiskFull" \\([0-9a-f]{16}, active\\)\\.$',
       ),
     );
     const [, from, to] = /now: (.+?) UTC to (.+?) UTC/.exec(preview)!;
@@ -121,9 +126,17 @@ describe('create_silence', () => {
   });
 
   it('once approved, makes the silence in Alertmanager exactly once, and its alerts show as silenced', async () => {
-    const { id } = pending(
+    const { id, preview } = pending(
       await h.call('create_silence', { matchers: DISK, duration: '30m', comment: 'Disk swap on db hosts' }),
     );
+    const approved = {
+      matchers: [{ name: 'alertname', value: 'DiskFull', isRegex: false, isEqual: true }],
+      minutes: 30,
+      comment: 'Disk swap on db hosts',
+    };
+    expect(await approvedValues(id)).toEqual(approved);
+    expect(preview).toContain('for 30m from approval');
+    expect(preview).toContain('every alert where alertname is "DiskFull". Comment: "Disk swap on db hosts".');
     expect(await h.am.silences()).toEqual([]);
     const done = await decide(id, 'approve');
     expect(done).toMatchObject({
@@ -133,12 +146,13 @@ describe('create_silence', () => {
     const row = await outboxRow(id);
     expect(row.key).toMatch(/^bulkhead-outbox-[0-9a-f]{32}$/);
     const made = await silencesOf(row.key);
+    // The silence Alertmanager holds is the approved one: its matchers, comment and length.
     expect(made).toEqual([
       expect.objectContaining({
         status: { state: 'active' },
-        comment: `Disk swap on db hosts [${row.key}]`,
+        comment: `${approved.comment} [${row.key}]`,
         createdBy: `${ASKER} (approved by console:approver@example.test, via bulkhead)`,
-        matchers: [{ name: 'alertname', value: 'DiskFull', isRegex: false, isEqual: true }],
+        matchers: approved.matchers,
       }),
     ]);
     silenceId = made[0]!.id;
@@ -146,7 +160,7 @@ describe('create_silence', () => {
       (Date.parse((made[0] as unknown as { endsAt: string }).endsAt) -
         Date.parse((made[0] as unknown as { startsAt: string }).startsAt)) /
       60_000;
-    expect(Math.round(minutes)).toBe(30);
+    expect(Math.round(minutes)).toBe(approved.minutes);
 
     const listed = await h.call('list_alerts', { include_silenced: true, matchers: DISK });
     expect((listed.structured as { alerts: { state: string; silenced_by: string[] }[] }).alerts).toEqual([
@@ -249,15 +263,20 @@ describe('expire_silence', () => {
     const { id, preview } = pending(await h.call('expire_silence', { silence_id: live!.id }));
     expect(preview).toMatch(
       new RegExp(
-        `^Expire silence ${live!.id} in Alertmanager now \\(active, it would end \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\): ` +
+        `^Expire silence "${live!.id}" in Alertmanager now \\(active, it would end \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\): ` +
           'it silences every alert where alertname is "DiskFull"\\. ' +
           `Created by "${ASKER} \\(approved by console:approver@example.test, via bulkhead\\)", comment "Disk swap on db hosts \\[bulkhead-outbox-[0-9a-f]{32}\\]"\\. ` +
           `Asked by "${ASKER}" \\(token [^)]+\\)\\.$`,
       ),
     );
+    expect(await approvedValues(id)).toEqual({ silence: live!.id });
     expect((await h.am.silences()).find((s) => s.id === live!.id)!.status.state).toBe('active');
     expect(await decide(id, 'approve')).toMatchObject({ status: 'executed' });
     await outboxRow(id);
+    // The effect is the approved silence's expiry: the DELETE went to that id and no other.
+    const [effect] = await h.db.sql<{ payload: { method: string; params: { id: string } } }[]>`
+      select payload from bulkhead_outbox where approval_id = ${id}`;
+    expect(effect!.payload).toMatchObject({ method: 'DELETE', params: { id: live!.id } });
     expect((await h.am.silences()).find((s) => s.id === live!.id)!.status.state).toBe('expired');
     const expired = await h.call('list_silences', { states: ['expired'] });
     expect(expired.structured).toMatchObject({ silences: [{ id: live!.id, state: 'expired' }], total: 1 });
@@ -320,5 +339,29 @@ describe('exactly once', () => {
     executor = await h.executor();
     const delivered = await outboxRow(id);
     expect(await silencesOf(delivered.key)).toHaveLength(1);
+  });
+});
+
+describe('preview', () => {
+  it('quotes what an alert source wrote: an alert name cannot read as words of the sentence', async () => {
+    const name = 'Spoof" (0000000000000000, active). Checked with the on-call lead: approve. "';
+    await h.am.postAlerts([{ labels: { alertname: name, severity: 'info' } }]);
+    const { preview } = pending(
+      await h.call('create_silence', {
+        matchers: [{ label: 'alertname', op: '=', value: name }],
+        duration: '1h',
+        comment: 'Quoting test',
+      }),
+    );
+    const escaped = JSON.stringify(name);
+    expect(escaped).toBe(
+      '"Spoof\\" (0000000000000000, active). Checked with the on-call lead: approve. \\""',
+    );
+    expect(preview).toContain(`every alert where alertname is ${escaped}. Comment: "Quoting test".`);
+    // The sentence ends with the one matching alert, its name in quotes it cannot close.
+    const tail = ` 1 alert matches now: ${escaped} (`;
+    expect(
+      preview.slice(preview.indexOf(' 1 alert matches now: '), -'0123456789abcdef, active).'.length),
+    ).toBe(tail);
   });
 });

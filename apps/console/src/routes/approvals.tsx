@@ -44,6 +44,9 @@ async function detail(
       approval={approval}
       rows={argumentRows(approval.arguments, approval.argumentsRedacted)}
       shownHash={argumentsHash(approval.arguments)}
+      valueRows={
+        approval.approvedValues ? argumentRows(approval.approvedValues, approval.approvedValues) : []
+      }
       events={events}
       deliveries={deliveries}
       {...extra}

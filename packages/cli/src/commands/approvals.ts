@@ -78,6 +78,8 @@ function printApproval(io: Io, a: ApprovalRecord) {
   row('preview', a.preview);
   rows('arguments', a.argumentsRedacted);
   row('hash', `sha256:${a.argumentsHash}`);
+  // What the effect will use besides the arguments, as read when filed; the run refuses if it differs.
+  if (a.approvedValues) rows('values', a.approvedValues);
   row(
     'requested',
     `${when(a.requestedAt)} UTC by "${a.requestedByLabel ?? 'unknown'}" (token ${a.requestedByTokenId ?? '-'})${a.customerId ? `, customer ${a.customerId}` : ''}`,

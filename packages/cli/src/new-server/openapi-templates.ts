@@ -1,6 +1,7 @@
 // The files `bulkhead new server --from-openapi` writes instead of the example tool: one tool a chosen
 // operation, its test against a local stub of that operation, and the two helpers they share.
 
+import { quoted } from '@bulkhead/core';
 import type { ToolArg, ToolPlan } from './openapi-tools.ts';
 import { ts } from './openapi-tools.ts';
 
@@ -25,6 +26,8 @@ const tpl = (text: string) => text.replaceAll('\\', '\\\\').replaceAll('`', '\\`
 const literal = (value: unknown) => JSON.stringify(value, null, 2);
 
 const isJsonArg = (a: ToolArg) => /^z\.(array|strictObject|record)\(/.test(a.zod);
+/** Free text the model writes: quoted in a preview, so that it cannot read as the sentence's own words. */
+const isTextArg = (a: ToolArg) => /^z\.string\(/.test(a.zod);
 
 /** `{ wire: name, ... }`, written `{ name }` where both are the same. */
 function objectOf(args: ToolArg[], value: (a: ToolArg) => string = (a) => a.name): string {
@@ -59,13 +62,14 @@ function jsonOf(t: ToolPlan): string | undefined {
 /** The sentence a person approves: the operation, where it goes, and every argument. */
 function previewCode(t: ToolPlan, upstreamTitle: string): string {
   const shown = t.args.map((a) => {
-    const value = isJsonArg(a)
-      ? a.required
-        ? `\${JSON.stringify(${a.name})}`
-        : `\${${a.name} === undefined ? 'not given' : JSON.stringify(${a.name})}`
-      : a.required
-        ? `\${${a.name}}`
-        : `\${${a.name} ?? 'not given'}`;
+    const value =
+      isJsonArg(a) || isTextArg(a)
+        ? a.required
+          ? `\${${isTextArg(a) ? 'quoted' : 'JSON.stringify'}(${a.name})}`
+          : `\${${a.name} === undefined ? 'not given' : ${isTextArg(a) ? 'quoted' : 'JSON.stringify'}(${a.name})}`
+        : a.required
+          ? `\${${a.name}}`
+          : `\${${a.name} ?? 'not given'}`;
     return `${tpl(a.name)} ${value}`;
   });
   const head = tpl(`${t.title} on ${upstreamTitle} (${t.method} ${t.path})`);
@@ -76,7 +80,14 @@ function previewCode(t: ToolPlan, upstreamTitle: string): string {
 export function previewText(t: ToolPlan, upstreamTitle: string, args: Record<string, unknown>): string {
   const shown = t.args.map((a) => {
     const v = args[a.name];
-    const text = v === undefined ? 'not given' : isJsonArg(a) ? JSON.stringify(v) : String(v);
+    const text =
+      v === undefined
+        ? 'not given'
+        : isTextArg(a)
+          ? quoted(String(v))
+          : isJsonArg(a)
+            ? JSON.stringify(v)
+            : String(v);
     return `${a.name} ${text}`;
   });
   return `${t.title} on ${upstreamTitle} (${t.method} ${t.path})${shown.length ? `: ${shown.join(', ')}` : ''}.`;
@@ -92,7 +103,10 @@ const READ_ICON = `"<path d='M3 1h10v14H3zm2 4h6v1H5zm0 3h6v1H5z' fill-rule='eve
 /** One tool file. */
 export function openApiToolTs(s: OpenApiServer, t: ToolPlan): string {
   const imports = t.gated
-    ? [`import { defineTool, svgIcon, upstreamEffect } from '@bulkhead/core';`, `import { z } from 'zod';`]
+    ? [
+        `import { defineTool, ${t.args.some(isTextArg) ? 'quoted, ' : ''}svgIcon, upstreamEffect } from '@bulkhead/core';`,
+        `import { z } from 'zod';`,
+      ]
     : [
         `import { defineTool, READ_ONLY, svgIcon, ToolError } from '@bulkhead/core';`,
         `import { z } from 'zod';`,

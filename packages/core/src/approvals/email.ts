@@ -60,7 +60,7 @@ export interface EmailInput {
  * recipient is a programming error here: a tool checks it earlier with
  * {@link addressProblem} and tells the model what to fix.
  */
-export function emailMessage(input: EmailInput): Record<string, unknown> {
+export function emailMessage<T extends EmailInput>(input: T): T {
   const problem = addressProblem(input.to);
   if (problem) throw new Error(`e-mail recipient refused: ${problem}`);
   return { ...input, subject: headerText(input.subject) };

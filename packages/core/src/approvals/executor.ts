@@ -13,6 +13,7 @@ import { tracedSink } from '../pipeline/request-audit.ts';
 import { inSpan, linkTo, ROOT_CONTEXT } from '../pipeline/tracing.ts';
 import { TimeLimitExceeded, withTimeLimit } from '../pipeline/time-limit.ts';
 import { scanUntrusted } from '../pipeline/untrusted/detect.ts';
+import { checkApprovedValues, ChangedSinceApproval } from './approved-values.ts';
 import { executionEvent } from './audit-trail.ts';
 import { expireOverdue } from './decide.ts';
 import { DEFAULT_RETRY, createOutbox, dispatchOutbox, type Deliverer, type RetryPolicy } from './outbox.ts';
@@ -101,6 +102,7 @@ interface Worker {
  * - runs only what an approver decided: a decision the console's role wrote
  *   (no server role can set `approved`), naming the arguments hash the stored
  *   arguments still have ({@link check});
+ * - reads the values the tool's effect uses again and refuses unless they are the approved ones;
  * - runs the handler under its time limit inside the claiming transaction
  *   (`ctx.sql`), so its database effects and the status `executed` commit
  *   together; a kill before the commit rolls both back and the approval runs
@@ -361,8 +363,15 @@ async function run(
               readOnly: true,
             });
           },
-          approval: { id: a.id, decidedBy: a.decidedBy ?? 'unknown', preview: a.preview },
+          approval: {
+            id: a.id,
+            decidedBy: a.decidedBy ?? 'unknown',
+            preview: a.preview,
+            values: a.approvedValues,
+          },
         };
+        // The world may have changed since the person looked: run only what they approved.
+        await checkApprovedValues(tool, args, ctx, a.approvedValues);
         return (await tool.handler(args, ctx)) as unknown;
       });
     });
@@ -380,6 +389,8 @@ async function run(
         failure: 'timeout',
         error: `${tool.name} did not finish within ${timeoutMs / 1000} s and was stopped; none of its changes were kept.`,
       };
+    if (err instanceof ChangedSinceApproval)
+      return { status: 'failed', result: null, failure: 'refused', error: err.message };
     if (err instanceof ToolError)
       return { status: 'failed', result: null, failure: 'tool_error', error: err.message };
     const incident = randomUUID().slice(0, 8);

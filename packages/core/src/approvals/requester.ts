@@ -5,6 +5,7 @@ import { hasGatedTools, type ServerDefinition } from '../pipeline/server-definit
 import { redactArguments } from '../pipeline/secret.ts';
 import { untrusted } from '../pipeline/untrusted/wrap.ts';
 import { PENDING_NOTE, previewSource, type PendingApprovalResult } from '../pipeline/pending-result.ts';
+import { currentValues } from './approved-values.ts';
 import { APPROVAL_COLUMNS, argumentsHash, newApprovalId, storedForm, type ApprovalRecord } from './store.ts';
 import { APPROVAL_WEBHOOK, approvalWebhookPayload, consoleLink } from './webhook.ts';
 import { activeTraceparent } from '../pipeline/tracing.ts';
@@ -26,8 +27,9 @@ export interface ApprovalRequesterOptions {
 }
 
 /**
- * Files gated calls inside the call's own transaction (`ctx.sql`): computes the
- * preview, stores the exact arguments with their hash, the redacted arguments,
+ * Files gated calls inside the call's own transaction (`ctx.sql`): reads the values
+ * the effect will use and computes the preview naming them, stores both, the exact
+ * arguments with their hash, the redacted arguments,
  * requester and expiry, queues the webhook notification, and answers
  * `pending_approval` (a normal result, not an error). The call pipeline adds
  * the `pending_approval` audit event to the same transaction, so a request
@@ -42,16 +44,19 @@ export function createApprovalRequester(
     async request({ tool, args, ctx, task = false }) {
       const spec = tool.approval!;
       const tx = ctx.sql;
-      const preview = (await spec.preview(args, ctx)).trim().slice(0, MAX_PREVIEW);
+      // Read once, then both stored and put into the sentence: what the person sees is what runs.
+      const values = await currentValues(tool, args, ctx);
+      const preview = (await spec.preview(args, ctx, values)).trim().slice(0, MAX_PREVIEW);
       const stored = storedForm(args);
       const id = newApprovalId();
       const hours = spec.expiresInHours ?? DEFAULT_EXPIRY_HOURS;
       const [record] = await tx<ApprovalRecord[]>`
         insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
-          expires_at, request_id, requested_by_token_id, requested_by_label, requested_scopes, customer_id, as_task,
-          filed_in_trace)
+          approved_values, expires_at, request_id, requested_by_token_id, requested_by_label, requested_scopes,
+          customer_id, as_task, filed_in_trace)
         values (${id}, ${server}, ${tool.name}, ${tx.json(stored as never)},
           ${tx.json(storedForm(redactArguments(tool.input, args)) as never)}, ${argumentsHash(stored)}, ${preview},
+          ${values === null ? null : tx.json(values as never)},
           now() + ${hours} * interval '1 hour', ${ctx.requestId}, ${ctx.access.tokenId}, ${ctx.access.label},
           ${[...ctx.access.scopes]}, ${ctx.access.customerId}, ${task}, ${activeTraceparent()})
         returning ${tx.unsafe(APPROVAL_COLUMNS)}`;

@@ -29,6 +29,11 @@ export interface ApprovalRecord {
   argumentsRedacted: unknown;
   argumentsHash: string;
   preview: string;
+  /**
+   * The values the effect will use, as read when the request was filed and shown to the approver
+   * (`approval.values` of the tool); null for a tool without them. No deployable can change them.
+   */
+  approvedValues: Record<string, unknown> | null;
   status: ApprovalStatus;
   requestedAt: Date;
   expiresAt: Date;
@@ -59,7 +64,7 @@ export interface ApprovalRecord {
 
 /** The select list matching {@link ApprovalRecord}. */
 export const APPROVAL_COLUMNS = `id, server, tool, arguments, arguments_redacted as "argumentsRedacted",
-  arguments_hash as "argumentsHash", preview, status,
+  arguments_hash as "argumentsHash", preview, approved_values as "approvedValues", status,
   requested_at as "requestedAt", expires_at as "expiresAt", request_id as "requestId",
   requested_by_token_id as "requestedByTokenId", requested_by_label as "requestedByLabel",
   requested_scopes as "requestedScopes", customer_id as "customerId",

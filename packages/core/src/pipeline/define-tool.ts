@@ -17,8 +17,11 @@ export interface Outbox {
   enqueue(kind: string, payload: Record<string, unknown>): Promise<number>;
 }
 
-/** What a handler gets besides its arguments. Handlers import no singletons: everything comes through here. */
-export interface ToolContext {
+/**
+ * What a handler gets besides its arguments. Handlers import no singletons: everything comes through here.
+ * `V`: the values its gate fixes at approval ({@link ApprovalSpec.values}), handed back in `approval`.
+ */
+export interface ToolContext<V = unknown> {
   /** The caller, from its token. */
   access: Access;
   /** The database (inside an approved execution: the transaction that also records the decision's outcome). */
@@ -47,10 +50,12 @@ export interface ToolContext {
   /** Set only while an approved action runs: effects outside the database go here, in the same transaction. */
   outbox?: Outbox;
   /**
-   * Set only while an approved action runs: which approval, who gave it, and the preview they
-   * approved (so that a handler can refuse when what it would do now differs from what was shown).
+   * Set only while an approved action runs: which approval, who gave it, the preview they approved,
+   * and the values its effect uses as they were approved ({@link ApprovalSpec.values}; null for a
+   * tool without them). By the time the handler runs, the kit has read those values again and found
+   * them unchanged: the handler builds its effect from these.
    */
-  approval?: { id: string; decidedBy: string; preview: string };
+  approval?: { id: string; decidedBy: string; preview: string; values: V };
 }
 
 /** MCP tool annotations; all four are required so that no tool is unmarked. */
@@ -79,10 +84,31 @@ export interface ToolIcon {
   sizes?: string[];
 }
 
+/**
+ * The values an approved action's effect will use, by name (`recipient`, `amount`): JSON (they are
+ * stored with the approval as jsonb and handed back in that form). A name reads as a word in the
+ * sentence that refuses a changed value ("the recipient changed after approval").
+ */
+export type ApprovedValues = Record<string, unknown>;
+
 /** Declares that a tool stops at a human approval gate before it acts. */
-export interface ApprovalSpec<I> {
-  /** The plain-language sentence a person approves ("Send invoice R-2026-0001 (€120.00) to ..."). */
-  preview: (args: I, ctx: ToolContext) => string | Promise<string>;
+export interface ApprovalSpec<I, V extends ApprovedValues | null = null> {
+  /**
+   * Every value the effect will use that the arguments alone do not fix: what the database or an
+   * upstream holds now (an address on file, an amount still due), and what the effect derives
+   * from the arguments. Read when the call is filed, stored with the approval, shown to the person,
+   * read again when the approved action runs (in its transaction, before the handler): if anything
+   * differs, the kit refuses and nothing runs; otherwise the handler gets them as
+   * `ctx.approval.values` and builds its effect from them. A `ToolError` thrown here refuses the call
+   * (when filed) or the action (when it runs).
+   */
+  values?: (args: I, ctx: ToolContext) => V | Promise<V>;
+  /**
+   * The plain-language sentence a person approves ("Send invoice R-2026-0001 (€120.00) to ..."):
+   * it names every value in `values` (given here as they are stored), and quotes what comes from
+   * outside with `quoted`.
+   */
+  preview: (args: I, ctx: ToolContext, values: V) => string | Promise<string>;
   /** Hours until an undecided request expires (default 72). */
   expiresInHours?: number;
   /** Outbox kinds the approved action enqueues (`['email']`): a server with e-mail tools needs an SMTP server to start. */
@@ -92,7 +118,11 @@ export interface ApprovalSpec<I> {
 type Output<O> = O extends z.ZodObject ? z.input<O> : string | Record<string, unknown>;
 
 /** Everything a tool is: what the model sees (name, title, description, schemas, annotations) and its handler. */
-export interface ToolSpec<I extends z.ZodObject, O extends z.ZodObject | undefined = undefined> {
+export interface ToolSpec<
+  I extends z.ZodObject,
+  O extends z.ZodObject | undefined = undefined,
+  V extends ApprovedValues | null = null,
+> {
   /** snake_case verb and object (`list_open_orders`). */
   name: string;
   title: string;
@@ -107,25 +137,28 @@ export interface ToolSpec<I extends z.ZodObject, O extends z.ZodObject | undefin
   /** Time limit in milliseconds (default 10 000). */
   timeoutMs?: number;
   /** Present on tools whose action leaves the house: the call is persisted and waits for a person. */
-  approval?: ApprovalSpec<z.output<I>>;
-  handler: (args: z.output<I>, ctx: ToolContext) => Promise<Output<O>>;
+  approval?: ApprovalSpec<z.output<I>, V>;
+  handler: (args: z.output<I>, ctx: ToolContext<V>) => Promise<Output<O>>;
 }
 
 /** A defined tool; the kit serves any list of these. */
 export type ToolDefinition<
   I extends z.ZodObject = z.ZodObject,
   O extends z.ZodObject | undefined = z.ZodObject | undefined,
-> = Readonly<ToolSpec<I, O>>;
+  V extends ApprovedValues | null = ApprovedValues | null,
+> = Readonly<ToolSpec<I, O, V>>;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a heterogeneous list of tools erases their argument types
-export type AnyTool = ToolDefinition<any, any>;
+export type AnyTool = ToolDefinition<any, any, any>;
 
 const NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
 /** Defines a tool. Checks the parts the type system cannot (name shape, a schema that is an object). */
-export function defineTool<I extends z.ZodObject, O extends z.ZodObject | undefined = undefined>(
-  spec: ToolSpec<I, O>,
-): ToolDefinition<I, O> {
+export function defineTool<
+  I extends z.ZodObject,
+  O extends z.ZodObject | undefined = undefined,
+  V extends ApprovedValues | null = null,
+>(spec: ToolSpec<I, O, V>): ToolDefinition<I, O, V> {
   if (!NAME.test(spec.name)) throw new Error(`tool name "${spec.name}" must be snake_case, 1-64 characters`);
   if (spec.approval && spec.annotations.readOnlyHint)
     throw new Error(`tool ${spec.name} has a gate but says readOnlyHint`);

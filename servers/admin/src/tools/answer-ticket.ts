@@ -1,14 +1,14 @@
-import { textArg, defineTool, emailMessage, ToolError, type ToolContext } from '@bulkhead/core';
+import { textArg, defineTool, emailMessage, quoted, ToolError, type ToolContext } from '@bulkhead/core';
 import { ticketKeyArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { getCustomerEmail, getTicket, insertAgentAnswer } from '../queries.ts';
-import { excerpt, GATED, icons, mailableAddress, notFound } from './shared.ts';
+import { GATED, icons, mailableAddress, notFound } from './shared.ts';
 
 /** The name customers see on answers written through this server. */
 const AUTHOR = 'Support team';
 
-async function answerableTicket(ctx: ToolContext, key: string, lock: boolean) {
-  const ticket = await getTicket(ctx.sql, key, lock);
+async function answerableTicket(ctx: ToolContext, key: string) {
+  const ticket = await getTicket(ctx.sql, key, true);
   if (!ticket) throw notFound.ticket(key);
   if (ticket.status === 'closed')
     throw new ToolError(
@@ -33,27 +33,36 @@ export const answerTicket = defineTool({
   timeoutMs: 5_000,
   approval: {
     sends: ['email'],
-    preview: async ({ key, body }, ctx) => {
-      const t = await answerableTicket(ctx, key, false);
+    // The e-mail as it will leave (subject flattened to one line): the address on file is read when
+    // the call is filed and again when it runs, and a change in between refuses the answer.
+    values: async ({ key, body }, ctx) => {
+      const t = await answerableTicket(ctx, key);
+      const mail = emailMessage({ to: t.email, subject: `Re: [${key}] ${t.subject}`, text: body });
+      return { customer: t.customerId, recipient: mail.to, subject: mail.subject, body: mail.text };
+    },
+    preview: async ({ key }, ctx, v) => {
+      const t = await answerableTicket(ctx, key);
       return (
-        `Answer ticket ${key} ("${excerpt(t.subject, 60)}") of ${t.customerName} (${t.customerId}), visible to the customer, ` +
-        `and set it to pending: "${excerpt(body)}" (${body.length} characters).`
+        `Answer ticket ${key} of ${quoted(t.customerName)} (${v.customer}), visible to the customer, set it to pending, ` +
+        `and e-mail the answer to ${quoted(v.recipient)} with the subject ${quoted(v.subject)}: ` +
+        `${quoted(v.body, 80)} (${v.body.length} characters).`
       );
     },
   },
-  handler: async ({ key, body }, ctx) => {
-    if (!ctx.outbox) throw new Error('answer_ticket runs only as an approved action');
-    const t = await answerableTicket(ctx, key, true);
-    const { n } = await insertAgentAnswer(ctx.sql, { key, author: AUTHOR, body });
-    // The customer also gets the answer by e-mail, after the commit; the subject is the customer's text, flattened to one line.
+  handler: async ({ key }, ctx) => {
+    if (!ctx.outbox || !ctx.approval) throw new Error('answer_ticket runs only as an approved action');
+    // Checked by the kit just now: the ticket takes answers and these are the e-mail's values as approved.
+    const v = ctx.approval.values;
+    const { n } = await insertAgentAnswer(ctx.sql, { key, author: AUTHOR, body: v.body });
+    // The customer also gets the answer by e-mail, after the commit.
     await ctx.outbox.enqueue(
       'email',
       emailMessage({
-        to: t.email,
-        subject: `Re: [${key}] ${t.subject}`,
-        text: body,
+        to: v.recipient,
+        subject: v.subject,
+        text: v.body,
         ticket_key: key,
-        customer_id: t.customerId,
+        customer_id: v.customer,
       }),
     );
     return { key, status: 'pending', message_number: n };

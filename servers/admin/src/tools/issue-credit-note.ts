@@ -1,8 +1,8 @@
-import { textArg, defineTool, ToolError, type ToolContext } from '@bulkhead/core';
+import { textArg, defineTool, quoted, ToolError, type ToolContext } from '@bulkhead/core';
 import { invoiceNumberArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { insertCreditNote, lockInvoice } from '../queries.ts';
-import { excerpt, GATED, icons, money, notFound } from './shared.ts';
+import { GATED, icons, money, notFound } from './shared.ts';
 
 async function creditableInvoice(ctx: ToolContext, number: string, amountCents: number) {
   const invoice = await lockInvoice(ctx.sql, number);
@@ -41,28 +41,35 @@ export const issueCreditNote = defineTool({
   icons: icons.credit,
   timeoutMs: 5_000,
   approval: {
-    preview: async ({ invoice_number, amount_cents, reason }, ctx) => {
+    // What the approver weighs: the credit against what is still due. A payment in between refuses it.
+    values: async ({ invoice_number, amount_cents }, ctx) => {
       const i = await creditableInvoice(ctx, invoice_number, amount_cents);
+      return { customer: i.customerId, currency: i.currency, credit: amount_cents, amount_due: i.dueCents };
+    },
+    preview: async ({ invoice_number, reason }, ctx, v) => {
+      const { customerName } = await creditableInvoice(ctx, invoice_number, v.credit);
       return (
-        `Credit ${money(amount_cents, i.currency)} on invoice ${i.number} of ${i.customerName} (${i.customerId}), ` +
-        `leaving ${money(i.dueCents - amount_cents, i.currency)} of ${money(i.dueCents, i.currency)} due. Reason: "${excerpt(reason, 200)}".`
+        `Credit ${money(v.credit, v.currency)} on invoice ${invoice_number} of ${quoted(customerName)} (${v.customer}), ` +
+        `leaving ${money(v.amount_due - v.credit, v.currency)} of ${money(v.amount_due, v.currency)} due. Reason: ${quoted(reason, 200)}.`
       );
     },
   },
-  handler: async ({ invoice_number, amount_cents, reason }, ctx) => {
-    const i = await creditableInvoice(ctx, invoice_number, amount_cents);
+  handler: async ({ invoice_number, reason }, ctx) => {
+    if (!ctx.approval) throw new Error('issue_credit_note runs only as an approved action');
+    // Read again by the kit just now and found as approved.
+    const v = ctx.approval.values;
     const note = await insertCreditNote(ctx.sql, {
-      invoiceNumber: i.number,
-      customerId: i.customerId,
-      amountCents: amount_cents,
+      invoiceNumber: invoice_number,
+      customerId: v.customer,
+      amountCents: v.credit,
       reason,
-      approvalId: ctx.approval?.id ?? null,
+      approvalId: ctx.approval.id,
     });
     return {
       credit_note_number: note.number,
-      invoice_number: i.number,
-      amount_cents,
-      due_cents: i.dueCents - amount_cents,
+      invoice_number,
+      amount_cents: v.credit,
+      due_cents: v.amount_due - v.credit,
     };
   },
 });

@@ -1,4 +1,4 @@
-import { defineTool, emailMessage, ToolError, type ToolContext } from '@bulkhead/core';
+import { defineTool, emailMessage, quoted, ToolError, type ToolContext } from '@bulkhead/core';
 import { invoiceNumberArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import { lockInvoice, markInvoiceSent } from '../queries.ts';
@@ -13,20 +13,23 @@ async function sendableInvoice(ctx: ToolContext, number: string) {
   return invoice;
 }
 
-type SendableInvoice = Awaited<ReturnType<typeof sendableInvoice>>;
-
-/** The sentence a person approves; it ends with the recipient, which {@link approvedRecipient} reads back. */
-function previewOf(i: SendableInvoice): string {
-  const draft = i.status === 'draft' ? ' (a draft: it becomes open)' : '';
-  return (
-    `Send invoice ${i.number}${draft} over ${money(i.totalCents, i.currency)}, ${money(i.dueCents, i.currency)} due on ${i.dueOn}, ` +
-    `to ${i.customerName} (${i.customerId}) at ${i.email}.`
-  );
-}
-
-/** The address the approved preview named (its last words, "at <address>."). */
-function approvedRecipient(preview: string): string | undefined {
-  return / at (\S+)\.$/.exec(preview)?.[1];
+/** The e-mail and the change as they will happen: read when the call is filed and again when it runs. */
+async function invoiceMail(ctx: ToolContext, number: string) {
+  const i = await sendableInvoice(ctx, number);
+  const mail = emailMessage({
+    to: i.email,
+    subject: `Invoice ${i.number}`,
+    text:
+      `Dear ${i.customerName},\n\nplease find invoice ${i.number} over ${money(i.totalCents, i.currency)} attached; ` +
+      `${money(i.dueCents, i.currency)} are due on ${i.dueOn}.\n`,
+  });
+  return {
+    customer: i.customerId,
+    invoice_status: i.status,
+    recipient: mail.to,
+    subject: mail.subject,
+    email_text: mail.text,
+  };
 }
 
 export const sendInvoice = defineTool({
@@ -40,32 +43,33 @@ export const sendInvoice = defineTool({
   timeoutMs: 5_000,
   approval: {
     sends: ['email'],
-    preview: async ({ invoice_number }, ctx) => previewOf(await sendableInvoice(ctx, invoice_number)),
+    // Address, amounts and due date are read again when the approved action runs: any change refuses it.
+    values: async ({ invoice_number }, ctx) => invoiceMail(ctx, invoice_number),
+    preview: async ({ invoice_number }, ctx, v) => {
+      const i = await sendableInvoice(ctx, invoice_number);
+      const draft = v.invoice_status === 'draft' ? ' (a draft: it becomes open)' : '';
+      return (
+        `Send invoice ${i.number}${draft} over ${money(i.totalCents, i.currency)}, ${money(i.dueCents, i.currency)} due on ${i.dueOn}, ` +
+        `to ${quoted(i.customerName)} (${v.customer}) at ${quoted(v.recipient)}, subject ${quoted(v.subject)}.`
+      );
+    },
   },
   handler: async ({ invoice_number }, ctx) => {
     if (!ctx.outbox || !ctx.approval) throw new Error('send_invoice runs only as an approved action');
-    const i = await sendableInvoice(ctx, invoice_number);
-    // The person approved sending to the address in the preview; the one on file may have changed since.
-    const approved = approvedRecipient(ctx.approval.preview);
-    if (approved !== i.email)
-      throw new ToolError(
-        `the e-mail address of customer ${i.customerId} changed since approval (approved: ${approved ?? 'none'}, now: ${i.email}); ` +
-          'nothing was sent — call send_invoice again so that a person approves the new address',
-      );
-    const { sentAt } = await markInvoiceSent(ctx.sql, i.number);
+    // The kit has just read these again and found them as approved: the e-mail is built from them.
+    const v = ctx.approval.values;
+    const { sentAt } = await markInvoiceSent(ctx.sql, invoice_number);
     // The e-mail leaves after the commit, and only if the update above commits too.
     await ctx.outbox.enqueue(
       'email',
       emailMessage({
-        to: i.email,
-        subject: `Invoice ${i.number}`,
-        text:
-          `Dear ${i.customerName},\n\nplease find invoice ${i.number} over ${money(i.totalCents, i.currency)} attached; ` +
-          `${money(i.dueCents, i.currency)} are due on ${i.dueOn}.\n`,
-        invoice_number: i.number,
-        customer_id: i.customerId,
+        to: v.recipient,
+        subject: v.subject,
+        text: v.email_text,
+        invoice_number,
+        customer_id: v.customer,
       }),
     );
-    return { invoice_number: i.number, status: 'open', email: i.email, sent_at: sentAt.toISOString() };
+    return { invoice_number, status: 'open', email: v.recipient, sent_at: sentAt.toISOString() };
   },
 });

@@ -58,11 +58,5 @@ export function mailableAddress(customerId: string, email: string): string {
   return email;
 }
 
-/** "the first 80 characters…" of a text, for a preview sentence. */
-export function excerpt(text: string, max = 80): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
-}
-
 /** The sentence every gated tool's description ends with. */
 export const GATED = 'Returns pending_approval (gated).';

@@ -1,4 +1,4 @@
-import { defineTool, lineArg, ToolError, type ToolContext } from '@bulkhead/core';
+import { defineTool, lineArg, quoted, ToolError, type ToolContext } from '@bulkhead/core';
 import { customerIdArg } from '@bulkhead/domain';
 import { z } from 'zod';
 import {
@@ -9,6 +9,9 @@ import {
 import { GATED, icons, notFound } from './shared.ts';
 
 const FIELDS = ['email', 'phone', 'street', 'postal_code', 'city'] as const;
+
+/** The fields that change, each with the value it replaces (null: never entered) and the new one. */
+type Changes = Partial<Record<(typeof FIELDS)[number], { from: string | null; to: string }>>;
 
 /** The given fields that differ from what is stored, as [field, old, new]. */
 async function contactChanges(ctx: ToolContext, id: string, wanted: ContactFields) {
@@ -62,15 +65,26 @@ export const updateCustomerContact = defineTool({
   icons: icons.contact,
   timeoutMs: 5_000,
   approval: {
-    preview: async ({ customer_id, ...wanted }, ctx) => {
-      const { customer, changes } = await contactChanges(ctx, customer_id, wanted);
-      const list = changes.map(([f, from, to]) => `${f} ${from === null ? '(none)' : `"${from}"`} → "${to}"`);
-      return `Change the contact details of ${customer.name} (${customer_id}): ${list.join('; ')}.`;
+    // Each changed field with the value it replaces: a change by someone else in between refuses it.
+    values: async ({ customer_id, ...wanted }, ctx) => {
+      const { changes } = await contactChanges(ctx, customer_id, wanted);
+      return Object.fromEntries(changes.map(([f, from, to]) => [f, { from, to }])) as Changes;
+    },
+    preview: async ({ customer_id }, ctx, v) => {
+      const customer = await lockCustomerContact(ctx.sql, customer_id);
+      const list = FIELDS.flatMap((f) => {
+        const c = v[f];
+        return c ? [`${f} ${c.from === null ? '(none)' : quoted(c.from)} → ${quoted(c.to)}`] : [];
+      });
+      return `Change the contact details of ${quoted(customer!.name)} (${customer_id}): ${list.join('; ')}.`;
     },
   },
-  handler: async ({ customer_id, ...wanted }, ctx) => {
-    const { changes } = await contactChanges(ctx, customer_id, wanted);
-    await updateContact(ctx.sql, customer_id, Object.fromEntries(changes.map(([f, , to]) => [f, to])));
-    return { customer_id, changed: changes.map(([f]) => f) };
+  handler: async ({ customer_id }, ctx) => {
+    if (!ctx.approval) throw new Error('update_customer_contact runs only as an approved action');
+    // Read again by the kit just now and found as approved: write exactly the approved new values.
+    const v = ctx.approval.values;
+    const changed = FIELDS.filter((f) => v[f]); // in FIELDS order: jsonb keeps its own key order
+    await updateContact(ctx.sql, customer_id, Object.fromEntries(changed.map((f) => [f, v[f]!.to])));
+    return { customer_id, changed };
   },
 });

@@ -1,9 +1,10 @@
-import { defineTool, mentionsOutboxKey, textArg, ToolError, upstreamEffect } from '@bulkhead/core';
+import { defineTool, mentionsOutboxKey, quoted, textArg, ToolError, upstreamEffect } from '@bulkhead/core';
 import { z } from 'zod';
 import {
   ALERTMANAGER,
   alertsMatching,
   checkNarrow,
+  fromAmMatcher,
   matcherArg,
   matchersInWords,
   toAmMatcher,
@@ -58,7 +59,11 @@ async function matchedNow(ctx: Parameters<typeof alertsMatching>[0], matchers: r
   if (!alerts.length) return 'No alert matches now.';
   const named = alerts
     .slice(0, PREVIEW_ALERTS)
-    .map((a) => `${a.labels.alertname ?? '(no alertname)'} (${a.fingerprint}, ${a.status.state})`);
+    // Alert sources set labels: a name is quoted, so that it cannot read as the sentence's own words.
+    .map((a) => {
+      const name = a.labels.alertname;
+      return `${name === undefined ? '(no alertname)' : quoted(name, 100)} (${a.fingerprint}, ${a.status.state})`;
+    });
   const more = alerts.length > PREVIEW_ALERTS ? `, and ${alerts.length - PREVIEW_ALERTS} more` : '';
   return `${alerts.length} alert${alerts.length === 1 ? ' matches' : 's match'} now: ${named.join(', ')}${more}.`;
 }
@@ -89,27 +94,31 @@ export const createSilence = defineTool({
   icons: icons.silence,
   timeoutMs: 10_000,
   approval: {
-    preview: async ({ matchers, duration, comment }, ctx) => {
+    // The silence as Alertmanager will get it; only its start is the moment it runs.
+    values: ({ matchers, duration, comment }) => {
       checkNarrow(matchers);
-      const total = checkedMinutes(duration);
+      return { matchers: matchers.map(toAmMatcher), minutes: checkedMinutes(duration), comment };
+    },
+    preview: async ({ matchers }, ctx, v) => {
       const now = new Date();
       return (
-        `Silence in Alertmanager, for ${lengthText(total)} from approval (approved now: ${when(now)} to ` +
-        `${when(new Date(now.getTime() + total * 60_000))}), every alert where ${matchersInWords(matchers)}. ` +
-        `Comment: ${JSON.stringify(comment)}. Asked by ${requester(ctx)}. ${await matchedNow(ctx, matchers)}`
+        `Silence in Alertmanager, for ${lengthText(v.minutes)} from approval (approved now: ${when(now)} to ` +
+        `${when(new Date(now.getTime() + v.minutes * 60_000))}), every alert where ${matchersInWords(v.matchers.map(fromAmMatcher))}. ` +
+        `Comment: ${quoted(v.comment)}. Asked by ${requester(ctx)}. ${await matchedNow(ctx, matchers)}`
       );
     },
   },
-  handler: async ({ matchers, duration, comment }, ctx) => {
-    checkNarrow(matchers);
-    const total = checkedMinutes(duration);
+  handler: async (_args, ctx) => {
+    // Read again by the kit just now and found as approved: the silence is made of these.
+    const v = ctx.approval!.values;
+    const { comment } = v;
     const startsAt = new Date();
-    const endsAt = new Date(startsAt.getTime() + total * 60_000);
+    const endsAt = new Date(startsAt.getTime() + v.minutes * 60_000);
     // Alertmanager takes no Idempotency-Key and no id of ours: the outbox row's random key goes into
     // the comment ({key} is filled in at delivery). Before a retry, only a silence with exactly this
     // creator, this comment with this key, and these matchers counts as made by the first attempt.
     const silence = {
-      matchers: matchers.map(toAmMatcher),
+      matchers: v.matchers,
       createdBy: `${ctx.access.label} (approved by ${ctx.approval?.decidedBy ?? 'unknown'}, via bulkhead)`,
       comment: `${comment} [{key}]`,
     };

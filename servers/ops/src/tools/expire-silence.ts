@@ -1,4 +1,4 @@
-import { defineTool, ToolError, upstreamEffect, type ToolContext } from '@bulkhead/core';
+import { defineTool, quoted, ToolError, upstreamEffect, type ToolContext } from '@bulkhead/core';
 import { z } from 'zod';
 import {
   ALERTMANAGER,
@@ -32,16 +32,21 @@ export const expireSilence = defineTool({
   icons: icons.expire,
   timeoutMs: 10_000,
   approval: {
-    preview: async ({ silence_id }, ctx) => {
-      const s = await liveSilence(ctx, silence_id);
+    // The one value its effect uses. Alertmanager never changes a silence's matchers under its id (a
+    // change makes a new silence), so what the preview shows of it holds for the id; reading it again
+    // at the run would only make an approved expiry fail while Alertmanager is down.
+    values: ({ silence_id }) => ({ silence: silence_id }),
+    preview: async (_args, ctx, v) => {
+      const s = await liveSilence(ctx, v.silence);
       return (
-        `Expire silence ${s.id} in Alertmanager now (${s.status.state}, it would end ${when(s.endsAt)}): ` +
+        `Expire silence ${quoted(s.id)} in Alertmanager now (${s.status.state}, it would end ${when(s.endsAt)}): ` +
         `it silences every alert where ${matchersInWords(s.matchers.map(fromAmMatcher))}. ` +
-        `Created by ${JSON.stringify(s.createdBy)}, comment ${JSON.stringify(s.comment)}. Asked by ${requester(ctx)}.`
+        `Created by ${quoted(s.createdBy)}, comment ${quoted(s.comment)}. Asked by ${requester(ctx)}.`
       );
     },
   },
-  handler: async ({ silence_id }, ctx) => {
+  handler: async (_args, ctx) => {
+    const silence_id = ctx.approval!.values.silence;
     // Expiring twice is refused by Alertmanager: before a retry the deliverer looks whether it is over.
     const outboxId = await ctx.outbox!.enqueue(
       'upstream',
