@@ -135,7 +135,7 @@ export const createSilence = defineTool({
     return {
       queued: true,
       outbox_id: outboxId,
-      matchers: matchersInWords(matchers),
+      matchers: matchersInWords(v.matchers.map(fromAmMatcher)),
       starts_at: startsAt.toISOString(),
       ends_at: endsAt.toISOString(),
     };
