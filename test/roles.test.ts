@@ -127,7 +127,7 @@ const EXPECTED: Record<(typeof DEPLOYABLES)[number], Record<string, Rights>> = {
     // written only through functions that take an approver's proof or the grant's own secrets.
     bulkhead_oauth_clients: { select: 'all', insert: 'all', update: 'all' },
     bulkhead_oauth_codes: { select: 'all', update: ['used_at'] },
-    bulkhead_oauth_grants: { select: 'all', update: ['revoked_at', 'revoked_reason'] },
+    bulkhead_oauth_grants: { select: 'all' },
     bulkhead_oauth_refresh_tokens: { select: 'all', update: ['used_at'] },
     bulkhead_outbox: { select: 'all' },
     customers: { select: ['id', 'name'] },
@@ -373,8 +373,13 @@ describe('OAuth grants', () => {
     await expect(issue('g_roles_04', secret)).rejects.toThrow(
       /opened only with its unused authorization code/,
     );
-    // Revoking the grant revokes its token; the console cannot unrevoke it, having no write on tokens.
-    await console`select bulkhead_oauth_revoke_grant('g_roles_04', 'test')`;
+    // A grant is revoked by one of its own secrets (here its code), never by its id; revoking it revokes
+    // its token, and the console cannot unrevoke it, having no write on tokens or grants.
+    expect(await console`select * from bulkhead_oauth_revoke_grant('g_roles_04', 'test')`).toEqual([]);
+    expect(await attempt('console', `update bulkhead_oauth_grants set revoked_at = now()`)).toBe('denied');
+    expect(await console`select * from bulkhead_oauth_revoke_grant(${secret.code}, 'test')`).toEqual([
+      { grant_id: 'g_roles_04', revoked: true },
+    ]);
     const [row] =
       await db.sql`select revoked_at is not null as revoked from bulkhead_tokens where id = 'rolestoken04'`;
     expect(row).toEqual({ revoked: true });

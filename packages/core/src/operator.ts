@@ -37,7 +37,6 @@ export { clientConfigs } from './serve/client-configs.ts';
 export {
   createTokenVerifier,
   getToken,
-  grantOfToken,
   issueGrantToken,
   issueToken,
   issueTokenAsOperator,

@@ -395,7 +395,6 @@ async function grantConsole(tx: Tx, role: string): Promise<void> {
   // only through functions that take an approver's proof or the grant's own secrets.
   await tx`grant select, insert, update on bulkhead_oauth_clients to ${r}`;
   await tx`grant select on bulkhead_oauth_grants to ${r}`;
-  await tx`grant update (revoked_at, revoked_reason) on bulkhead_oauth_grants to ${r}`;
   await tx`grant select on bulkhead_oauth_codes to ${r}`;
   await tx`grant update (used_at) on bulkhead_oauth_codes to ${r}`;
   await tx`grant select on bulkhead_oauth_refresh_tokens to ${r}`;
@@ -405,7 +404,6 @@ async function grantConsole(tx: Tx, role: string): Promise<void> {
   await tx`grant execute on function
       bulkhead_oauth_issue_token(text, text, text, text, bytea, text, timestamptz, text, bytea, timestamptz) to ${r}`;
   await tx`grant execute on function bulkhead_oauth_revoke_grant(text, text) to ${r}`;
-  await tx`grant execute on function bulkhead_oauth_token_grant(text, bytea) to ${r}`;
   // Operators (approver tokens with tokens:manage): tokens, grants and tool switches through functions
   // that take the operator's proof; the whole audit log and its seals only in a transaction where an
   // operator proved themselves (`bulkhead_console_prove`).

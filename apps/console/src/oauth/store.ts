@@ -84,12 +84,19 @@ export async function consumeCode(sql: Sql, code: string): Promise<StoredCode | 
   return row;
 }
 
-/** Revokes a grant, its access tokens and its refresh tokens (through the database function). */
-export async function revokeGrant(sql: Sql, grantId: string, reason: string): Promise<boolean> {
-  const [row] = await sql<
-    { done: boolean }[]
-  >`select bulkhead_oauth_revoke_grant(${grantId}, ${reason}) as done`;
-  return row!.done;
+/**
+ * Revokes the grant that `secret` belongs to — a code, a refresh token or an access token of it, which the
+ * database hashes and looks up itself — with its access and refresh tokens. Answers the grant (if the
+ * secret is one of a grant's) and whether this call revoked it.
+ */
+export async function revokeGrant(
+  sql: Sql,
+  secret: string,
+  reason: string,
+): Promise<{ grantId: string | null; revoked: boolean }> {
+  const [row] = await sql<{ grantId: string; revoked: boolean }[]>`
+    select grant_id as "grantId", revoked from bulkhead_oauth_revoke_grant(${secret}, ${reason})`;
+  return { grantId: row?.grantId ?? null, revoked: row?.revoked ?? false };
 }
 
 /** What the token endpoint answers (RFC 6749 5.1). */
@@ -164,16 +171,6 @@ export async function consumeRefresh(sql: Sql, token: string): Promise<StoredRef
       expired, used_at as "usedAt", grant_revoked as "grantRevoked"
     from old`;
   return row;
-}
-
-/** The grant a presented refresh token belongs to, when its secret matches (for revocation). */
-export async function grantOfRefresh(sql: Sql, token: string): Promise<string | undefined> {
-  const m = REFRESH.exec(token);
-  if (!m) return undefined;
-  const [row] = await sql<{ grantId: string }[]>`
-    select grant_id as "grantId" from bulkhead_oauth_refresh_tokens
-    where id = ${m[1]!} and secret_hash = ${sha256(m[2]!)}`;
-  return row?.grantId;
 }
 
 /**

@@ -151,15 +151,6 @@ export async function issueGrantToken(
   };
 }
 
-/** The OAuth grant a presented access token belongs to, when its secret matches; else undefined. */
-export async function grantOfToken(sql: Sql, token: string): Promise<string | undefined> {
-  const parsed = parseToken(token);
-  if (!parsed) return undefined;
-  const [row] = await sql<{ grantId: string | null }[]>`
-    select bulkhead_oauth_token_grant(${parsed.id}, ${hashSecret(parsed.secret)}) as "grantId"`;
-  return row?.grantId ?? undefined;
-}
-
 /** Tokens, newest first; revoked and expired ones only with `all`. */
 export async function listTokens(
   sql: Sql,

@@ -37,7 +37,7 @@ async function codeGrant(ctx: OAuthContext, f: FormField, clientId: string | und
   if (!stored) throw new OAuthRefusal('invalid_grant', 'The code is unknown.', 'unknown_code');
   if (stored.usedAt) {
     // A code presented twice was intercepted, or the client is replaying: what it opened is closed.
-    await revokeGrant(sql, stored.grantId, 'code_replayed');
+    await revokeGrant(sql, code, 'code_replayed');
     throw new OAuthRefusal(
       'invalid_grant',
       'The code was already used; its grant is revoked.',
@@ -89,7 +89,7 @@ async function refreshGrant(
     throw new OAuthRefusal('invalid_grant', 'The grant was revoked.', 'grant_revoked', 'unauthorized');
   if (stored.usedAt) {
     // Rotation means a refresh token works once; a second use means two parties hold it.
-    await revokeGrant(sql, stored.grantId, 'refresh_reuse');
+    await revokeGrant(sql, token, 'refresh_reuse');
     throw new OAuthRefusal(
       'invalid_grant',
       'The refresh token was already used; its grant is revoked.',
