@@ -33,6 +33,7 @@ export { bodyAborted } from './serve/http/aborted.ts';
 export { createRefusalLog, type RefusalLog } from './serve/http/refusal-log.ts';
 export { serveStdio, StartupError, type StdioOptions } from './serve/stdio.ts';
 export { createReadLanes, type ReadLanes, type ReadSettings } from './pipeline/read-lanes.ts';
+export { SESSIONS_SHARED } from './serve/pooler.ts';
 export {
   runServer,
   checkRole,

@@ -213,3 +213,26 @@ it('a write refused because the server is read-only counts as the database being
     await sql.end({ timeout: 1 });
   }
 });
+
+// postgres.js 3.4.9 retries a prepared query whose statement the session no longer has (26000: a
+// transaction pooler ran it on another server connection; `DEALLOCATE` here) — and bound the retry
+// from the already serialized values (porsager/postgres#1197): a token's bytea hash was hex-encoded
+// twice, so a valid token was answered 401 behind such a pooler; jsonb became a string, true became false.
+// The repository's patch binds the original values again (upstream #1198).
+it('a prepared query retried after its statement was lost binds the same values again', async () => {
+  const sql = createSql(db.url, { max: 1 });
+  const conn = await sql.reserve();
+  try {
+    const hash = Buffer.from('00ff10', 'hex');
+    const run = () =>
+      conn<{ bytes: string; doc: string; flag: boolean }[]>`
+        select encode(${hash}::bytea, 'hex') as bytes, ${conn.json({ a: 1 })}::jsonb ->> 'a' as doc,
+          ${true}::boolean as flag`;
+    expect([...(await run())]).toEqual([{ bytes: '00ff10', doc: '1', flag: true }]);
+    await conn`deallocate all`;
+    expect([...(await run())]).toEqual([{ bytes: '00ff10', doc: '1', flag: true }]);
+  } finally {
+    conn.release();
+    await sql.end();
+  }
+});

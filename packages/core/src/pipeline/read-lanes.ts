@@ -1,5 +1,16 @@
 import { isConnectionError, type Sql } from '@bulkhead/db';
 import type { TokenProof } from './access.ts';
+import {
+  boundSession,
+  checkedStatements,
+  inTransaction,
+  sessionLost,
+  sessionMarker,
+  unprepared,
+  SessionMoved,
+  type BoundSession,
+  type CheckedStatements,
+} from './session-check.ts';
 import { waitAtMost } from './time-limit.ts';
 
 /**
@@ -25,12 +36,16 @@ type Reserved = Awaited<ReturnType<Sql['reserve']>>;
 interface Lane {
   key: string;
   conn: Promise<Reserved>;
-  /** The statement that set the lane's session to its settings, with the backend's pid: no result read before it may go out if it failed. */
-  bound: Promise<number>;
+  /** The statement that set the lane's session to its settings, and where: no result read before it may go out if it failed. */
+  bound: Promise<BoundSession>;
+  /** Set with its settings, in the same statement: a backend that shows it carries them. */
+  marker: string;
   pid?: number;
   holders: number;
   /** Its connection is reserved (until then the lane waits for one, like any reservation). */
   ready: boolean;
+  /** The checked transactions of its calls, each settled once it has ended: released only after them. */
+  ends: (() => Promise<void>)[];
   /** Counted among the lanes waiting for a connection: until it has one, or is closed without. */
   waiting: boolean;
   /**
@@ -60,6 +75,12 @@ export interface ReadLanes {
   ): Promise<T>;
   /** True when a call of no customer is served within `timeoutMs` (`/readyz`). */
   serves(timeoutMs: number): Promise<boolean>;
+  /**
+   * Statements were seen on another backend than their lane's, again after a retry or on a second call:
+   * a pooler shares sessions between clients (`/readyz` fails with the pooler sentence). It stays so
+   * until the process restarts, whose start-up check then names the pooler.
+   */
+  readonly sharesSessions: boolean;
   /** Lanes reserved or waiting for a connection now, and the calls on them (for tests). */
   readonly usage: { lanes: number; calls: number };
 }
@@ -90,43 +111,28 @@ export interface ReadLanes {
  * it, it fails (`NoConnectionInTime`, "could not reach the database; try again") and marks the lane
  * broken too; a connection that comes for a lane nobody holds any more is released at once.
  */
-export function createReadLanes(reads: Sql, max: number): ReadLanes {
+export function createReadLanes(
+  reads: Sql,
+  max: number,
+  options: { onSessionMoved?: (err: SessionMoved) => void } = {},
+): ReadLanes {
   const byKey = new Map<string, Lane[]>();
   const usage = { lanes: 0, calls: 0 };
   /** Lanes waiting for a connection of the pool. */
   let waiting = 0;
+  /** Direct: statements cannot move, and go out unchecked; until a binding tells, they are checked. */
+  let route: 'unknown' | 'direct' | 'pooled' = 'unknown';
+  let moved = 0; // calls that saw their lane's session move
 
   const open = (key: string, settings: ReadSettings): Lane => {
-    let statement: Promise<{ pid: number }[]> | undefined;
-    const conn = reads.reserve().then((c) => {
-      statement = bindSession(c, settings);
-      return c;
+    const lane = reserveLane(reads, key, settings, route === 'pooled', {
+      settled: stopWaiting,
+      // One pooled connection is enough to check every statement from then on.
+      bound: (session) => {
+        if (route !== 'pooled') route = session.pooled ? 'pooled' : 'direct';
+      },
     });
-    const lane: Lane = {
-      key,
-      conn,
-      bound: conn.then(async () => (await statement!)[0]!.pid),
-      holders: 0,
-      ready: false,
-      waiting: true,
-      broken: false,
-    };
     waiting++;
-    conn.then(
-      () => {
-        lane.ready = true;
-        stopWaiting(lane);
-      },
-      () => {
-        lane.broken = true;
-        stopWaiting(lane);
-      },
-    );
-    lane.bound.then(
-      (pid) => (lane.pid = pid),
-      // Its session's settings are unknown: nobody else may join it.
-      () => (lane.broken = true),
-    );
     byKey.set(key, [...(byKey.get(key) ?? []), lane]);
     usage.lanes++;
     return lane;
@@ -146,7 +152,8 @@ export function createReadLanes(reads: Sql, max: number): ReadLanes {
     // A lane given up before its connection came waits no more: calls may join ready lanes again.
     stopWaiting(lane);
     lane.conn.then(
-      (c) => c.release(),
+      // A transaction still open would hold the next user's statements: released once they ended.
+      (c) => void Promise.all(lane.ends.map((ended) => ended())).finally(() => c.release()),
       () => {},
     );
   };
@@ -159,22 +166,33 @@ export function createReadLanes(reads: Sql, max: number): ReadLanes {
    */
   const choose = (settings: ReadSettings): Lane => {
     // By token, not by customer: a lane proves one token, and a revoked one must not fence another's calls out.
-    const key = `${settings.customerId ?? ''}\u0000${proofSetting(settings.proof)}\u0000${timeoutSetting(settings.timeoutMs)}`;
+    const key = laneKey(settings);
     const joined = usage.lanes >= max ? joinable(byKey.get(key) ?? [], waiting) : undefined;
     return joined ?? open(key, settings);
   };
 
-  const run: ReadLanes['run'] = async (settings, fn, onStoppable, signal) => {
-    const deadline = performance.now() + settings.timeoutMs;
-    const lane = choose(settings);
+  /** One try of a call, on a lane chosen as usual or (`fresh`) on a lane of its own. */
+  const attempt = async <T>(
+    settings: ReadSettings,
+    fn: (conn: Sql) => Promise<T>,
+    at: { deadline: number; fresh: boolean },
+    onStoppable?: (pid: () => number | undefined) => void,
+    signal?: AbortSignal,
+  ): Promise<T> => {
+    const { deadline } = at;
+    const lane = at.fresh ? open(laneKey(settings), settings) : choose(settings);
     lane.holders++;
     usage.calls++;
     onStoppable?.(() => (lane.holders === 1 ? lane.pid : undefined));
     try {
       const conn = await waitAtMost(lane.conn, deadline, settings.timeoutMs, signal);
-      const value = await fn(conn);
-      await waitAtMost(lane.bound, deadline, settings.timeoutMs, signal);
-      return value;
+      return await onLane(lane, conn, fn, {
+        checked: route !== 'direct',
+        deadline,
+        timeoutMs: settings.timeoutMs,
+        signal,
+        moving,
+      });
     } catch (err) {
       // A lane that lost its connection, or kept a call waiting past its limit, is joined no more.
       if (isConnectionError(err)) lane.broken = true;
@@ -186,18 +204,31 @@ export function createReadLanes(reads: Sql, max: number): ReadLanes {
     }
   };
 
+  /** Marks `lane` as one whose session moved, counts it, and returns the error to throw. */
+  const moving = (lane: Lane, err = new SessionMoved(lane.pid ?? 0, undefined)): SessionMoved => {
+    lane.broken = true;
+    moved++;
+    options.onSessionMoved?.(err);
+    return err;
+  };
+
+  // A call whose lane's session moved (or lost its marker) is dropped and tried once more, on a lane of
+  // its own: its answer comes only from statements that ran where their lane was bound.
+  const run: ReadLanes['run'] = (settings, fn, onStoppable, signal) => {
+    const at = { deadline: performance.now() + settings.timeoutMs, fresh: false };
+    return attempt(settings, fn, at, onStoppable, signal).catch((err: unknown) => {
+      if (!(err instanceof SessionMoved)) throw err;
+      return attempt(settings, fn, { ...at, fresh: true }, onStoppable, signal);
+    });
+  };
+
   return {
     usage,
     run,
-    serves: (timeoutMs) =>
-      waitAtMost(
-        run({ customerId: null, timeoutMs }, (conn) => conn`select 1`),
-        performance.now() + timeoutMs,
-        timeoutMs,
-      ).then(
-        () => true,
-        () => false,
-      ),
+    get sharesSessions() {
+      return moved >= 2;
+    },
+    serves: (timeoutMs) => servesWithin(run, timeoutMs),
   };
 }
 
@@ -207,13 +238,156 @@ export function createReadLanes(reads: Sql, max: number): ReadLanes {
  * pooler may drop the startup parameter that opened it so (PgBouncer's `ignore_startup_parameters`),
  * and a read lane must never write.
  */
-function bindSession(c: Reserved, settings: ReadSettings): Promise<{ pid: number }[]> {
-  return c<{ pid: number }[]>`
+function bindSession(
+  c: Reserved,
+  settings: ReadSettings,
+  marker: string,
+  pooled = false,
+): Promise<{ pid: number }[]> {
+  const statement = c<{ pid: number }[]>`
     select pg_backend_pid() as pid,
+      set_config('bulkhead.lane', ${marker}, false),
       set_config('default_transaction_read_only', 'on', false),
       set_config('bulkhead.customer_id', ${settings.customerId ?? ''}, false),
       set_config('bulkhead.customer_token', ${proofSetting(settings.proof)}, false),
-      set_config('statement_timeout', ${timeoutSetting(settings.timeoutMs)}, false)`.execute();
+      set_config('statement_timeout', ${timeoutSetting(settings.timeoutMs)}, false)`;
+  return (pooled ? unprepared(statement) : statement).execute();
+}
+
+/**
+ * A lane with `settings` on a connection it reserves from `reads`, its session bound once it comes;
+ * `hooks.settled` is told when the reservation succeeded or failed, `hooks.bound` when the binding did.
+ */
+function reserveLane(
+  reads: Sql,
+  key: string,
+  settings: ReadSettings,
+  pooled: boolean,
+  hooks: { settled: (lane: Lane) => void; bound: (session: BoundSession) => void },
+): Lane {
+  let statement: Promise<{ pid: number }[]> | undefined;
+  const marker = sessionMarker();
+  const conn = reads.reserve().then((c) => {
+    statement = bindLane(c, settings, lane, pooled);
+    return c;
+  });
+  const lane: Lane = {
+    key,
+    conn,
+    bound: conn.then(async () => boundSession(await statement!, marker)),
+    marker,
+    ends: [],
+    holders: 0,
+    ready: false,
+    waiting: true,
+    broken: false,
+  };
+  conn.then(
+    () => ((lane.ready = true), hooks.settled(lane)),
+    () => ((lane.broken = true), hooks.settled(lane)),
+  );
+  lane.bound.then(
+    (session) => ((lane.pid = session.pid), hooks.bound(session)),
+    // Its session's settings are unknown: nobody else may join it.
+    () => (lane.broken = true),
+  );
+  return lane;
+}
+
+/** True when a call of no customer is served on `run` within `timeoutMs`. */
+function servesWithin(run: ReadLanes['run'], timeoutMs: number): Promise<boolean> {
+  return waitAtMost(
+    run({ customerId: null, timeoutMs }, (conn) => conn`select 1`),
+    performance.now() + timeoutMs,
+    timeoutMs,
+  ).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** What {@link onLane} needs besides the lane and the call. */
+interface OnLane {
+  /** Check every statement (the pool is not known to reach PostgreSQL directly). */
+  checked: boolean;
+  deadline: number;
+  timeoutMs: number;
+  signal?: AbortSignal | undefined;
+  /** Marks the lane as one whose session moved and returns the error to throw. */
+  moving: (lane: Lane, err?: SessionMoved) => SessionMoved;
+}
+
+/**
+ * Runs `fn` on `lane`'s connection — each statement checked, unless the pool reaches PostgreSQL
+ * directly — and returns its value once the lane's binding succeeded and every check saw the lane's
+ * session; throws `SessionMoved` when a statement ran elsewhere, whatever `fn` answered.
+ */
+async function onLane<T>(lane: Lane, conn: Reserved, fn: (conn: Sql) => Promise<T>, o: OnLane): Promise<T> {
+  const { deadline, timeoutMs, signal, moving } = o;
+  const checked = o.checked ? checkedStatements(conn) : undefined;
+  // Bounded: a pooler that withholds an answer must not keep the connection from its pool for ever.
+  if (checked)
+    lane.ends.push(() =>
+      waitAtMost(checked.ended(), performance.now() + timeoutMs, timeoutMs).catch(() => {}),
+    );
+  let value: T;
+  try {
+    value = await fn(checked?.sql ?? conn);
+  } catch (err) {
+    // What failed on a session that moved says nothing about the call (a customer's rows not
+    // found, a prepared statement missing): it is tried again instead.
+    if (checked && (sessionLost(err) || (await movedUnder(lane, checked, deadline, timeoutMs))))
+      throw moving(lane);
+    throw err;
+  }
+  const session = await waitAtMost(lane.bound, deadline, timeoutMs, signal);
+  // Statements sent unchecked on a pooled connection (before the pool was known to be one) are not trusted.
+  if (!checked && session.pooled) throw moving(lane, new SessionMoved(session.pid, undefined));
+  if (checked)
+    await waitAtMost(checked.settle(session), deadline, timeoutMs, signal).catch((err: unknown) => {
+      throw err instanceof SessionMoved ? moving(lane, err) : err;
+    });
+  return value;
+}
+
+/**
+ * Binds `lane`'s session on `c` ({@link bindSession}); through a pooler (`pooled`) in a transaction
+ * of its own, the only way its describe-then-bind stays on one server connection, released after it.
+ */
+function bindLane(
+  c: Reserved,
+  settings: ReadSettings,
+  lane: Lane,
+  pooled: boolean,
+): Promise<{ pid: number }[]> {
+  if (!pooled) return bindSession(c, settings, lane.marker);
+  const bound = inTransaction(c, () => bindSession(c, settings, lane.marker, true));
+  lane.ends.push(() => bound.ended);
+  return bound.sent;
+}
+
+/** Lanes with the same key have the same settings. */
+const laneKey = (settings: ReadSettings) =>
+  `${settings.customerId ?? ''}\u0000${proofSetting(settings.proof)}\u0000${timeoutSetting(settings.timeoutMs)}`;
+
+/**
+ * Whether a call that failed on `lane` did so because its session moved: its lane's binding and the
+ * checks of what it sent, as far as they answer before the call's deadline (if they do not, or fail,
+ * it is the call's own error that counts).
+ */
+async function movedUnder(
+  lane: Lane,
+  checked: CheckedStatements,
+  deadline: number,
+  timeoutMs: number,
+): Promise<boolean> {
+  try {
+    const session = await waitAtMost(lane.bound, deadline, timeoutMs);
+    await waitAtMost(checked.settle(session), deadline, timeoutMs);
+    return false;
+  } catch (err) {
+    return err instanceof SessionMoved;
+  }
 }
 
 /**

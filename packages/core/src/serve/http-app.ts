@@ -17,6 +17,7 @@ import { hasGatedTools, type ServerDefinition } from '../pipeline/server-definit
 import { buildMcpServer } from './mcp-server.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limit.ts';
 import { createReadLanes, type ReadLanes } from '../pipeline/read-lanes.ts';
+import { SESSIONS_SHARED } from './pooler.ts';
 import { traceRefusal } from '../pipeline/tracing.ts';
 import { createTokenVerifier, type TokenVerifier } from './tokens.ts';
 import { createToolSwitches } from './tool-switches.ts';
@@ -157,7 +158,11 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
   const maxBody = options.maxBodyBytes ?? 1024 * 1024;
   const publicUrl = new URL(options.publicUrl);
   options.upstreams?.observe(metrics.upstream);
-  const reads = options.reads ? createReadLanes(options.reads, options.reads.options.max) : undefined;
+  const reads = options.reads
+    ? createReadLanes(options.reads, options.reads.options.max, {
+        onSessionMoved: (err) => logger.error({ err }, `a read lane's session moved: ${SESSIONS_SHARED}`),
+      })
+    : undefined;
   const kit: CallKit<ApprovalRecord> = {
     server: def.name,
     catalog: def.catalog,
@@ -277,8 +282,11 @@ function mountProbes(
   const { sql } = options;
   const { reads, publicUrl } = made;
   app.get('/healthz', (c) => c.json({ status: 'ok', server: def.name }));
-  // Ready when both pools serve: the main one (tokens, events, writes) and the read pool (read-only calls).
+  // Ready when both pools serve: the main one (tokens, events, writes) and the read pool (read-only calls),
+  // and no pooler was found sharing sessions at run time (the start-up check names it, and so does this).
   app.get('/readyz', async (c) => {
+    if (reads?.sharesSessions)
+      return c.json({ status: 'unavailable', server: def.name, reason: SESSIONS_SHARED }, 503);
     const [main, read] = await Promise.all([isReachable(sql, 2000), reads ? reads.serves(2000) : true]);
     if (main && read) return c.json({ status: 'ready', server: def.name });
     const reason = main ? 'read pool cannot serve' : 'database unreachable';

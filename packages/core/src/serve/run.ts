@@ -20,6 +20,7 @@ import { startApprovalExecutor } from '../approvals/executor.ts';
 import type { SmtpOptions } from '../approvals/smtp.ts';
 import { hasGatedTools, sendsEmail, type ServerDefinition } from '../pipeline/server-definition.ts';
 import { createHttpApp } from './http-app.ts';
+import { POOLER_NEEDS, SESSIONS_SHARED } from './pooler.ts';
 import { createLogger, type Logger } from '../pipeline/logger.ts';
 import { parseOtlpHeaders, startTracing } from './tracing.ts';
 import { serveStdio, StartupError } from './stdio.ts';
@@ -109,15 +110,7 @@ export function connectFailure(err: unknown, url: string, deployable: string, ho
   );
 }
 
-/**
- * What a server needs of a connection pooler between it and PostgreSQL, in one sentence: read lanes keep
- * the customer in the session and the token cache LISTENs, so every client connection must be a session
- * of its own.
- */
-export const POOLER_NEEDS =
-  "Bulkhead keeps settings in each connection's session and LISTENs for token revocations, so it needs a session of its own " +
-  'for every connection: use PgBouncer with `pool_mode = session` (and `ignore_startup_parameters = default_transaction_read_only`), ' +
-  'or connect to PostgreSQL directly';
+export { POOLER_NEEDS } from './pooler.ts';
 
 /**
  * Refuses a connection pooler that does not give each connection a session of its own (PgBouncer in
@@ -162,19 +155,12 @@ export async function checkPooler(sql: Sql, reads?: Sql): Promise<void> {
         a,
         `select pg_backend_pid() as pid, current_setting('bulkhead.pool_probe', true) as value`,
       );
-      if (read.pid !== set.pid || read.value !== mark)
-        throw new StartupError(
-          `DATABASE_URL leads to a connection pooler that does not keep a connection's session between its statements ` +
-            `(PgBouncer in transaction or statement mode): ${POOLER_NEEDS}`,
-        );
+      if (read.pid !== set.pid || read.value !== mark) throw new StartupError(SESSIONS_SHARED);
     }
   } catch (err) {
     if (err instanceof StartupError) throw err;
     // Only a pooler loses named statements between two statements of one connection.
-    if ((err as { code?: unknown }).code === '26000')
-      throw new StartupError(
-        `DATABASE_URL leads to a connection pooler that does not keep a connection's session between its statements: ${POOLER_NEEDS}`,
-      );
+    if ((err as { code?: unknown }).code === '26000') throw new StartupError(SESSIONS_SHARED);
     throw err;
   } finally {
     a.release();
