@@ -89,12 +89,18 @@ describe('the lists', () => {
     await db.sql`update bulkhead_tokens set revoked_at = now() where id = ${gone}`;
     const lapsed = await mcpToken('Pia on the train', 'pia@example.test');
     const other = await mcpToken('Laptop of Quinn', 'quinn@example.test', 'dev-knowledge');
-    // A name that only looks the same: a Cyrillic а is another person.
+    // A name that only looks the same (a Cyrillic і) is the same person: names compare by one key, with
+    // Unicode's confusables folded (issue 42: one person, one spelling).
     const lookalike = await mcpToken('Laptop of Pіa', 'pіa@example.test');
     await db.sql`update bulkhead_tokens set expires_at = now() - interval '1 second' where id = ${lapsed}`;
 
-    expect(await listed('/operator/persons/pia%40example.test')).toEqual([live]);
-    expect(await listed('/operator/persons/pia%40example.test?state=all')).toEqual([lapsed, gone, live]);
+    expect(await listed('/operator/persons/pia%40example.test')).toEqual([lookalike, live]);
+    expect(await listed('/operator/persons/pia%40example.test?state=all')).toEqual([
+      lookalike,
+      lapsed,
+      gone,
+      live,
+    ]);
     expect(await listed('/operator/persons/pia%40example.test?state=revoked')).toEqual([gone]);
     expect(await listed('/operator/persons/pia%40example.test?state=expired')).toEqual([lapsed]);
     expect(await listed('/operator/tokens?q=laptop')).toEqual([lookalike, other, live]);
