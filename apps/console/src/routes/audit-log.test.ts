@@ -383,7 +383,8 @@ describe('the audit log for operators', () => {
       `href="/operator/audit/export?${new URLSearchParams({ from, server: 'admin', format: 'jsonl' })}">Export JSON Lines</a>`,
     );
     expect((await asOperator('/operator/audit/export?format=xml')).status).toBe(400);
-  });
+    // Each case runs the CLI as a process of its own: minutes on a loaded machine, not a speed check.
+  }, 120_000);
 
   it('is closed to an approver who is no operator, at the page and in the database', async () => {
     const cookie = await signIn(approverToken);

@@ -177,7 +177,8 @@ describe('bulkhead audit', () => {
     expect(forged.stdout).toContain(
       'BROKEN seal 1: the prune checkpoint is not signed with this key (forged, or another key)',
     );
-  });
+    // Each case runs the CLI as a process of its own: minutes on a loaded machine, not a speed check.
+  }, 120_000);
 
   it('keeps an anchor outside the database that catches a deleted tail of seals', async () => {
     const own = await createTestDatabase();
