@@ -154,6 +154,8 @@ describe('a request filed under another spelling of Bob', () => {
       // The database refuses it too, with the decision's event written as the console writes it.
       const verdict = await console
         .begin(async (tx) => {
+          // Bob's own proof (his approver token), as the console presents it: the guard then weighs who he is.
+          await tx`select 1 from bulkhead_console_prove(${bob.token})`;
           const event = randomUUID();
           await createAuditWriter(tx as unknown as Sql).appendIn(tx, {
             id: event,
