@@ -69,7 +69,9 @@ export async function spawnServer(
   });
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  const deadline = Date.now() + 30_000;
+  // A start waits on /healthz, not on a clock: 90 s only bounds a start that hangs (four servers starting
+  // at once on a busy two-core machine take well over 30 s).
+  const deadline = Date.now() + 90_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null)
       throw new Error(`${name} exited early: ${output}`);
