@@ -51,6 +51,9 @@ export const POOL_MAX = 6;
  */
 export const READ_POOL_MAX = 6;
 
+/** How long a stopping server waits for its shutdown steps before it exits anyway. */
+const SHUTDOWN_LIMIT_MS = 20_000;
+
 /** How long in-flight requests may take to finish once the server is asked to stop. */
 export const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -249,6 +252,17 @@ export async function runServer(def: ServerDefinition, { env, stdio, ...run }: R
   const stop = async (code: number) => {
     if (stopping) return;
     stopping = true;
+    // A step that never finishes (a connection a broken pooler holds, a lane that waits on it) must not
+    // keep a stopped server alive: after SHUTDOWN_LIMIT_MS it exits anyway, below an orchestrator's
+    // grace period (Kubernetes: 30 s), saying so.
+    setTimeout(() => {
+      logger.error(
+        { limitMs: SHUTDOWN_LIMIT_MS },
+        'shutdown did not finish in time: exiting without waiting further',
+      );
+      logger.flush?.();
+      process.exit(code);
+    }, SHUTDOWN_LIMIT_MS).unref();
     for (const close of closers.reverse())
       await close().catch((err: unknown) => logger.error({ err }, 'shutdown step failed'));
     await db.close().catch((err: unknown) => logger.error({ err }, 'closing the database failed'));
