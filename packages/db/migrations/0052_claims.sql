@@ -50,3 +50,7 @@ revoke all on function bulkhead_token_owner(text) from public;
 
 -- The grant of an access token, looked up for revocation: the function above does it now.
 drop function bulkhead_oauth_token_grant(text, bytea);
+
+-- The live approver behind a token id (0038): nothing calls it since decisions name their approver by
+-- proof (0045), and a function that answers for an id alone is one to keep out of reach.
+drop function bulkhead_approver(text);
