@@ -545,10 +545,17 @@ function failed(
   return rec.finish('internal_error', errorResult(text), { resultSummary: { error: text, incident } });
 }
 
+/** How often a transaction whose BEGIN lost its connection is begun again, before `fn` ran. */
+const BEGIN_ATTEMPTS = 3;
+
 /**
  * `sql.begin(fn)`, waiting for its connection no longer than the call's time limit (or until the
  * client withdraws the call): a transaction given up on before it began rolls back at once, before
  * `fn` runs. Once `fn` runs, its own time limit holds.
+ *
+ * A BEGIN that lost its connection (a pooled connection whose backend was terminated, before the pool
+ * saw its socket close) is begun again on another, within the deadline: `fn` had not run, so nothing
+ * was done twice. A connection lost once `fn` runs is the call's error.
  */
 async function transaction<T>(
   sql: Sql,
@@ -556,11 +563,36 @@ async function transaction<T>(
   signal: AbortSignal | undefined,
   fn: (tx: TransactionSql) => Promise<T>,
 ): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const began = { value: false };
+    try {
+      return await transactionOnce(sql, limit, signal, began, fn);
+    } catch (err) {
+      const again =
+        !began.value &&
+        attempt < BEGIN_ATTEMPTS &&
+        isConnectionError(err) &&
+        !signal?.aborted &&
+        performance.now() + 100 < limit.deadline;
+      if (!again) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 25 * attempt));
+    }
+  }
+}
+
+async function transactionOnce<T>(
+  sql: Sql,
+  limit: { timeoutMs: number; deadline: number },
+  signal: AbortSignal | undefined,
+  began: { value: boolean },
+  fn: (tx: TransactionSql) => Promise<T>,
+): Promise<T> {
   let abandoned = false;
   let entered!: () => void;
   const inside = new Promise<void>((resolve) => (entered = resolve));
   const done = sql.begin((tx: TransactionSql) => {
     if (abandoned) throw new NoConnectionInTime(limit.timeoutMs);
+    began.value = true;
     entered();
     return fn(tx);
   }) as Promise<T>;

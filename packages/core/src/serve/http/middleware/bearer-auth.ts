@@ -32,6 +32,27 @@ const DESCRIPTION =
 const STATIC_DESCRIPTION =
   'The access token is unknown, expired, revoked or issued for another server; a new one is issued with bulkhead tokens issue';
 
+/** Pauses before the token check is tried again on a lost connection: one per retry. */
+const RETRY_PAUSES_MS = [50, 250];
+
+/**
+ * The token check, tried again on a lost connection. It only reads, so a retry is safe, and a pooled
+ * connection whose backend was terminated (an administrator, a failover, a pooler's restart) fails
+ * its next query before the pool notices the socket closed: the retry runs on a fresh one. A database
+ * that stays away still fails all three, and the caller answers 503.
+ */
+async function verifyWithRetry<T>(check: () => Promise<T>): Promise<T> {
+  for (const pause of RETRY_PAUSES_MS) {
+    try {
+      return await check();
+    } catch (err) {
+      if (!isConnectionError(err)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+  return check();
+}
+
 /**
  * The bearer token: from the `Authorization` header only (a token in the URL
  * is refused, it would end up in logs), verified for this server's audience.
@@ -71,13 +92,15 @@ export function bearerAuth(verifier: TokenVerifier, challenge: Challenge): Middl
     let verdict: Awaited<ReturnType<TokenVerifier['verify']>>;
     try {
       // A check that went to the database is a step of the request's trace.
-      verdict = await verifier.verify(bearer, (start) =>
-        earlyStep(c.req.raw, {
-          name: 'token check',
-          start,
-          end: performance.now(),
-          attributes: { 'bulkhead.token.cache': 'miss' },
-        }),
+      verdict = await verifyWithRetry(() =>
+        verifier.verify(bearer, (start) =>
+          earlyStep(c.req.raw, {
+            name: 'token check',
+            start,
+            end: performance.now(),
+            attributes: { 'bulkhead.token.cache': 'miss' },
+          }),
+        ),
       );
     } catch (err) {
       if (!isConnectionError(err)) throw err;
