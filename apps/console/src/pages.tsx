@@ -25,6 +25,9 @@ import {
   type TextFindings,
 } from './shown.tsx';
 
+// Below 40rem (a phone, where an approver is when a request comes in) the header wraps into rows of
+// 44 px targets, lists of facts and tables of arguments stack, and the tables marked `stack` show each
+// row as a block of labelled cells: nothing is wider than the screen.
 const CSS = `
 :root{--fg:#1b1b1f;--muted:#4a4a55;--bg:#f5f6f8;--line:#c9ced6;--link:#0b57d0;--ok:#146c2e;--bad:#a50e0e;--head:#1b2a41}
 *{box-sizing:border-box}
@@ -35,7 +38,7 @@ a{color:var(--link)}
 header{background:var(--head);color:#fff}
 header .bar{max-width:62rem;margin:0 auto;padding:.75rem 1rem;display:flex;gap:1.5rem;align-items:center;flex-wrap:wrap}
 header .brand{font-weight:700;font-size:1.1rem;color:#fff;text-decoration:none}
-header nav ul{list-style:none;display:flex;gap:1.25rem;margin:0;padding:0}
+header nav ul{list-style:none;display:flex;flex-wrap:wrap;gap:.25rem 1.25rem;margin:0;padding:0}
 header nav a{color:#fff}
 header nav a[aria-current=page]{font-weight:700;text-decoration-thickness:3px}
 header .who{margin-left:auto;display:flex;gap:.75rem;align-items:center}
@@ -108,6 +111,32 @@ legend{font-weight:600;padding:0 .25rem}
 label.check{display:flex;gap:.5rem;align-items:center;font-weight:400}
 label.check input{width:auto}
 #token{font-size:1rem;word-break:break-all}
+h1,h2,.preview,dd,td,th,li,p{overflow-wrap:break-word}
+@media (max-width:40rem){
+header .bar{gap:.25rem 1rem;padding:.5rem 1rem}
+header nav{flex-basis:100%}
+header nav ul{gap:0 .25rem;margin:0 -.5rem}
+header nav a{display:flex;align-items:center;min-height:44px;padding:0 .5rem}
+header .who{margin-left:0;flex-basis:100%;justify-content:space-between;padding-bottom:.25rem}
+header .secondary{min-height:44px;flex:none;white-space:nowrap}
+main{padding:1rem .75rem 2rem}
+h1{font-size:1.4rem}
+.card{padding:.75rem}
+button,.button,textarea,input,select{min-height:44px}
+.filters div{min-width:0;flex:1 1 9rem}
+.filters div:has(input[type=datetime-local]){flex-basis:100%}
+dl.meta{grid-template-columns:1fr;gap:0}
+dl.meta dd{margin-bottom:.4rem}
+:is(table.args,table.stack),:is(table.args,table.stack) :is(caption,tbody,tr,td),table.args th[scope=row]{display:block;width:auto}
+:is(table.args,table.stack) caption{padding:.25rem .6rem}
+:is(table.args,table.stack) thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
+:is(table.args,table.stack) thead :is(tr,th){display:block}
+table.args th[scope=row]{border-bottom:0;padding-bottom:0;background:none}
+table.stack tr{border-bottom:1px solid var(--line);padding:.3rem 0}
+table.stack td{display:flow-root;border:0;padding:.15rem .6rem .15rem 8rem}
+table.stack td[data-label]::before{content:attr(data-label);float:left;width:7rem;margin-left:-7.4rem;color:var(--muted);font-weight:600}
+table.stack td:not([data-label]){padding-left:.6rem}
+}
 `;
 
 /** The Content-Security-Policy source for the one inline stylesheet: no other style or script can run. */
@@ -210,6 +239,7 @@ const OPERATOR_PAGES = [
 export function Layout(props: {
   title: string;
   approver?: Approver | undefined;
+  /** How many requests wait, for the navigation; a page that did not count them shows no number. */
   pending?: number | undefined;
   current?: 'pending' | 'history' | 'mail' | 'tokens' | 'audit' | 'charts' | 'tools' | undefined;
   children?: Child;
@@ -236,7 +266,7 @@ export function Layout(props: {
                 <ul>
                   <li>
                     <a href="/" aria-current={props.current === 'pending' ? 'page' : undefined}>
-                      Pending ({props.pending ?? 0})
+                      {props.pending === undefined ? 'Pending' : `Pending (${props.pending})`}
                     </a>
                   </li>
                   <li>
@@ -596,7 +626,7 @@ function AuditTrailCard({ events, deliveries }: { events: ApprovalEvent[]; deliv
   return (
     <section class="card" aria-labelledby="trail">
       <h2 id="trail">Audit trail</h2>
-      <table>
+      <table class="stack">
         <caption>Every audit event that names this approval, oldest first.</caption>
         <thead>
           <tr>
@@ -609,14 +639,14 @@ function AuditTrailCard({ events, deliveries }: { events: ApprovalEvent[]; deliv
         <tbody>
           {events.map((e) => (
             <tr>
-              <td>{when(e.at)}</td>
-              <td>
+              <td data-label="When">{when(e.at)}</td>
+              <td data-label="Step">
                 <code>
                   <Shown text={e.method} />
                 </code>
               </td>
-              <td>{e.outcome}</td>
-              <td>
+              <td data-label="Outcome">{e.outcome}</td>
+              <td data-label="By">
                 <Shown text={e.tokenLabel ?? ''} />
               </td>
             </tr>
@@ -742,7 +772,7 @@ export function HistoryPage(props: {
       {props.approvals.length === 0 ? (
         <p>No requests match.</p>
       ) : (
-        <table>
+        <table class="stack">
           <caption>
             {props.truncated
               ? `The ${props.approvals.length} newest matching requests; narrow the filter to see older ones.`
@@ -760,22 +790,22 @@ export function HistoryPage(props: {
           <tbody>
             {props.approvals.map((a) => (
               <tr>
-                <td>{when(a.requestedAt)}</td>
-                <td>
+                <td data-label="Requested">{when(a.requestedAt)}</td>
+                <td data-label="Action">
                   <a href={`/approvals/${a.id}`}>
                     <Shown text={a.preview} />
                   </a>
                 </td>
-                <td>
+                <td data-label="Tool">
                   <code>
                     <Shown text={a.tool} />
                   </code>{' '}
                   on <Shown text={a.server} />
                 </td>
-                <td>
+                <td data-label="Status">
                   <Badge status={effectiveStatus(a)} />
                 </td>
-                <td>
+                <td data-label="Decided by">
                   <Shown text={a.decidedBy ?? '—'} />
                   {a.decisionReason && (
                     <>

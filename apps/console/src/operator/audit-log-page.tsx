@@ -67,25 +67,25 @@ function EventRows({ events }: { events: AuditEvent[] }) {
     <tbody>
       {events.map((e) => (
         <tr>
-          <td>
+          <td data-label="Time">
             <time datetime={e.at.toISOString()}>{stamp(e.at)}</time>
           </td>
-          <td>
+          <td data-label="Event">
             <a href={`/operator/audit/events/${e.seq}`}>#{e.seq}</a>
           </td>
-          <td>
+          <td data-label="Server">
             <Shown text={e.server} />
           </td>
-          <td>
+          <td data-label="Tool or method">
             <code>
               <Shown text={e.tool ?? e.method} />
             </code>
           </td>
-          <td>
+          <td data-label="Outcome">
             <Shown text={e.outcome} />
           </td>
-          <td>{e.durationMs} ms</td>
-          <td>
+          <td data-label="Duration">{e.durationMs} ms</td>
+          <td data-label="Token">
             <Shown text={e.tokenLabel ?? '—'} />
           </td>
         </tr>
@@ -140,7 +140,7 @@ export function AuditLogPage(props: {
       {props.errors.length > 0 ? null : props.events.length === 0 ? (
         <p>No events match {range}.</p>
       ) : (
-        <table>
+        <table class="stack">
           <caption>
             Events {range}
             {search.before !== undefined ? `, older than #${search.before}` : ''}, newest first.

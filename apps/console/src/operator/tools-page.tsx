@@ -52,7 +52,7 @@ function SwitchedOff({ switches, csrf }: { switches: SwitchedOffTool[]; csrf: st
       {switches.length === 0 ? (
         <p>No tool is switched off.</p>
       ) : (
-        <table>
+        <table class="stack">
           <caption>Every switched-off tool, by server and tool.</caption>
           <thead>
             <tr>
@@ -69,21 +69,21 @@ function SwitchedOff({ switches, csrf }: { switches: SwitchedOffTool[]; csrf: st
           <tbody>
             {switches.map((s) => (
               <tr>
-                <td>
+                <td data-label="Server">
                   <Shown text={s.server} />
                 </td>
-                <td>
+                <td data-label="Tool">
                   <code>
                     <Shown text={s.tool} />
                   </code>
                 </td>
-                <td>
+                <td data-label="Reason">
                   <Shown text={s.reason} />
                 </td>
-                <td>
+                <td data-label="By">
                   <Shown text={s.switchedBy} />
                 </td>
-                <td>
+                <td data-label="Since">
                   <time datetime={s.switchedAt.toISOString()}>{when(s.switchedAt)}</time> ({ago(s.switchedAt)}
                   )
                 </td>

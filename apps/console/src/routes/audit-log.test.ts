@@ -244,7 +244,7 @@ describe('the audit log for operators', () => {
     const row = (await search({ server: 'customer' })).html;
     expect(row).toContain(`<a href="/operator/audit/events/${seq.e2}">#${seq.e2}</a>`);
     expect(row).toMatch(
-      /<code><bdi>send_invoice<\/bdi><\/code><\/td><td><bdi>pending_approval<\/bdi><\/td><td>7 ms<\/td><td><bdi>Bob’s agent<\/bdi><\/td>/,
+      /<code><bdi>send_invoice<\/bdi><\/code><\/td><td data-label="Outcome"><bdi>pending_approval<\/bdi><\/td><td data-label="Duration">7 ms<\/td><td data-label="Token"><bdi>Bob’s agent<\/bdi><\/td>/,
     );
     const bad = await asOperator('/operator/audit?outcome=fine&from=yesterday');
     expect(bad.status).toBe(400);
