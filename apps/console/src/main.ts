@@ -5,11 +5,12 @@ import {
   ConfigError,
   connectFailure,
   createLogger,
+  readySchema,
   StartupError,
   withUrlsShown,
   workspaceRoot,
 } from '@bulkhead/core';
-import { migrate, openDatabase, roleSpecs } from '@bulkhead/db';
+import { openDatabase, roleSpecs } from '@bulkhead/db';
 import { discoverDeployables } from '@bulkhead/deployables';
 import { createConsoleApp } from './app.tsx';
 import { loadEnv } from './env.ts';
@@ -33,11 +34,14 @@ try {
     // Its pool (openDatabase's default of 10) and the LISTEN connection of the token cache.
     throw connectFailure(err, db.url, 'console', 11);
   }
-  if (env.BULKHEAD_MIGRATE) {
-    const { applied } = await migrate(db.sql);
-    if (applied.length) logger.info({ applied }, 'migrations applied');
-  }
   try {
+    // Migrated only by an allowed owner; under the console's own role, a schema behind stops the start.
+    const applied = await readySchema(db.sql, {
+      deployable: 'console',
+      migrate: env.BULKHEAD_MIGRATE,
+      allowOwner: env.BULKHEAD_ALLOW_OWNER_ROLE,
+    });
+    if (applied.length) logger.info({ applied }, 'migrations applied');
     logger.info(await checkRole(db.sql, 'console', env.BULKHEAD_ALLOW_OWNER_ROLE));
   } catch (err) {
     await db.close();

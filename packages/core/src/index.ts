@@ -32,6 +32,7 @@ export { createHttpApp, type HttpApp, type HttpAppOptions } from './serve/http-a
 export { bodyAborted } from './serve/http/aborted.ts';
 export { createRefusalLog, type RefusalLog } from './serve/http/refusal-log.ts';
 export { serveStdio, StartupError, type StdioOptions } from './serve/stdio.ts';
+export { readySchema, schemaBehind, type ReadySchemaOptions } from './serve/schema.ts';
 export { createReadLanes, type ReadLanes, type ReadSettings } from './pipeline/read-lanes.ts';
 export { SESSIONS_SHARED } from './serve/pooler.ts';
 export {

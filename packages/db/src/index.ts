@@ -1,6 +1,14 @@
 // The production entry: it loads no embedded database (that is `@bulkhead/db/embedded`, for development).
 export { createSql, isConnectionError, isReachable, type Sql, type SqlOptions } from './connect.ts';
-export { migrate, loadMigrations, migrationsDir, type Migration, type MigrateResult } from './migrate.ts';
+export {
+  migrate,
+  loadMigrations,
+  mayMigrate,
+  migrationsDir,
+  missingMigrations,
+  type Migration,
+  type MigrateResult,
+} from './migrate.ts';
 export { openDatabase, type Database, type OpenDatabaseOptions } from './open.ts';
 export {
   applyPrivileges,

@@ -52,9 +52,9 @@ const LOCK_KEY = 0x6275_6c6b; // "bulk": taken only while the schema does not ex
  * `bulkhead_migrations` so that two processes migrating at once apply each
  * file exactly once. No deployable's role holds a privilege on that table,
  * so none can take the lock and stall a migration (an advisory lock anyone
- * may take; one is used only to create the table the first time). When
- * nothing is pending it changes nothing and needs no DDL privilege, so a
- * server running under a restricted role can start with migrations on.
+ * may take; one is used only to create the table the first time); a
+ * deployable reads what was applied through {@link missingMigrations} and
+ * never calls this. When nothing is pending it changes nothing.
  * A pending version older than one already applied is refused: the files
  * would run in another order than on every other database.
  *
@@ -136,4 +136,39 @@ export async function migrate(
     }
     return { applied, current };
   });
+}
+
+/** The migration that adds `bulkhead_schema_versions()`, through which any login reads what was applied. */
+const SCHEMA_VERSIONS_SINCE = 54;
+
+/**
+ * Whether the connected login may migrate: a superuser, or a member of the schema's owner role (the
+ * role {@link migrate} runs as). Read from the catalog alone, so any login may ask.
+ */
+export async function mayMigrate(sql: Sql): Promise<boolean> {
+  if (await isSuperuser(sql)) return true;
+  const owner = await schemaOwner(sql);
+  const [row] = await sql<
+    { member: boolean }[]
+  >`select pg_has_role(current_user, ${owner.role}, 'MEMBER') as member`;
+  return Boolean(row?.member);
+}
+
+/**
+ * The migrations of `migrations` (default: the files) that this database has not applied, read with
+ * no privilege on `bulkhead_migrations` and no DDL: through `bulkhead_schema_versions()` (0054), which
+ * every login may call. A database with no schema lacks them all; one from before 0054 lacks 0054 and
+ * every later one (and perhaps earlier ones, which its logins cannot see). Versions applied that the
+ * files do not know (a newer release migrated the database) are no lack.
+ */
+export async function missingMigrations(sql: Sql, migrations?: Migration[]): Promise<Migration[]> {
+  const all = migrations ?? (await loadMigrations());
+  const [row] = await sql<{ schema: boolean; versions: boolean }[]>`
+    select to_regclass('public.bulkhead_migrations') is not null as schema,
+      to_regprocedure('public.bulkhead_schema_versions()') is not null as versions`;
+  if (!row!.schema) return all;
+  if (!row!.versions) return all.filter((m) => m.version >= SCHEMA_VERSIONS_SINCE);
+  const [applied] = await sql<{ versions: number[] }[]>`select public.bulkhead_schema_versions() as versions`;
+  const done = new Set(applied!.versions);
+  return all.filter((m) => !done.has(m.version));
 }

@@ -6,7 +6,6 @@ import {
   connectedAsOwner,
   createSql,
   isConnectionError,
-  migrate,
   openDatabase,
   roleSpecs,
   sessionHazards,
@@ -20,6 +19,7 @@ import { startApprovalExecutor } from '../approvals/executor.ts';
 import type { SmtpOptions } from '../approvals/smtp.ts';
 import { hasGatedTools, sendsEmail, type ServerDefinition } from '../pipeline/server-definition.ts';
 import { createHttpApp } from './http-app.ts';
+import { readySchema } from './schema.ts';
 import { POOLER_NEEDS, SESSIONS_SHARED } from './pooler.ts';
 import { createLogger, type Logger } from '../pipeline/logger.ts';
 import { parseOtlpHeaders, startTracing } from './tracing.ts';
@@ -207,8 +207,9 @@ export function smtpOptions(def: ServerDefinition, env: ServerEnv): SmtpOptions 
 
 /**
  * Everything a server's `main.ts` does: open the database (on the embedded
- * default, under this server's own login role, created on the way), migrate,
- * check the role, serve over HTTP or stdio, run approved actions when a tool
+ * default, under this server's own login role, created on the way, the schema
+ * migrated by the embedded server's superuser first), check that the schema is
+ * current, check the role, serve over HTTP or stdio, run approved actions when a tool
  * is gated, and shut down cleanly on SIGINT/SIGTERM: stop accepting, let
  * in-flight calls finish (up to 10 s), stop the executor, write what the audit
  * path still holds, close the pool, exit 0.
@@ -337,7 +338,8 @@ function approvalUrls(env: ServerEnv) {
 
 /**
  * Readies the database for serving, or fails the start: checks for a pooler (on the read pool too,
- * unless on stdio, which has none), migrates when asked, and checks the role.
+ * unless on stdio, which has none), checks that the schema is current (migrating it only as an allowed
+ * owner, never under the server's own role), and checks the role.
  */
 async function prepareDatabase(
   def: ServerDefinition,
@@ -347,10 +349,12 @@ async function prepareDatabase(
 ): Promise<void> {
   // First: behind a pooler that loses sessions, even the migration's lock would not hold.
   await checkPooler(sql, stdio ? undefined : reads);
-  if (env.BULKHEAD_MIGRATE) {
-    const { applied } = await migrate(sql);
-    if (applied.length) logger.info({ applied }, 'migrations applied');
-  }
+  const applied = await readySchema(sql, {
+    deployable: def.name,
+    migrate: env.BULKHEAD_MIGRATE,
+    allowOwner: env.BULKHEAD_ALLOW_OWNER_ROLE,
+  });
+  if (applied.length) logger.info({ applied }, 'migrations applied');
   // On stdio the log goes to the desktop client's stderr: keep it to what matters there.
   const role = await checkRole(sql, def.name, env.BULKHEAD_ALLOW_OWNER_ROLE);
   if (stdio) logger.debug(role);
