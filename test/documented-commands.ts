@@ -57,6 +57,7 @@ export const PNPM_COMMANDS_MEANT = new Set([
   'fetch',
   'dlx',
   'why',
+  'help',
 ]);
 
 /** pnpm's own commands that run the script of their name: the script must exist. */
