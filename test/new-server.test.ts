@@ -119,6 +119,7 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   expect(created.stdout).toContain(
     `Created servers/${NAME}: port ${PORT}, scope ${NAME}:read, not customer-bound.`,
   );
+  expect(created.stdout).toContain(`serves it at http://127.0.0.1:${PORT}/mcp`);
   // A server drafted from an OpenAPI document: one tool a chosen operation, each tested against a stub.
   const spec = extractAlertmanagerSpec(join(copy, '..', `${copy.split('/').pop()}-alertmanager.json`));
   const drafted = await run('pnpm', [
@@ -300,11 +301,15 @@ it('bulkhead new server billing-reports: installed, typechecked, linted, tested,
   expect(await readFile(join(copy, 'servers', NAME, 'package.json'), 'utf8')).toContain(`"port": ${PORT}`);
 
   // A customer-bound server: its test token is bound to a customer, and its tests pass as well.
-  const bound = await run('pnpm', ['bulkhead', 'new', 'server', 'partner-portal', '--customer-bound']);
+  // Made beside a second stack (BULKHEAD_PORT_OFFSET): `pnpm start` serves it at its port plus the offset.
+  const bound = await run('pnpm', ['bulkhead', 'new', 'server', 'partner-portal', '--customer-bound'], {
+    BULKHEAD_PORT_OFFSET: '1000',
+  });
   expect(bound.code, outputOf(bound)).toBe(0);
   expect(bound.stdout).toContain(
     `Created servers/partner-portal: port ${PORT + 2}, scope partner-portal:read, customer-bound.`,
   );
+  expect(bound.stdout).toContain(`serves it at http://127.0.0.1:${PORT + 2 + 1000}/mcp`);
   expect((await run('pnpm', ['install', '--prefer-offline', '--no-frozen-lockfile'])).code).toBe(0);
   const boundTests = await run(
     'pnpm',

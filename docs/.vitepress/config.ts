@@ -1,4 +1,4 @@
-// The docs site: `pnpm docs` serves it, `pnpm docs:build` builds it into docs/.vitepress/dist.
+// The docs site: `pnpm docs:dev` serves it, `pnpm docs:build` builds it into docs/.vitepress/dist.
 // VitePress: Markdown in, one dev dependency, and a build that fails on a dead link
 // (`ignoreDeadLinks` is left at its default). test/docs-site.test.ts checks anchors and that every
 // page is reachable from the navigation.

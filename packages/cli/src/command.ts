@@ -22,7 +22,7 @@ export interface Command {
 
 /** Where the docs site explains the commands: the CLI reference page, at one command's section if named. */
 export const referenceOf = (name?: string) =>
-  `docs/cli.md${name ? `#bulkhead-${name}` : ''} (\`pnpm docs\` serves it)`;
+  `docs/cli.md${name ? `#bulkhead-${name}` : ''} (\`pnpm docs:dev\` serves it)`;
 
 /** A command made of subcommands (`tokens issue`, `tokens list`, ...). */
 export function group(name: string, summary: string, subcommands: Command[]): Command {

@@ -46,7 +46,10 @@ const schema = z
     BULKHEAD_PUBLIC_URL: z.url().optional(),
     HOST: z.string().min(1).optional(),
     PORT: z.coerce.number().int().min(1).max(65535).optional(),
-    /** Added to every server's manifest port: the default of `--port-offset` (start, tokens). */
+    /**
+     * Added to every server's manifest port: the default of `--port-offset` (start, tokens), and the
+     * offset of every URL the CLI prints (`approvers add`'s sign-in link, `new server`'s next steps).
+     */
     BULKHEAD_PORT_OFFSET: z.coerce.number().int().min(0).max(60_000).default(0),
   })
   .transform((env) => ({

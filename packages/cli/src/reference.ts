@@ -31,6 +31,19 @@ export async function cliReference(): Promise<string> {
   ].join('\n');
 }
 
+/**
+ * Every command's `--help` by the words that run it: `''` for `bulkhead --help`, `'tokens'`,
+ * `'tokens issue'`, ... (what test/documented-commands.test.ts checks the docs' commands against).
+ */
+export async function commandHelps(): Promise<Map<string, string>> {
+  const helps = new Map([['', commandListHelp()]]);
+  for (const command of await Promise.all(commands.map((c) => c.load()))) {
+    helps.set(command.name, command.help);
+    for (const sub of command.subcommands ?? []) helps.set(`${command.name} ${sub.name}`, sub.help);
+  }
+  return helps;
+}
+
 /** The page with its generated part replaced by what the commands say now. */
 export async function cliReferencePage(page: string): Promise<string> {
   const start = page.indexOf(CLI_REFERENCE_BEGIN);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { discoverServers, portOffsetOption, publicUrl, type ServerManifest } from './servers.ts';
+import { defaultUrl, discoverServers, portOffsetOption, publicUrl, type ServerManifest } from './servers.ts';
 
 const admin = discoverServers().find((s) => s.name === 'admin')!;
 const console_ = discoverServers().find((s) => s.name === 'console')!;
@@ -38,6 +38,13 @@ describe('publicUrl', () => {
       publicUrl(admin, { url: 'https://x.example/mcp', BULKHEAD_PUBLIC_URL: 'https://mcp.example.com' }),
     ).toBe('https://x.example/mcp');
     expect(publicUrl(console_, { portOffset: 1000 })).toBe('http://127.0.0.1:4100');
+  });
+
+  it('defaultUrl: the manifest port plus the offset, /mcp for an MCP server', () => {
+    expect(defaultUrl(admin)).toBe('http://127.0.0.1:3101/mcp');
+    expect(defaultUrl(admin, 1000)).toBe('http://127.0.0.1:4101/mcp');
+    expect(defaultUrl(console_, 1000)).toBe('http://127.0.0.1:4100');
+    expect(defaultUrl({ kind: 'mcp', port: 3105 }, 7)).toBe('http://127.0.0.1:3112/mcp');
   });
 
   it('checks --port-offset, and falls back to BULKHEAD_PORT_OFFSET', () => {

@@ -13,9 +13,15 @@ export function discoverServers(root = repoRoot): ServerManifest[] {
   return discoverDeployables(root);
 }
 
-/** The URL a server listens on by default (`pnpm start`, whose ports already carry the offset). */
-export function defaultUrl(server: ServerManifest): string {
-  return `http://127.0.0.1:${server.port}${server.kind === 'mcp' ? '/mcp' : ''}`;
+/** What a server's URL is made of: where it listens, and whether clients add `/mcp`. */
+type Listener = Pick<ServerManifest, 'port' | 'kind'>;
+
+/**
+ * The URL a server listens on by default: its manifest port plus `offset` (BULKHEAD_PORT_OFFSET or
+ * `--port-offset`). `pnpm start` passes servers whose ports already carry its offset, and none.
+ */
+export function defaultUrl(server: Listener, offset = 0): string {
+  return publicUrl(server, { portOffset: offset });
 }
 
 /** What decides where clients reach a server (see {@link publicUrl}). */
@@ -39,7 +45,7 @@ const UNSPECIFIED = new Set(['0.0.0.0', '::', '[::]']);
  * address becomes 127.0.0.1, which a client can dial) and PORT to the manifest port plus
  * the offset.
  */
-export function publicUrl(server: ServerManifest, settings: PublicUrlSettings = {}): string {
+export function publicUrl(server: Listener, settings: PublicUrlSettings = {}): string {
   const path = server.kind === 'mcp' ? '/mcp' : '';
   if (settings.url) return settings.url;
   if (settings.BULKHEAD_PUBLIC_URL) return `${settings.BULKHEAD_PUBLIC_URL.replace(/\/+$/, '')}${path}`;

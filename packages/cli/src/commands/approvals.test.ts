@@ -455,4 +455,18 @@ describe('bulkhead approvers', () => {
     const other = await cli(['approvers', 'add', '--person', 'carl@example.test']);
     expect([other.code, other.stderr]).toEqual([0, '']);
   });
+
+  it('links the console of a second stack (BULKHEAD_PORT_OFFSET), or the one BULKHEAD_CONSOLE_URL names', async () => {
+    for (const [more, link] of [
+      [{ BULKHEAD_PORT_OFFSET: '1000' }, 'http://127.0.0.1:4100/login'],
+      [
+        { BULKHEAD_CONSOLE_URL: 'https://approve.example.com/', BULKHEAD_PORT_OFFSET: '1000' },
+        'https://approve.example.com/login',
+      ],
+    ] as const) {
+      const run = await runCli(['approvers', 'add', '--person', 'dora@example.test'], { ...env, ...more });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain(`Sign in at ${link}.`);
+    }
+  });
 });

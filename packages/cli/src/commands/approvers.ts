@@ -1,5 +1,4 @@
 import {
-  DEFAULT_CONSOLE_URL,
   escapeJson,
   getToken,
   issueToken,
@@ -18,13 +17,19 @@ import { table, when } from '../format.ts';
 import { CliError, UsageError } from '../io.ts';
 import { personOption } from '../person-option.ts';
 import { defaultUrl, discoverServers } from '../servers.ts';
+import type { CliEnv } from '../env.ts';
 
 /** Approver tokens open the console only: audience `console`, kind `approver`, never valid on an MCP server. */
 const AUDIENCE = 'console';
 
-function consoleUrl(): string {
+/**
+ * Where an approver signs in: BULKHEAD_CONSOLE_URL as `start` hands it to the servers, else the console
+ * deployable on its port plus the offset; null when there is neither.
+ */
+function consoleUrl(env: CliEnv): string | null {
   const console = discoverServers().find((s) => s.kind === 'console');
-  return console ? defaultUrl(console) : DEFAULT_CONSOLE_URL;
+  if (env.BULKHEAD_CONSOLE_URL) return env.BULKHEAD_CONSOLE_URL.replace(/\/+$/, '');
+  return console ? defaultUrl(console, env.BULKHEAD_PORT_OFFSET) : null;
 }
 
 function json(record: TokenRecord, token?: string) {
@@ -125,8 +130,9 @@ Options:
       io.out(
         'This is the only time the token is shown: hand it to the approver now (only its hash is kept).',
       );
+      const signIn = consoleUrl(env);
       io.out(
-        `Sign in at ${consoleUrl()}/login. Expires: ${record.expiresAt ? `${when(record.expiresAt)} UTC` : 'never'}.`,
+        `Sign in at ${signIn ? `${signIn}/login` : "the approvers' console (/login)"}. Expires: ${record.expiresAt ? `${when(record.expiresAt)} UTC` : 'never'}.`,
       );
       return 0;
     });

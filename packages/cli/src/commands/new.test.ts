@@ -90,7 +90,7 @@ describe('bulkhead new server refuses, writing nothing', () => {
         '  server       scaffold a new bounded MCP server and its deployment entries',
         '',
         'Run `bulkhead new <command> --help` for the options of one command.',
-        'Reference: docs/cli.md#bulkhead-new (`pnpm docs` serves it).',
+        'Reference: docs/cli.md#bulkhead-new (`pnpm docs:dev` serves it).',
         '',
       ].join('\n'),
     ]);

@@ -16,7 +16,7 @@ import { listOperations, loadApiDocument, type ApiDocument } from '../new-server
 import { draftTools, type Drafted, type ToolPlan } from '../new-server/openapi-tools.ts';
 import { EXAMPLE_TOOL, serverFiles, serverScopes, snake, type NewServer } from '../new-server/templates.ts';
 import { repoRoot } from '../root.ts';
-import { discoverServers, type ServerManifest } from '../servers.ts';
+import { defaultUrl, discoverServers, type ServerManifest } from '../servers.ts';
 
 const NAME = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
 const MAX_NAME = 40;
@@ -280,14 +280,15 @@ function stillToDecide(d: Drafted, server: NewServer, io: { out(line: string): v
     io.out('  Gated tools: check each approval preview says what a person needs to decide.');
 }
 
-function nextSteps(server: NewServer, dir: string, io: { out(line: string): void }): void {
+/** The next steps for a server drafted from an OpenAPI document; `url` is where `pnpm start` serves it. */
+function nextSteps(server: NewServer, dir: string, url: string, io: { out(line: string): void }): void {
   io.out('');
   io.out('Next:');
   io.out('  pnpm install                          link the new package (pnpm-lock.yaml gains it)');
   io.out(
     `${`  pnpm vitest run ${dir}`.padEnd(40)}its tests: lint, budgets, scopes, each tool against a stub`,
   );
-  io.out(`  pnpm start                            serves it at http://127.0.0.1:${server.port}/mcp`);
+  io.out(`  pnpm start                            serves it at ${url}`);
   io.out(
     `                                        (with ${server.upstream!.baseUrlEnv} set to the upstream's base URL)`,
   );
@@ -370,8 +371,13 @@ function created(server: NewServer, dir: string, written: string[], io: { out(li
   }
 }
 
-/** The next steps for a server made from the example tool. */
-function exampleNextSteps(server: NewServer, dir: string, io: { out(line: string): void }): void {
+/** The next steps for a server made from the example tool; `url` is where `pnpm start` serves it. */
+function exampleNextSteps(
+  server: NewServer,
+  dir: string,
+  url: string,
+  io: { out(line: string): void },
+): void {
   const token = `pnpm bulkhead tokens issue --server ${server.name}${server.customerBound ? ' --customer C-1001' : ''} --label "<who>"`;
   io.out('');
   io.out('Next:');
@@ -379,7 +385,7 @@ function exampleNextSteps(server: NewServer, dir: string, io: { out(line: string
   io.out(
     `${`  pnpm vitest run ${dir}`.padEnd(40)}its tests: lint, budgets, scopes, ${EXAMPLE_TOOL} over HTTP`,
   );
-  io.out(`  pnpm start                            serves it at http://127.0.0.1:${server.port}/mcp`);
+  io.out(`  pnpm start                            serves it at ${url}`);
   io.out(`  ${token}`);
   io.out(
     `Then replace src/tools/count-weekdays.ts with the server's own tools (one a file, listed in src/tools/index.ts),`,
@@ -396,7 +402,7 @@ const serverCommand: Command = {
   name: 'server',
   summary: 'scaffold a new bounded MCP server and its deployment entries',
   help,
-  async run(argv, { io }) {
+  async run(argv, { env, io }) {
     const { values, positionals } = parse(
       argv,
       {
@@ -447,10 +453,12 @@ const serverCommand: Command = {
       return 0;
     }
     created(server, dir, written, io);
+    // Where `pnpm start` will serve it: the manifest port plus the offset a second stack runs with.
+    const url = defaultUrl({ kind: 'mcp', port: server.port }, env.BULKHEAD_PORT_OFFSET);
     if (drafted) {
       stillToDecide(drafted, server, io);
-      nextSteps(server, dir, io);
-    } else exampleNextSteps(server, dir, io);
+      nextSteps(server, dir, url, io);
+    } else exampleNextSteps(server, dir, url, io);
     return 0;
   },
 };
