@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { root } from './helpers.ts';
 
@@ -50,4 +52,31 @@ describe("pnpm test exits with vitest's code, whatever the database's teardown d
     expect(run.out).toMatch(/Tests {2}1 failed \| 1 passed \(2\)/);
     expect(run.code, run.out).toBe(1);
   }, 300_000);
+});
+
+describe("the README's Quick start is what CI runs", () => {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const quickStart = readme.slice(
+    readme.indexOf('## Quick start'),
+    readme.indexOf('\n## ', readme.indexOf('## Quick start') + 1),
+  );
+  const commands = [...quickStart.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) => m[1]!.trim().split('\n'));
+  /** .ci/run's command lines, without the variables set before them and what `||` runs after. */
+  const ciLines = readFileSync(join(root, '.ci', 'run'), 'utf8')
+    .split('\n')
+    .map((line) =>
+      line
+        .trim()
+        .replace(/^env( -u \w+)* /, '')
+        .replace(/^(\w+=\S+ )+/, '')
+        .replace(/ \|\| .*$/, ''),
+    );
+
+  it('shows the set-up, pnpm start and pnpm test', () => {
+    expect(commands).toEqual(['npm i -g pnpm@12.4.2 && pnpm install', 'pnpm start', 'pnpm test']);
+  });
+
+  it('has .ci/run run its set-up and its test command verbatim', () => {
+    for (const command of commands.filter((c) => c !== 'pnpm start')) expect(ciLines).toContain(command);
+  });
 });
