@@ -8,6 +8,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { availableParallelism, loadavg } from 'node:os';
+import { exitCodeOf, startSuite } from '../suite.ts';
+import { prepareSystem } from '../system.ts';
 
 const HOG = `
 const { Worker } = require('node:worker_threads');
@@ -26,8 +28,14 @@ function hogCount(): number {
   return n;
 }
 
-/** vitest's command, as `pnpm test` runs it (the root package's own dependency). */
-const VITEST = new URL('../../node_modules/vitest/vitest.mjs', import.meta.url).pathname;
+// What the suite needs from the system, as `pnpm test` checks it, before any hog starts.
+const refusal = prepareSystem(process.env.BULKHEAD_TEST_SYSTEM, (line) =>
+  process.stderr.write(`test:busy: ${line}\n`),
+);
+if (refusal) {
+  process.stderr.write(`${refusal}\n`);
+  process.exit(1);
+}
 
 const hogs: ChildProcess[] = [];
 const stopHogs = () => {
@@ -48,10 +56,7 @@ process.stderr.write(`test:busy: ${count} CPU hogs on ${availableParallelism()} 
 const samples: number[] = [];
 const sampler = setInterval(() => samples.push(loadavg()[0]!), 15_000);
 const started = Date.now();
-const suite = spawn(process.execPath, [VITEST, 'run', ...args()], {
-  stdio: 'inherit',
-  env: process.env,
-});
+const suite = startSuite(process.argv.slice(2));
 suite.once('exit', (code, signal) => {
   clearInterval(sampler);
   stopHogs();
@@ -63,10 +68,5 @@ suite.once('exit', (code, signal) => {
       `${Math.min(...samples).toFixed(1)}–${Math.max(...samples).toFixed(1)} (mean ${avg.toFixed(1)}) ` +
       `on ${availableParallelism()} cores\n`,
   );
-  process.exit(code ?? (signal ? 1 : 0));
+  process.exit(exitCodeOf(code, signal));
 });
-
-/** The arguments for vitest: this script's, without a literal `--` that pnpm 12 passes on. */
-function args(): string[] {
-  return process.argv.slice(2).filter((a) => a !== '--');
-}

