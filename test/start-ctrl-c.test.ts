@@ -134,7 +134,7 @@ it('pnpm start refuses a port in use in one sentence naming it and BULKHEAD_PORT
       stderr: expect.stringMatching(
         new RegExp(
           // (ops waits for its Alertmanager's URL, and says so first)
-          `^(Not starting .*\\n)*bulkhead start: port ${3100 + offset} \\(console\\) is in use, by another \`pnpm start\` or another program: ` +
+          `^(?:Not starting .*\\n)*bulkhead start: port ${3100 + offset} \\(console\\) is in use, by another \`pnpm start\` or another program: ` +
             `stop it, or start beside it with other ports, e\\.g\\. BULKHEAD_PORT_OFFSET=(\\d+) pnpm start ` +
             `\\(or --port-offset \\1; the offset is now ${offset}\\)\\n$`,
         ),
