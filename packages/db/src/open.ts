@@ -15,6 +15,11 @@ export interface OpenDatabaseOptions {
    * migrated and the grants of `roles` applied, by the owner first). Ignored with `databaseUrl`.
    */
   deployable?: { name: string; roles: readonly RoleSpec[] };
+  /**
+   * On the embedded default: keep the cluster running while this process uses it, restarted with
+   * back-off when it dies; each stop, restart and failed try is told here in one sentence.
+   */
+  supervise?: (line: string) => void;
 }
 
 /** An open pool plus how to close it (and the embedded server, when this process started it). */
@@ -56,10 +61,14 @@ async function openEmbedded(
   options: OpenDatabaseOptions,
 ): Promise<{ server: EmbeddedDatabase; url: string }> {
   const { ensureEmbedded } = await import('./embedded.ts');
-  const server = await ensureEmbedded({
+  let server = await ensureEmbedded({
     dataDir: options.dataDir,
     ...(options.log ? { log: options.log } : {}),
   });
+  if (options.supervise) {
+    const { superviseEmbedded } = await import('./embedded-supervisor.ts');
+    server = await superviseEmbedded(server, { dataDir: options.dataDir, report: options.supervise });
+  }
   if (!options.deployable) return { server, url: server.url };
   const { prepareEmbeddedRoles } = await import('./embedded-roles.ts');
   const { name, roles } = options.deployable;

@@ -6,6 +6,7 @@ import { shownUrl } from '@bulkhead/core/operator';
 import type { MailCatcher } from '@bulkhead/core/mail-catcher';
 import {
   createSql,
+  isConnectionError,
   loginRole,
   migrate,
   openDatabase,
@@ -20,6 +21,8 @@ import { parse, referenceOf, type Command } from '../command.ts';
 import type { CliEnv } from '../env.ts';
 import { CliError, UsageError, type Io } from '../io.ts';
 import { defaultUrl, discoverServers, portOffsetOption, type ServerManifest } from '../servers.ts';
+import { createLineRenderer, logDir, openLogFile, relayFormat } from './start-log.ts';
+import { checkPorts } from './start-ports.ts';
 
 /** Steps `start` runs after migrating and before the servers start (the demo data joins here). */
 export type StartHook = (input: {
@@ -68,7 +71,7 @@ function chooseServers(
   values: { only?: string | undefined; 'port-offset'?: string | undefined },
   env: CliEnv,
   io: Io,
-): { servers: ServerManifest[]; waiting: ServerManifest[] } {
+): { servers: ServerManifest[]; waiting: ServerManifest[]; offset: number } {
   const offset = portOffsetOption(values['port-offset'], env.BULKHEAD_PORT_OFFSET);
   let servers = discoverServers().map((s) => ({ ...s, port: s.port + offset }));
   if (values.only) {
@@ -89,12 +92,13 @@ function chooseServers(
   if (values.only && waiting.length)
     throw new CliError(`cannot start ${waiting.map(needs).join('; ')}: set it and start again`);
   for (const s of waiting) io.err(`Not starting ${needs(s)}.`);
-  return { servers: servers.filter((s) => !waiting.includes(s)), waiting };
+  return { servers: servers.filter((s) => !waiting.includes(s)), waiting, offset };
 }
 
 /** What `start` runs and stops: the database, the servers' processes, the sealer and the mail catcher. */
 interface Stack {
-  db: Database;
+  /** The database, once asked for: a signal while it starts stops it when it is up. */
+  opening?: Promise<Database>;
   children: Map<string, ChildProcess>;
   stopping: boolean;
   sealer?: Sealer;
@@ -122,7 +126,8 @@ async function stopStack(stack: Stack, io: Io, code: number): Promise<void> {
   await stack.sealer?.stop();
   await stack.sealerSql?.end({ timeout: 2 });
   await stack.catcher?.close();
-  const { db } = stack;
+  const db = await stack.opening?.catch(() => undefined);
+  if (!db) process.exit(code);
   if (db.embedded) io.err('Stopping the embedded PostgreSQL...');
   const stopped = await db.close();
   if (db.embedded && !stopped)
@@ -210,8 +215,15 @@ function childEnv(server: ServerManifest, settings: ChildSettings): NodeJS.Proce
 /** How many of a quiet server's last log lines `start` prints when the server exits on its own. */
 const LAST_LINES = 20;
 
-/** Starts `server` as its own process, relays its log lines (unless `quiet`), and stops everything when it exits. */
+/**
+ * Starts `server` as its own process, writes every line it prints to its log file, relays them to the
+ * terminal (unless `quiet`; pretty on a TTY, stack traces left to the file), and stops everything when it exits.
+ */
 function spawnServer(server: ServerManifest, settings: ChildSettings, stack: Stack, io: Io, quiet: boolean) {
+  if (stack.stopping) return;
+  const file = openLogFile(settings.env.BULKHEAD_DATA_DIR, server.name);
+  const format = relayFormat(process.stderr);
+  const render = createLineRenderer(format, format === 'pretty' && !settings.env.NO_COLOR);
   const child = spawn(process.execPath, ['--import', 'tsx', join(server.dir, 'src', 'main.ts')], {
     cwd: server.dir,
     env: childEnv(server, settings),
@@ -222,16 +234,23 @@ function spawnServer(server: ServerManifest, settings: ChildSettings, stack: Sta
   const last: string[] = [];
   for (const stream of [child.stdout!, child.stderr!]) {
     createInterface({ input: stream }).on('line', (line) => {
-      if (!quiet) io.err(`[${server.name}] ${line}`);
-      else if (last.push(line) > LAST_LINES) last.shift();
+      file.write(`${line}\n`);
+      const shown = render(line);
+      if (shown === null) return;
+      if (!quiet) io.err(`[${server.name}] ${shown}`);
+      else if (last.push(shown) > LAST_LINES) last.shift();
     });
   }
+  child.once('close', () => file.end());
   // 'close', not 'exit': its output has been read to the end by then.
   child.once('close', (code, signal) => {
     if (stack.stopping) return;
     io.err(`${server.name} exited (${signal ?? `code ${code}`}); stopping everything.`);
     if (last.length > 0)
-      io.err(`Its last lines:\n${last.map((line) => `[${server.name}] ${line}`).join('\n')}`);
+      io.err(
+        `Its last lines (all of them in ${join(logDir(settings.env.BULKHEAD_DATA_DIR), `${server.name}.log`)}):\n` +
+          last.map((line) => `[${server.name}] ${line}`).join('\n'),
+      );
     void stopStack(stack, io, 1);
   });
 }
@@ -241,13 +260,17 @@ async function printRunning(
   stack: Stack,
   env: CliEnv,
   io: Io,
-  servers: readonly ServerManifest[],
-  waiting: readonly ServerManifest[],
+  {
+    servers,
+    waiting,
+    offset,
+  }: { servers: readonly ServerManifest[]; waiting: readonly ServerManifest[]; offset: number },
 ): Promise<void> {
   const { catcher } = stack;
+  const db = await stack.opening!;
   const roles = new Map(
     (
-      await stack.db.sql<{ app: string; role: string }[]>`
+      await db.sql<{ app: string; role: string }[]>`
         select distinct application_name as app, usename as role from pg_stat_activity
         where datname = current_database() and application_name like 'bulkhead-%'`
     ).map((r) => [r.app, r.role]),
@@ -272,13 +295,20 @@ async function printRunning(
       `  ${'mail catcher'.padEnd(width)} ${shownUrl(catcher.url).padEnd(32)} (approved e-mails land here)`,
     );
   io.out('');
+  // Every URL named here is one this start serves: with its offset, and the console's only when it runs.
+  const offsetFlag = offset ? ` --port-offset ${offset}` : '';
   const approvalConsole = servers.find((s) => s.kind === 'console');
   if (approvalConsole)
     io.out(
       `Approve gated actions at ${defaultUrl(approvalConsole)} with an approver token: pnpm bulkhead approvers add --person <who>.` +
         (catcher ? ` The e-mails they send show under Sent mail there.` : ''),
     );
-  io.out('Issue a token: pnpm bulkhead tokens issue --server <name> --label <who>. Ctrl-C stops everything.');
+  else if (servers.some((s) => s.kind === 'mcp'))
+    io.out('No console runs in this start: decide gated actions with pnpm bulkhead approvals list.');
+  io.out(`Logs, stack traces included: ${logDir(env.BULKHEAD_DATA_DIR)}/<server>.log.`);
+  io.out(
+    `Issue a token: pnpm bulkhead tokens issue --server <name> --label <who>${offsetFlag}. Ctrl-C stops everything.`,
+  );
 }
 
 export const startCommand: Command = {
@@ -296,6 +326,13 @@ a mail catcher on loopback (an SMTP server this command runs) and show on the
 console's Sent mail page; with BULKHEAD_SMTP_URL set they go there instead.
 Ctrl-C stops the servers, then the database. (With a DATABASE_URL whose role cannot create roles, run
 \`bulkhead db roles\` as the owner first, or set BULKHEAD_ALLOW_OWNER_ROLE=true.)
+
+A port a server needs that is taken stops the start before anything runs,
+naming the port and the offset to start beside it with. The embedded
+PostgreSQL is restarted when it dies (after 1 s, doubling up to 30 s, a line
+each time); the servers reconnect by themselves. Every line the servers print
+goes to <data dir>/logs/<server>.log (written afresh at each start); the
+terminal shows them pretty on a TTY, JSON otherwise, without stack traces.
 
 A server that reaches another system (bulkhead.upstreams in its package.json)
 starts only when the variable holding that system's base URL is set, e.g.
@@ -315,44 +352,67 @@ Reference: ${referenceOf('start')}.`,
       'port-offset': { type: 'string' },
       quiet: { type: 'boolean', default: false },
     });
-    const { servers, waiting } = chooseServers(values, env, io);
+    const stack: Stack = { children: new Map(), stopping: false };
+    // First of all: a Ctrl-C at any moment stops what runs so far, and the start with it. `on`, not `once`:
+    // Ctrl-C reaches this process twice under `pnpm start` (from the terminal, and relayed by pnpm), and a
+    // second SIGINT without a handler would kill it mid-stop.
+    process.on('SIGINT', () => void stopStack(stack, io, 0));
+    process.on('SIGTERM', () => void stopStack(stack, io, 0));
+    /** A start-up step; once a signal began the stop, the start goes no further (stopStack ends the process). */
+    const step = async <T>(work: Promise<T>): Promise<T> => {
+      const done = await work.then(
+        (value) => ({ value }),
+        (err: unknown) => ({ err }),
+      );
+      if (stack.stopping) await new Promise(() => {});
+      if ('err' in done) throw done.err;
+      return done.value;
+    };
+
+    const chosen = chooseServers(values, env, io);
+    const { servers } = chosen;
+    await step(checkPorts(servers, chosen.offset));
     io.err(
       env.DATABASE_URL
         ? 'Using DATABASE_URL.'
         : `Starting the embedded PostgreSQL (data in ${env.BULKHEAD_DATA_DIR})...`,
     );
-    const db = await openDatabase({
+    stack.opening = openDatabase({
       ...(env.DATABASE_URL ? { databaseUrl: env.DATABASE_URL } : {}),
       dataDir: env.BULKHEAD_DATA_DIR,
       applicationName: 'bulkhead-start',
       max: 4,
       log: (line) => io.err(line),
+      // Restarted when it dies (killed, out of memory or disk), a line each time; the servers reconnect.
+      supervise: (line) => {
+        if (!stack.stopping) io.err(line);
+      },
     });
-    const stack: Stack = { db, children: new Map(), stopping: false };
-    // `on`, not `once`: Ctrl-C reaches this process twice under `pnpm start` (from the terminal, and
-    // relayed by pnpm), and a second SIGINT without a handler would kill it mid-stop.
-    process.on('SIGINT', () => void stopStack(stack, io, 0));
-    process.on('SIGTERM', () => void stopStack(stack, io, 0));
+    const db = await step(stack.opening);
 
-    const { applied } = await migrate(db.sql);
+    const { applied } = await step(migrate(db.sql));
     if (applied.length) io.err(`Applied migrations: ${applied.join(', ')}`);
     // The switch lives in a table only the owner writes, so that no login can flip it from its session.
-    await setAllowSelfApproval(db.sql, env.BULKHEAD_ALLOW_SELF_APPROVAL);
-    for (const hook of startHooks) await hook({ sql: db.sql, env, io, embedded: db.embedded, servers });
+    await step(setAllowSelfApproval(db.sql, env.BULKHEAD_ALLOW_SELF_APPROVAL));
+    for (const hook of startHooks) await step(hook({ sql: db.sql, env, io, embedded: db.embedded, servers }));
 
-    const urls = await prepareRoles(db, env, io, servers);
-    const key = await auditKey(env, true);
+    const urls = await step(prepareRoles(db, env, io, servers));
+    const key = await step(auditKey(env, true));
     stack.sealerSql = createSql(urls.sealer ?? db.url, { max: 2, applicationName: 'bulkhead-sealer' });
     stack.sealer = startSealer(stack.sealerSql, key!, {
-      onError: (err) => io.err(`[sealer] ${err instanceof Error ? err.message : String(err)}`),
+      // While the embedded database is away, the supervisor's lines say so: not the sealer's every try.
+      onError: (err) => {
+        if (db.embedded && isConnectionError(err)) return;
+        io.err(`[sealer] ${err instanceof Error ? err.message : String(err)}`);
+      },
     });
 
     // Approved e-mails really leave: to BULKHEAD_SMTP_URL when given, else to a mail catcher on loopback,
     // whose e-mails the console shows on its "Sent mail" page.
     if (!env.BULKHEAD_SMTP_URL) {
       // Imported here: the SMTP server and the message parser would slow every other command's start.
-      const { startApprovalMailCatcher } = await import('@bulkhead/core/mail-catcher');
-      stack.catcher = await startApprovalMailCatcher(db.sql);
+      const { startApprovalMailCatcher } = await step(import('@bulkhead/core/mail-catcher'));
+      stack.catcher = await step(startApprovalMailCatcher(db.sql));
     }
 
     // MCP servers link approval notifications to the console that this start runs.
@@ -368,14 +428,15 @@ Reference: ${referenceOf('start')}.`,
       servers,
     };
     for (const server of servers) spawnServer(server, settings, stack, io, values.quiet);
-    const healthy = await Promise.all(servers.map((s) => waitHealthy(s, stack.children.get(s.name)!)));
+    const healthy = await step(Promise.all(servers.map((s) => waitHealthy(s, stack.children.get(s.name)!))));
     const failed = servers.filter((_, i) => !healthy[i]);
     if (failed.length) {
       io.err(`Did not come up: ${failed.map((s) => s.name).join(', ')}.`);
-      await stopStack(stack, io, 1);
+      // A server that exited has begun the stop already: the start waits for it to end the process.
+      await step(stopStack(stack, io, 1));
       return 1;
     }
-    await printRunning(stack, env, io, servers, waiting);
+    await step(printRunning(stack, env, io, chosen));
     await new Promise(() => {});
     return 0;
   },
