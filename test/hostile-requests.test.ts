@@ -304,7 +304,7 @@ const answered: {
 
 /** The method of a case's one JSON-RPC message (null for a batch, or a body that is not one). */
 function singleMethod(c: Case): string | null {
-  if (c.request.method === 'OPTIONS') return 'OPTIONS';
+  if (c.request.method === 'OPTIONS' || c.request.method === 'GET') return c.request.method;
   const json = c.request.json as Record<string, unknown> | undefined;
   return json && !Array.isArray(json) && typeof json.method === 'string' ? json.method : null;
 }
@@ -330,6 +330,9 @@ for (const c of corpus.cases) {
     expect(answer.body, seen).not.toMatch(STACK);
     expect(answer.body, seen).not.toMatch(DATABASE_TEXT);
     expect(answer.body, seen).not.toMatch(/Internal error|internal_error/i);
+    // No server offers an event stream on GET: the transport's answer is 405, naming what is allowed.
+    if (c.request.method === 'GET')
+      expect([answer.status, answer.headers.allow], seen).toEqual([405, 'POST, OPTIONS']);
     const reply = messages(answer).find((m) => 'result' in m || 'error' in m) as
       | {
           result?: { isError?: boolean; content?: { text?: string }[] };
@@ -378,7 +381,8 @@ it('leaves every server up: each process runs and answers /healthz', async () =>
 });
 
 // Housekeeping is not audited (docs/tests.md's list: initialize, ping, tools/list, server/discover,
-// notifications, and a CORS preflight); everything else is one event, written by the request's audit owner
+// notifications, a CORS preflight, and a GET for an event stream, which is answered 405); everything
+// else is one event, written by the request's audit owner
 // (core/src/pipeline/request-audit.ts) whatever path it took. Unauthenticated refusals past the
 // per-source limit are counted into a summary event instead, written when the server stops.
 const HOUSEKEEPING =
@@ -405,7 +409,10 @@ it('leaves exactly one audit event for every request that reached a server', asy
       continue;
     }
     const n = events.get(a.requestId) ?? 0;
-    const expected = a.status < 400 && a.single !== null && HOUSEKEEPING.test(a.single) ? 0 : 1;
+    const housekeeping =
+      (a.single === 'GET' && a.status === 405) ||
+      (a.status < 400 && a.single !== null && HOUSEKEEPING.test(a.single));
+    const expected = housekeeping ? 0 : 1;
     if (n === 0 && expected === 1 && a.status === 401) waived.set(a.server, (waived.get(a.server) ?? 0) + 1);
     else if (n !== expected) wrong.push(`${a.id}: ${n} events, expected ${expected} (HTTP ${a.status})`);
   }

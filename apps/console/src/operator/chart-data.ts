@@ -101,11 +101,20 @@ async function callsPerTool(
   };
 }
 
+/**
+ * Events that are housekeeping, though older servers wrote them as refusals: a client's `GET /mcp` for
+ * an event stream, which a server without one answers 405 (every 2025-era client sends one after it
+ * initializes). Servers now answer it with no event; these are the ones already in the log.
+ */
+function housekeeping(tx: TransactionSql) {
+  return tx`coalesce(method = 'http GET' and result_summary->>'status' = '405', false)`;
+}
+
 function refusals(tx: TransactionSql, r: ChartRange) {
   return tx<Refusals[]>`
     select outcome, result_summary->>'reason' as reason, count(*)::int as events
     from audit_events
-    where outcome not in ${tx(NOT_REFUSED)} and at >= ${r.from} and at < ${r.to}
+    where outcome not in ${tx(NOT_REFUSED)} and not ${housekeeping(tx)} and at >= ${r.from} and at < ${r.to}
     group by 1, 2 order by events desc, outcome, reason nulls first`;
 }
 

@@ -165,7 +165,8 @@ function RefusalsByReason({ data }: { data: ChartData }) {
     >
       <p class="hint">
         Every event of the audit log whose outcome is neither ok nor a step of an approval, by outcome and the
-        reason it names.
+        reason it names. A client's request for an event stream (GET, answered 405) is housekeeping, not
+        counted.
       </p>
       <BarChart
         id="refusals-chart"

@@ -1,3 +1,4 @@
+import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import { createServer, defineTool } from '@bulkhead/core';
 import { lintServer } from '@bulkhead/core/operator';
@@ -92,6 +93,49 @@ afterAll(async () => {
   await poisonedServer?.close();
   await db?.drop();
 });
+
+/**
+ * A minimal MCP server of someone else's over HTTP (2025-11-25, stateless, JSON answers) that lists
+ * `tools` as given: what a client receives from a server that no kit of ours has touched.
+ */
+async function thirdPartyServer(tools: unknown[]): Promise<Server> {
+  const server = createHttpServer((req, res) => {
+    if (req.method !== 'POST') {
+      res.writeHead(405, { allow: 'POST' }).end();
+      return;
+    }
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      const message = JSON.parse(body) as {
+        id?: number;
+        method: string;
+        params?: { protocolVersion?: string };
+      };
+      if (message.id === undefined) {
+        res.writeHead(202).end();
+        return;
+      }
+      const answer =
+        message.method === 'initialize'
+          ? {
+              result: {
+                protocolVersion: message.params?.protocolVersion ?? '2025-11-25',
+                capabilities: { tools: {} },
+                serverInfo: { name: 'third-party', version: '1.0.0' },
+              },
+            }
+          : message.method === 'tools/list'
+            ? { result: { tools } }
+            : { error: { code: -32601, message: `Method not found: ${message.method}` } };
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, ...answer }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
+}
 
 const lint = (server: TestServer, token: string, ...extra: string[]) =>
   runCli(
@@ -195,6 +239,68 @@ describe('bulkhead lint-tools --url', () => {
         path: 'tools',
       },
     ]);
+  });
+
+  it('reports what the MCP Inspector reports on schema portability, by the same rule names', async () => {
+    // A third-party server, written by hand (no Bulkhead kit rewrites its schemas): its one tool's input
+    // schema carries each of the four things the Inspector's schema-portability check reports.
+    const search = {
+      name: 'search_orders',
+      title: 'Search orders',
+      description:
+        'Returns the orders matching query, newest first. query: words to look for; filter: more conditions; ' +
+        'customer: whose orders. Summaries only, not whole orders.',
+      inputSchema: {
+        type: 'object',
+        properties: {
+          query: { type: ['string', 'null'], description: 'Words to look for.' },
+          filter: { type: 'object', description: 'More conditions.', properties: { any: true } },
+          customer: { $ref: 'https://schemas.example.test/customer.json', description: 'Whose orders.' },
+        },
+        additionalProperties: {},
+      },
+      annotations: { title: 'Search orders', ...ro },
+    };
+    const server = await thirdPartyServer([search]);
+    try {
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`;
+      const run = await runCli(['lint-tools', '--url', url, '--json'], env);
+      expect(run.code).toBe(1);
+      expect(JSON.parse(run.stdout)).toEqual([
+        {
+          tool: 'search_orders',
+          rule: 'boolean-schema',
+          message: 'a bare true stands where a schema object is expected (it accepts any value)',
+          path: 'inputSchema.properties.filter.properties.any',
+        },
+        {
+          tool: 'search_orders',
+          rule: 'type-union',
+          message:
+            'type is a list (["string","null"]), which a client with one type per schema cannot express',
+          path: 'inputSchema.properties.query',
+        },
+        {
+          tool: 'search_orders',
+          rule: 'remote-ref',
+          message:
+            '$ref points outside the schema ("https://schemas.example.test/customer.json"), and clients fetch no remote schemas',
+          path: 'inputSchema.properties.customer',
+        },
+        {
+          tool: 'search_orders',
+          rule: 'untyped-schema',
+          message: 'the schema has no type nor any other validation keyword: it accepts any value',
+          path: 'inputSchema.additionalProperties',
+        },
+      ]);
+      const table = await runCli(['lint-tools', '--url', url], env);
+      expect(table.stdout).toContain(
+        'type-union: Legal JSON Schema, but a client that maps schemas onto one type per schema',
+      );
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('says so when the server refuses the token', async () => {

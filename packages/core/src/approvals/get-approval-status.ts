@@ -63,7 +63,10 @@ export const getApprovalStatus = defineTool({
     decided_at: z.string().nullable(),
     decided_by: z.string().nullable(),
     reason: z.string().nullable().describe('Why the person decided as they did, when they said.'),
-    result: z.unknown().describe('What the tool returned; null until executed.'),
+    // What a handler returns: an object (its structured result) or a text.
+    result: z
+      .union([z.looseObject({}), z.string(), z.null()])
+      .describe('What the tool returned; null until executed.'),
     error: z.string().nullable().describe('Why an approved request did not complete.'),
     note: z.string(),
   }),
@@ -89,7 +92,8 @@ export const getApprovalStatus = defineTool({
       decided_at: a.decidedAt?.toISOString() ?? null,
       decided_by: a.decidedBy,
       reason: a.decisionReason,
-      result: a.result ?? null,
+      // Stored as the handler returned it (`storedForm`): an object or a text.
+      result: (a.result ?? null) as Record<string, unknown> | string | null,
       error: a.error,
       note: NOTES[status],
     };

@@ -54,6 +54,11 @@ function mapSchema(node: unknown, visit: (schema: Json) => unknown): unknown {
  * zod's default integer bounds (±2^53-1), and `additionalProperties: false`
  * (a client validating a result needs the fields, not a ban on extra ones, and
  * the kit refuses an unknown argument by name, with a sentence, schema or not).
+ * And writes what zod spells unportably in the portable form of the same schema
+ * (the MCP Inspector's schema-portability checks, which `lintTools` makes too):
+ * a list of types (`.nullable()`: `type: ["string", "null"]`) as `anyOf` branches
+ * of one type each, and `additionalProperties: {}` (`z.looseObject`, `z.record`
+ * of `z.unknown()`) as `true`.
  */
 function lean(schema: unknown): unknown {
   return mapSchema(schema, (node) => {
@@ -64,6 +69,14 @@ function lean(schema: unknown): unknown {
         continue;
       // The server refuses unknown arguments by name whatever the schema says; the flag would cost every tool.
       if (key === 'additionalProperties' && value === false) continue;
+      if (key === 'additionalProperties' && isObject(value) && Object.keys(value).length === 0) {
+        out[key] = true;
+        continue;
+      }
+      if (key === 'type' && Array.isArray(value) && !('anyOf' in node)) {
+        out.anyOf = value.map((type: unknown) => ({ type }));
+        continue;
+      }
       out[key] = value;
     }
     return out;
@@ -151,30 +164,10 @@ function shareUntrusted(schema: Json): Json {
   return JSON.stringify(inline).length <= JSON.stringify(shared).length ? inline : shared;
 }
 
-/**
- * `anyOf` of bare types (`[{ type: "string" }, { type: "null" }]`, a nullable
- * string or number) as the one type list it means (`{ type: ["string", "null"] }`):
- * the same schema, half the characters.
- */
-function typeLists(schema: unknown): unknown {
-  return mapSchema(schema, (node) => {
-    const anyOf = node.anyOf;
-    if (!Array.isArray(anyOf) || 'type' in node) return node;
-    const types = anyOf.map((m) =>
-      isObject(m) && Object.keys(m).length === 1 && typeof m.type === 'string' ? m.type : null,
-    );
-    if (types.length < 2 || types.includes(null)) return node;
-    const { anyOf: _anyOf, ...rest } = node;
-    return { ...rest, type: types };
-  });
-}
-
 /** A tool schema as JSON Schema, leaned; output schemas also compacted (words dropped, untrusted text shared). */
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> & { type: 'object' } {
   const json = lean(z.toJSONSchema(schema, { io, unrepresentable: 'any' })) as Json;
-  return (
-    io === 'input' ? json : shareUntrusted(typeLists(withoutWords(inlineDefs(json))) as Json)
-  ) as Json & {
+  return (io === 'input' ? json : shareUntrusted(withoutWords(inlineDefs(json)) as Json)) as Json & {
     type: 'object';
   };
 }

@@ -326,7 +326,7 @@ describe('rate limit', () => {
 });
 
 describe('refusals by the MCP layer and malformed bodies', () => {
-  it('answers and audits a non-JSON body, a batch, and a GET', async () => {
+  it('answers and audits a non-JSON body, a batch, and a DELETE (no session to end)', async () => {
     const { app, close } = createHttpApp(def, {
       sql: db.sql,
       logger: pino({ level: 'silent' }),
@@ -351,7 +351,7 @@ describe('refusals by the MCP layer and malformed bodies', () => {
     const batch = await send('POST', JSON.stringify([{ jsonrpc: '2.0', id: 1, method: 'tools/list' }]));
     expect(batch.status).toBe(400);
     expect((await batch.json()).error.code).toBe(-32600);
-    expect((await send('GET')).status).toBe(405);
+    expect((await send('DELETE')).status).toBe(405);
     await close();
     const rows = await db.sql<{ outcome: string; reason: string; status: number }[]>`
       select outcome, result_summary->>'reason' as reason, (result_summary->>'status')::int as status

@@ -25,6 +25,7 @@ import { bearerAuth } from './http/middleware/bearer-auth.ts';
 import { cors } from './http/middleware/cors.ts';
 import { hostAndOrigin } from './http/middleware/host-origin.ts';
 import { jsonBody, unserved } from './http/middleware/json-body.ts';
+import { noGetStream } from './http/middleware/no-get-stream.ts';
 import { batchRateLimit, rateLimit } from './http/middleware/rate-limit.ts';
 import { requestContext, sourceOf } from './http/middleware/request-context.ts';
 import { createMetrics, metricsRoute, type Metrics } from './metrics.ts';
@@ -124,7 +125,8 @@ function originHostname(origin: string): string | undefined {
  * The HTTP face of a server: `POST /mcp` (Streamable HTTP, 2026-07-28 and the
  * 2025-era stateless fallback), `GET /healthz`, `GET /readyz`. Before the MCP
  * layer sees a request it passes a row of guards, one a middleware: request
- * context → Host and Origin (the SDK's validators) → CORS → declared body size
+ * context → Host and Origin (the SDK's validators) → CORS → `GET` answered 405
+ * (no event stream is offered; housekeeping, no event) → declared body size
  * → bearer token (audience = this server) → rate limit for the token → body
  * read, parsed and classified (tool arguments held to structural limits) →
  * the rest of a batch's rate-limit units, one a message. A guard refuses by
@@ -185,6 +187,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
   app.use('/mcp', requestContext(logger, audit));
   app.use('/mcp', hostAndOrigin(hosts, origins));
   app.use('/mcp', cors());
+  app.use('/mcp', noGetStream());
   app.use('/mcp', declaredBodySize(maxBody));
   app.use(
     '/mcp',
@@ -390,7 +393,7 @@ async function serveMcp(
     authInfo: { token: access.tokenId, clientId: access.tokenId, scopes: [...access.scopes] },
     ...(c.get('body') !== undefined ? { parsedBody: c.get('body') } : {}),
   });
-  // What the MCP layer turns away before any tool runs (a wrong Accept header, an unsupported version, GET without sessions) is a refusal too.
+  // What the MCP layer turns away before any tool runs (a wrong Accept header, an unsupported version, DELETE without sessions) is a refusal too.
   const streaming = response.headers.get('content-type')?.startsWith('text/event-stream') ?? false;
   if (!streaming) release?.();
   const expectsCall = c.get('messages').some((m) => m.wellFormedCall);

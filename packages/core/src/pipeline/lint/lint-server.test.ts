@@ -126,6 +126,68 @@ describe('lintServer', () => {
     expect(size.chars).toBe(JSON.stringify(def.catalog.visible(def.catalog.scopes)).length);
   });
 
+  it('writes zod’s nullable fields and free-form objects in the portable form the Inspector accepts', () => {
+    const findTicket = defineTool({
+      name: 'find_ticket',
+      title: 'Find ticket',
+      description:
+        'Returns the ticket whose subject matches subject, or null; closed_at is null while it is open. ' +
+        'subject: words of the subject, or null for the newest. One ticket only; list_tickets returns several.',
+      scope: 'tickets:read',
+      input: z.object({ subject: z.string().max(200).nullable().describe('Words of the subject, or null.') }),
+      output: z.object({
+        ticket_id: z.string(),
+        closed_at: z.string().nullable(),
+        fields: z.looseObject({}),
+        labels: z.record(z.string(), z.unknown()),
+      }),
+      annotations: ro,
+      handler: async () => ({ ticket_id: 'T-1001', closed_at: null, fields: {}, labels: {} }),
+    });
+    const def = createServer({
+      name: 'helpdesk-test',
+      version: '1.0.0',
+      description: 'Tickets.',
+      tools: [listTickets, findTicket],
+    });
+    expect(lintServer(def).findings).toEqual([]);
+    const listing = def.catalog.listings.get('find_ticket')!;
+    expect(listing.inputSchema.properties).toEqual({
+      subject: {
+        anyOf: [{ type: 'string', maxLength: 200 }, { type: 'null' }],
+        description: 'Words of the subject, or null.',
+      },
+    });
+    expect(listing.outputSchema!.properties).toEqual({
+      ticket_id: { type: 'string' },
+      closed_at: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+      fields: { type: 'object', properties: {}, additionalProperties: true },
+      labels: { type: 'object', propertyNames: { type: 'string' }, additionalProperties: true },
+    });
+  });
+
+  it('leaves a bare z.unknown() for the linter to report (untyped-schema)', () => {
+    const getThing = defineTool({
+      name: 'get_thing',
+      title: 'Get thing',
+      description: 'Returns the thing as stored. No arguments; list_tickets returns tickets instead.',
+      scope: 'things:read',
+      input: z.object({}),
+      output: z.object({ thing: z.unknown() }),
+      annotations: ro,
+      handler: async () => ({ thing: 1 }),
+    });
+    const def = createServer({ name: 'thing-test', version: '1.0.0', description: 'T.', tools: [getThing] });
+    expect(lintServer(def).findings).toEqual([
+      {
+        tool: 'get_thing',
+        rule: 'untyped-schema',
+        message: 'the schema has no type nor any other validation keyword: it accepts any value',
+        path: 'outputSchema.properties.thing',
+      },
+    ]);
+  });
+
   it('knows which tools are gated: a gated tool that claims read-only is a finding', () => {
     // defineTool refuses this combination; a tool object built by hand reaches createServer without it.
     expect(() =>

@@ -637,6 +637,150 @@ const cases: Case[] = [
     ],
   },
   {
+    name: 'good: the portable spellings the Inspector accepts (boolean additionalProperties, local $ref, {} under not, a remote $ref under an $id, if with then)',
+    tools: [
+      getInvoice({
+        outputSchema: {
+          type: 'object',
+          properties: {
+            lines: { type: 'array', items: { $ref: '#/$defs/line' } },
+            extra: { type: 'object', additionalProperties: true },
+            closed: { type: 'object', additionalProperties: false, unevaluatedProperties: false },
+            anything_but_null: { not: { type: 'null' } },
+            never_empty: { type: 'string', not: {} },
+            shared: { $id: 'https://schemas.example.test/shared', $ref: 'money.json' },
+            paid_at: { if: { type: 'string' }, then: { minLength: 10 } },
+            due_on: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+          },
+          $defs: { line: { type: 'object', properties: { text: { type: 'string' } } } },
+        },
+      }),
+      listInvoices(),
+    ],
+    expected: [],
+  },
+  {
+    name: 'boolean-schema: a bare true or false where a schema object stands, at any depth',
+    tools: [
+      getInvoice({
+        inputSchema: props({
+          invoice_id: { type: 'string', description: 'Invoice number, e.g. R-2026-0001.' },
+          filter: { type: 'object', description: 'Anything.', properties: { any: true } },
+        }),
+        description: GET_INVOICE + ' filter: anything.',
+        outputSchema: { type: 'object', properties: { lines: { type: 'array', items: false } } },
+      }),
+      listInvoices(),
+    ],
+    expected: [
+      f(
+        'get_invoice',
+        'boolean-schema',
+        'a bare true stands where a schema object is expected (it accepts any value)',
+        'inputSchema.properties.filter.properties.any',
+      ),
+      f(
+        'get_invoice',
+        'boolean-schema',
+        'a bare false stands where a schema object is expected (it accepts no value)',
+        'outputSchema.properties.lines.items',
+      ),
+    ],
+  },
+  {
+    name: 'type-union: a list of types in an input and in an output schema',
+    tools: [
+      getInvoice({
+        inputSchema: props({
+          invoice_id: { type: ['string', 'null'], description: 'Invoice number, e.g. R-2026-0001.' },
+        }),
+        outputSchema: props({ paid_at: { type: ['string', 'null'] }, total: { type: ['number'] } }),
+      }),
+      listInvoices(),
+    ],
+    expected: [
+      f(
+        'get_invoice',
+        'type-union',
+        'type is a list (["string","null"]), which a client with one type per schema cannot express',
+        'inputSchema.properties.invoice_id',
+      ),
+      f(
+        'get_invoice',
+        'type-union',
+        'type is a list (["string","null"]), which a client with one type per schema cannot express',
+        'outputSchema.properties.paid_at',
+      ),
+      f(
+        'get_invoice',
+        'type-union',
+        'type is a list (["number"]), which a client with one type per schema cannot express',
+        'outputSchema.properties.total',
+      ),
+    ],
+  },
+  {
+    name: 'remote-ref: a $ref to another document, in an input schema and under an anyOf',
+    tools: [
+      getInvoice({
+        inputSchema: props({
+          invoice_id: { $ref: 'invoice-id.json', description: 'Invoice number, e.g. R-2026-0001.' },
+        }),
+        outputSchema: props({ total: { anyOf: [{ $ref: 'money.json#/amount' }, { type: 'null' }] } }),
+      }),
+      listInvoices(),
+    ],
+    expected: [
+      f(
+        'get_invoice',
+        'remote-ref',
+        '$ref points outside the schema ("invoice-id.json"), and clients fetch no remote schemas',
+        'inputSchema.properties.invoice_id',
+      ),
+      f(
+        'get_invoice',
+        'remote-ref',
+        '$ref points outside the schema ("money.json#/amount"), and clients fetch no remote schemas',
+        'outputSchema.properties.total.anyOf[0]',
+      ),
+    ],
+  },
+  {
+    name: 'untyped-schema: a described property with no type, z.unknown(), and additionalProperties: {}',
+    tools: [
+      getInvoice({
+        inputSchema: props({
+          invoice_id: { description: 'Invoice number, e.g. R-2026-0001.' },
+        }),
+        outputSchema: props({
+          result: {},
+          meta: { type: 'object', additionalProperties: {} },
+        }),
+      }),
+      listInvoices(),
+    ],
+    expected: [
+      f(
+        'get_invoice',
+        'untyped-schema',
+        'the schema has no type nor any other validation keyword: it accepts any value',
+        'inputSchema.properties.invoice_id',
+      ),
+      f(
+        'get_invoice',
+        'untyped-schema',
+        'the schema has no type nor any other validation keyword: it accepts any value',
+        'outputSchema.properties.result',
+      ),
+      f(
+        'get_invoice',
+        'untyped-schema',
+        'the schema has no type nor any other validation keyword: it accepts any value',
+        'outputSchema.properties.meta.additionalProperties',
+      ),
+    ],
+  },
+  {
     name: 'annotations-present: none, and some missing',
     tools: [
       getInvoice({ annotations: undefined }),

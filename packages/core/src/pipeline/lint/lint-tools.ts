@@ -1,5 +1,6 @@
 import type { ServerDefinition } from '../server-definition.ts';
 import { RULES, type RuleId } from './rules.ts';
+import { schemaPortability } from './schema-portability.ts';
 import { checkText, hiddenMessage } from './text-checks.ts';
 
 /** A tools/list entry as the linter reads it: the kit's `ToolListing`, or whatever a remote server sent. */
@@ -223,6 +224,12 @@ function lintTool(tool: LintableTool, all: readonly LintableTool[], seen: Set<st
   };
   eachProperty(input, 'inputSchema', vocabulary);
   if (output) eachProperty(output, 'outputSchema', vocabulary);
+
+  for (const [schema, path] of [
+    [tool.inputSchema, 'inputSchema'],
+    [tool.outputSchema, 'outputSchema'],
+  ] as const)
+    if (schema !== undefined) for (const p of schemaPortability(schema, path)) add(p.rule, p.message, p.path);
 
   if (!annotations) add('annotations-present', 'the tool has no annotations', 'annotations');
   else {

@@ -24,6 +24,10 @@ export type RuleId =
   | 'property-described'
   | 'default-stated'
   | 'enum-for-vocabulary'
+  | 'boolean-schema'
+  | 'type-union'
+  | 'remote-ref'
+  | 'untyped-schema'
   | 'annotations-present'
   | 'annotations-consistent'
   | 'tools-budget';
@@ -128,6 +132,37 @@ export const RULES: readonly LintRule[] = [
     reason:
       'An enum is checked by the schema and shown to the model as a closed list; a free string invites invented values.',
     fix: 'Use `z.enum([...])`.',
+  },
+  {
+    id: 'boolean-schema',
+    checks:
+      'No bare `true` or `false` stands for a schema in the input or output schema, at any depth (allowed as the value of additionalProperties, unevaluatedProperties, additionalItems and unevaluatedItems); as the MCP Inspector checks schema portability.',
+    reason:
+      'Clients that translate tool schemas into another dialect have no spelling for a boolean schema and reject the tool.',
+    fix: 'Write the object form: `{}` for true under `not`, `{"not": {}}` for false, or declare what the value is.',
+  },
+  {
+    id: 'type-union',
+    checks:
+      'No `type` in the input or output schema, at any depth, is a list of types (`["string", "null"]`); as the MCP Inspector checks schema portability.',
+    reason:
+      'Legal JSON Schema, but a client that maps schemas onto one type per schema (the OpenAPI subset of Gemini function declarations) rejects the tool or drops the constraint.',
+    fix: 'Split it into `anyOf` branches of one `type` each (the kit writes zod’s `.nullable()` so).',
+  },
+  {
+    id: 'remote-ref',
+    checks:
+      'No `$ref` in the input or output schema points outside the document (anything not starting with `#`, unless the schema declares an `$id`); as the MCP Inspector checks schema portability.',
+    reason: 'Clients fetch no remote schemas: the constraint is dropped or the tool is rejected.',
+    fix: 'Inline the referenced schema, or put it under `$defs` and refer to `#/$defs/<name>`.',
+  },
+  {
+    id: 'untyped-schema',
+    checks:
+      'Every schema in the input or output schema, at any depth, has a type or another validation keyword (enum, const, anyOf, properties, $ref …), except directly under `not`; as the MCP Inspector checks schema portability.',
+    reason:
+      'A schema that constrains nothing accepts any value: the model is told nothing, and strict clients reject it.',
+    fix: 'Declare what the value is, e.g. `{"type": "object", "additionalProperties": true}` for a free-form object, instead of `z.unknown()`.',
   },
   {
     id: 'annotations-present',
