@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { createAuditWriter } from '@bulkhead/audit';
-import { createLogger, createServer, defineTool } from '@bulkhead/core';
-import { issueTestToken, startTestServer } from '@bulkhead/core/testing';
+import { createLogger } from '@bulkhead/core';
+import { addNumbersServer, issueTestToken, startTestServer } from '@bulkhead/core/testing';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { Sql } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { z } from 'zod';
 import { chartData } from './chart-data.ts';
 import { signedIn } from './fixtures/people.ts';
 
@@ -15,22 +14,7 @@ import { signedIn } from './fixtures/people.ts';
 // connects to a real server and makes one refused call; the events older servers wrote for that GET
 // are in the log too, and neither is counted.
 
-const def = createServer({
-  name: 'charts-test',
-  version: '1.0.0',
-  description: 'A server a client sits with.',
-  tools: [
-    defineTool({
-      name: 'add_numbers',
-      title: 'Add numbers',
-      description: 'Adds a and b.',
-      scope: 'math:read',
-      input: z.object({ a: z.number(), b: z.number() }),
-      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-      handler: async ({ a, b }) => ({ sum: a + b }),
-    }),
-  ],
-});
+const def = addNumbersServer('charts-test', 'A server a client sits with.');
 
 let db: TestDatabase;
 let consoleSql: Sql;

@@ -3,30 +3,12 @@ import type { AddressInfo } from 'node:net';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createServer as createMcpServer, defineTool } from '../index.ts';
 import { chromiumLaunchOptions } from '../testing/browser.ts';
-import { issueTestToken, startTestServer, type TestServer } from '../testing/index.ts';
+import { addNumbersServer, issueTestToken, startTestServer, type TestServer } from '../testing/index.ts';
 
 // A browser-based client (the Inspector's web UI and the like) on a page of an allowed origin calls
 // the server across origins: preflight, token, call, readable answer. A page of another origin gets nothing.
-const def = createMcpServer({
-  name: 'cors-test',
-  version: '1.0.0',
-  description: 'A server called from a web page.',
-  tools: [
-    defineTool({
-      name: 'add_numbers',
-      title: 'Add numbers',
-      description: 'Adds a and b.',
-      scope: 'math:read',
-      input: z.object({ a: z.number(), b: z.number() }),
-      output: z.object({ sum: z.number() }),
-      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-      handler: async ({ a, b }) => ({ sum: a + b }),
-    }),
-  ],
-});
+const def = addNumbersServer('cors-test', 'A server called from a web page.');
 
 let db: TestDatabase;
 let server: TestServer;

@@ -4,31 +4,14 @@ import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextp
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createHttpApp, createServer, defineTool } from '../index.ts';
-import { issueTestToken, startTestServer } from '../testing/index.ts';
+import { createHttpApp } from '../index.ts';
+import { addNumbersServer, issueTestToken, startTestServer } from '../testing/index.ts';
 
 // `GET /mcp` asks for a standing event stream, which these stateless servers do not offer: every answer
 // is 405 with `Allow`, and no audit event — the first GET of every 2025-era client is housekeeping,
 // not a refusal (issue 44: it made 17 of 24 "refusals" on the charts page after one sitting).
 
-const def = createServer({
-  name: 'get-stream-test',
-  version: '1.0.0',
-  description: 'A server that offers no event stream on GET.',
-  tools: [
-    defineTool({
-      name: 'add_numbers',
-      title: 'Add numbers',
-      description: 'Adds a and b.',
-      scope: 'math:read',
-      input: z.object({ a: z.number(), b: z.number() }),
-      output: z.object({ sum: z.number() }),
-      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-      handler: async ({ a, b }) => ({ sum: a + b }),
-    }),
-  ],
-});
+const def = addNumbersServer('get-stream-test', 'A server that offers no event stream on GET.');
 
 let db: TestDatabase;
 

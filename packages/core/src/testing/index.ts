@@ -15,6 +15,37 @@ import { decideApproval } from '../approvals/decide.ts';
 import type { ApprovalRecord } from '../approvals/store.ts';
 import { TASKS_EXTENSION } from '../tasks/task-state.ts';
 import { z } from 'zod';
+import { defineTool } from '../pipeline/define-tool.ts';
+import { createServer } from '../serve/create-server.ts';
+
+/**
+ * A server of one read-only tool, `add_numbers` (a + b, with its sum as structured output): for tests of
+ * the transport, the HTTP layer and what the audit log keeps of a sitting, where the tool is beside the point.
+ */
+export function addNumbersServer(name: string, description: string): ServerDefinition {
+  return createServer({
+    name,
+    version: '1.0.0',
+    description,
+    tools: [
+      defineTool({
+        name: 'add_numbers',
+        title: 'Add numbers',
+        description: 'Adds a and b.',
+        scope: 'math:read',
+        input: z.object({ a: z.number(), b: z.number() }),
+        output: z.object({ sum: z.number() }),
+        annotations: {
+          readOnlyHint: true,
+          destructiveHint: false,
+          idempotentHint: true,
+          openWorldHint: false,
+        },
+        handler: async ({ a, b }) => ({ sum: a + b }),
+      }),
+    ],
+  });
+}
 
 /** A server listening on a random loopback port, for tests that use a real client over real HTTP. */
 export interface TestServer {
