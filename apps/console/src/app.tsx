@@ -13,21 +13,21 @@ import { securityHeaders } from './middleware/security-headers.ts';
 import type { OAuthServer } from './oauth/context.ts';
 import type { RegistrationPolicy } from './oauth/registration-limit.ts';
 import { mountOAuth } from './oauth/routes.ts';
-import { mountApprovals } from './routes/approvals.tsx';
-import { mountAuditLog } from './routes/audit-log.tsx';
-import { mountCharts } from './routes/charts.tsx';
-import { mountHistory } from './routes/history.tsx';
-import { mountIssueToken } from './routes/issue-token.tsx';
-import { mountMail } from './routes/mail.tsx';
-import { mountPending } from './routes/pending.tsx';
-import { mountProbes } from './routes/probes.ts';
-import { mountRevokePerson } from './routes/revoke-person.tsx';
-import { mountSignIn } from './routes/sign-in.tsx';
-import { mountSignOut } from './routes/sign-out.ts';
-import { mountTokens } from './routes/tokens.tsx';
-import { mountTools } from './routes/tools.tsx';
+import { mountApprovals } from './pages/approval/route.tsx';
+import { mountAuditLog } from './pages/audit-log/route.tsx';
+import { mountCharts } from './pages/charts/route.tsx';
+import { mountHistory } from './pages/history/route.tsx';
+import { mountIssueToken } from './pages/issue-token/route.tsx';
+import { mountMail } from './pages/sent-mail/route.tsx';
+import { mountPending } from './pages/pending/route.tsx';
+import { mountProbes } from './probes.ts';
+import { mountRevokePerson } from './pages/revoke-person/route.tsx';
+import { mountSignIn } from './pages/sign-in/route.tsx';
+import { mountSignOut } from './pages/sign-in/sign-out-route.ts';
+import { mountTokens } from './pages/tokens/route.tsx';
+import { mountTools } from './pages/tools/route.tsx';
 import { findSession } from './sessions.ts';
-import { createSignInThrottle, type SignInPolicy } from './sign-in-throttle.ts';
+import { createSignInThrottle, type SignInPolicy } from './pages/sign-in/throttle.ts';
 
 /** What the console needs. */
 export interface ConsoleOptions {

@@ -5,7 +5,7 @@ import type { Sql } from '@bulkhead/db';
 import type { Context } from 'hono';
 import type { OAuthServer } from './oauth/context.ts';
 import type { Approver } from './sessions.ts';
-import type { SignInThrottle } from './sign-in-throttle.ts';
+import type { SignInThrottle } from './pages/sign-in/throttle.ts';
 
 /** What a console request carries: its approver, once the approver middleware has found one. */
 export type ConsoleEnv = { Variables: { approver: Approver } };

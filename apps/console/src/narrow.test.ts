@@ -7,8 +7,8 @@ import { argumentsHash } from '@bulkhead/core/operator';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { approverToken } from './operator/fixtures/people.ts';
-import { serveConsole, type ServedConsole } from './operator/fixtures/served-console.ts';
+import { approverToken } from './fixtures/people.ts';
+import { serveConsole, type ServedConsole } from './fixtures/served-console.ts';
 
 // The console on a phone, where an approver is when a request comes in: at 390 px wide, every page an
 // approver or an operator opens fits the screen, every link of the navigation can be seen and tapped,

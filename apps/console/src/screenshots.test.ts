@@ -7,7 +7,7 @@ import { argumentsHash, issueToken } from '@bulkhead/core/operator';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { serveConsole, type ServedConsole } from './operator/fixtures/served-console.ts';
+import { serveConsole, type ServedConsole } from './fixtures/served-console.ts';
 
 /** Where the screenshots go: beside the package, ignored by git, kept after the run to look at. */
 const shots = fileURLToPath(new URL('../test-output/screenshots/', import.meta.url));

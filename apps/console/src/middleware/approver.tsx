@@ -3,9 +3,10 @@ import type { MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie } from 'hono/cookie';
 import type { ConsoleContext, ConsoleEnv, ConsoleRequest } from '../context.ts';
 import { field } from '../form-field.ts';
-import { MessagePage, page } from '../pages.tsx';
+import { page } from '../layout/layout.tsx';
+import { MessagePage } from '../layout/message-page.tsx';
 import { approverOf, findSession, sameSecret, type Approver } from '../sessions.ts';
-import { auditSignIn, throttled, type SignInRefusal } from '../sign-in-audit.tsx';
+import { auditSignIn, throttled, type SignInRefusal } from '../pages/sign-in/audit.tsx';
 import { sourceAddress } from '../source.ts';
 
 /**

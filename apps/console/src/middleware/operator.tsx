@@ -2,7 +2,8 @@
 import type { MiddlewareHandler } from 'hono';
 import type { ConsoleContext, ConsoleEnv } from '../context.ts';
 import { auditOperator } from '../operator/audit.ts';
-import { MessagePage, page } from '../pages.tsx';
+import { page } from '../layout/layout.tsx';
+import { MessagePage } from '../layout/message-page.tsx';
 
 /**
  * Lets through only an approver with the operator right (scope tokens:manage, checked again by the

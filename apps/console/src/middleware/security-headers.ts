@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { STYLE_HASH } from '../pages.tsx';
+import { STYLE_HASH } from '../layout/styles.ts';
 
 /** The headers every answer carries: a strict CSP, no framing, no sniffing, no caching. */
 export const securityHeaders: MiddlewareHandler = async (c, next) => {

@@ -1,5 +1,5 @@
 /** @jsxImportSource hono/jsx */
-import { Layout } from '../pages.tsx';
+import { Layout } from '../layout/layout.tsx';
 import type { Approver } from '../sessions.ts';
 import { Shown } from '../shown.tsx';
 

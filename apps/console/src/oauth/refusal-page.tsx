@@ -1,6 +1,7 @@
 /** @jsxImportSource hono/jsx */
 import type { Context } from 'hono';
-import { MessagePage, page } from '../pages.tsx';
+import { page } from '../layout/layout.tsx';
+import { MessagePage } from '../layout/message-page.tsx';
 import type { Approver } from '../sessions.ts';
 
 /** A refusal shown to the person in the browser: nothing is sent to a redirect URI that is not the client's. */

@@ -1,7 +1,8 @@
 /** @jsxImportSource hono/jsx */
 import type { Outcome } from '@bulkhead/audit';
 import type { ConsoleContext, ConsoleRequest } from '../context.ts';
-import { MessagePage, page } from '../pages.tsx';
+import { page } from '../layout/layout.tsx';
+import { MessagePage } from '../layout/message-page.tsx';
 import { auditOperator } from './audit.ts';
 
 /** What an operator action came to: its audit outcome and summary, and the answer. */

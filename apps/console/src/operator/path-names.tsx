@@ -1,6 +1,7 @@
 /** @jsxImportSource hono/jsx */
 import type { ConsoleRequest } from '../context.ts';
-import { MessagePage, page } from '../pages.tsx';
+import { page } from '../layout/layout.tsx';
+import { MessagePage } from '../layout/message-page.tsx';
 
 /** A person or server named in the path: trimmed, at most 200 characters; undefined otherwise. */
 export function pathName(c: ConsoleRequest, name: string): string | undefined {

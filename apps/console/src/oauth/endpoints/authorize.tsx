@@ -1,6 +1,7 @@
 /** @jsxImportSource hono/jsx */
 import type { Context } from 'hono';
-import { page, STYLE_HASH } from '../../pages.tsx';
+import { page } from '../../layout/layout.tsx';
+import { STYLE_HASH } from '../../layout/styles.ts';
 import { countPending, sameSecret, type Approver } from '../../sessions.ts';
 import { checkRequest, type CheckedRequest, type Refused } from '../authorization-request.ts';
 import { ConsentPage } from '../consent-page.tsx';

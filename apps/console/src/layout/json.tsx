@@ -1,0 +1,11 @@
+/** @jsxImportSource hono/jsx */
+import { Shown } from '../shown.tsx';
+
+/** A value as indented JSON, every character shown for what it is. */
+export function Json({ value }: { value: unknown }) {
+  return (
+    <pre>
+      <Shown text={JSON.stringify(value, null, 2) ?? 'undefined'} lineBreaks />
+    </pre>
+  );
+}

@@ -1,0 +1,51 @@
+/** @jsxImportSource hono/jsx */
+import { Layout } from '../../layout/layout.tsx';
+
+/** The sign-in form; `csrf` is the double-submit value also set as a cookie. */
+export function LoginPage({
+  csrf,
+  error,
+  next,
+}: {
+  csrf: string;
+  error?: string | undefined;
+  /** An OAuth authorization request to return to once signed in. */
+  next?: string | undefined;
+}) {
+  return (
+    <Layout title="Sign in">
+      <div class="narrow">
+        <h1>Sign in to approve</h1>
+        {error && (
+          <div class="error" role="alert" id="login-error">
+            {error}
+          </div>
+        )}
+        <form method="post" action="/login" class="card">
+          <input type="hidden" name="_csrf" value={csrf} />
+          {next && <input type="hidden" name="next" value={next} />}
+          <label for="token">Approver token</label>
+          <p class="hint" id="token-hint">
+            Issued once with <code>pnpm bulkhead approvers add --label "your name"</code>. MCP tokens do not
+            open this console.
+          </p>
+          <input
+            id="token"
+            name="token"
+            type="password"
+            autocomplete="off"
+            spellcheck={false}
+            required
+            aria-describedby={error ? 'token-hint login-error' : 'token-hint'}
+            aria-invalid={error ? 'true' : undefined}
+          />
+          <div class="actions">
+            <button class="primary" type="submit">
+              Sign in
+            </button>
+          </div>
+        </form>
+      </div>
+    </Layout>
+  );
+}
