@@ -18,16 +18,16 @@ import { mountAuditLog } from './pages/audit-log/route.tsx';
 import { mountCharts } from './pages/charts/route.tsx';
 import { mountHistory } from './pages/history/route.tsx';
 import { mountIssueToken } from './pages/issue-token/route.tsx';
-import { mountMail } from './pages/sent-mail/route.tsx';
 import { mountPending } from './pages/pending/route.tsx';
-import { mountProbes } from './probes.ts';
 import { mountRevokePerson } from './pages/revoke-person/route.tsx';
+import { mountMail } from './pages/sent-mail/route.tsx';
 import { mountSignIn } from './pages/sign-in/route.tsx';
 import { mountSignOut } from './pages/sign-in/sign-out-route.ts';
+import { createSignInThrottle, type SignInPolicy } from './pages/sign-in/throttle.ts';
 import { mountTokens } from './pages/tokens/route.tsx';
 import { mountTools } from './pages/tools/route.tsx';
+import { mountProbes } from './probes.ts';
 import { findSession } from './sessions.ts';
-import { createSignInThrottle, type SignInPolicy } from './pages/sign-in/throttle.ts';
 
 /** What the console needs. */
 export interface ConsoleOptions {

@@ -4,8 +4,8 @@ import type { TokenVerifier } from '@bulkhead/core/operator';
 import type { Sql } from '@bulkhead/db';
 import type { Context } from 'hono';
 import type { OAuthServer } from './oauth/context.ts';
-import type { Approver } from './sessions.ts';
 import type { SignInThrottle } from './pages/sign-in/throttle.ts';
+import type { Approver } from './sessions.ts';
 
 /** What a console request carries: its approver, once the approver middleware has found one. */
 export type ConsoleEnv = { Variables: { approver: Approver } };

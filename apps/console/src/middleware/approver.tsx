@@ -5,8 +5,8 @@ import type { ConsoleContext, ConsoleEnv, ConsoleRequest } from '../context.ts';
 import { field } from '../form-field.ts';
 import { page } from '../layout/layout.tsx';
 import { MessagePage } from '../layout/message-page.tsx';
-import { approverOf, findSession, sameSecret, type Approver } from '../sessions.ts';
 import { auditSignIn, throttled, type SignInRefusal } from '../pages/sign-in/audit.tsx';
+import { approverOf, findSession, sameSecret, type Approver } from '../sessions.ts';
 import { sourceAddress } from '../source.ts';
 
 /**

@@ -1,9 +1,9 @@
 /** @jsxImportSource hono/jsx */
 import type { MiddlewareHandler } from 'hono';
 import type { ConsoleContext, ConsoleEnv } from '../context.ts';
-import { auditOperator } from '../operator/audit.ts';
 import { page } from '../layout/layout.tsx';
 import { MessagePage } from '../layout/message-page.tsx';
+import { auditOperator } from '../operator/audit.ts';
 
 /**
  * Lets through only an approver with the operator right (scope tokens:manage, checked again by the

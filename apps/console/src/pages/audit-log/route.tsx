@@ -2,15 +2,15 @@
 import { EXPORT_FORMATS, eventSealStatus, readEvent, readNewest } from '@bulkhead/audit';
 import type { Hono } from 'hono';
 import type { ConsoleContext, ConsoleEnv } from '../../context.ts';
+import { page } from '../../layout/layout.tsx';
+import { MessagePage } from '../../layout/message-page.tsx';
+import { auditOperator } from '../../operator/audit.ts';
+import { asOperator } from '../../operator/read.ts';
+import { countPending } from '../../sessions.ts';
 import { AuditEventPage } from './event-page.tsx';
 import { exportHeaders, exportStream } from './export.ts';
 import { AuditLogPage } from './page.tsx';
 import { parseSearch, searchFilter, searchQuery } from './search.ts';
-import { auditOperator } from '../../operator/audit.ts';
-import { asOperator } from '../../operator/read.ts';
-import { page } from '../../layout/layout.tsx';
-import { MessagePage } from '../../layout/message-page.tsx';
-import { countPending } from '../../sessions.ts';
 
 /** Events a page. */
 const PAGE = 50;

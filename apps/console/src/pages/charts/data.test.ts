@@ -6,8 +6,8 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import type { Sql } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { chartData } from './data.ts';
 import { signedIn } from '../../fixtures/people.ts';
+import { chartData } from './data.ts';
 
 // The charts page's refusals count real refusals only: a client's GET for an event stream is
 // housekeeping (issue 44: after one sitting it made 17 of 24 "refusals"). A real 2025-era client

@@ -1,7 +1,7 @@
 import type { ApprovalStatus } from '@bulkhead/core/operator';
 import type { Sql } from '@bulkhead/db';
-import type { ChartRange } from './range.ts';
 import { asOperator, type TransactionSql } from '../../operator/read.ts';
+import type { ChartRange } from './range.ts';
 
 /** Tool calls of one server in one bucket. */
 export interface ServerCalls {

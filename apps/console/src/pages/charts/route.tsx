@@ -1,10 +1,10 @@
 /** @jsxImportSource hono/jsx */
 import type { Hono } from 'hono';
 import type { ConsoleContext, ConsoleEnv } from '../../context.ts';
-import { chartData } from './data.ts';
-import { parseRange } from './range.ts';
-import { ChartsPage } from './page.tsx';
 import { page } from '../../layout/layout.tsx';
+import { chartData } from './data.ts';
+import { ChartsPage } from './page.tsx';
+import { parseRange } from './range.ts';
 
 /** `GET /operator/charts`: the operators' charts over the range the form asks for (the last day by default). */
 export function mountCharts(app: Hono<ConsoleEnv>, ctx: ConsoleContext) {

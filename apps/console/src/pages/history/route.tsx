@@ -8,8 +8,8 @@ import {
 import type { Hono } from 'hono';
 import type { ConsoleContext, ConsoleEnv } from '../../context.ts';
 import { page } from '../../layout/layout.tsx';
-import { HistoryPage } from './page.tsx';
 import { countPending } from '../../sessions.ts';
+import { HistoryPage } from './page.tsx';
 
 /** `GET /history`: every request with its outcome, filtered by status, server and tool. */
 export function mountHistory(app: Hono<ConsoleEnv>, ctx: ConsoleContext): void {

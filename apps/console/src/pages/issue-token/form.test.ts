@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkIssueFields, freshFields } from './form.ts';
 import type { OAuthServer } from '../../oauth/context.ts';
+import { checkIssueFields, freshFields } from './form.ts';
 
 const admin: OAuthServer = {
   name: 'admin',

@@ -3,12 +3,12 @@ import { clientConfigs, issueTokenAsOperator } from '@bulkhead/core/operator';
 import type { Hono } from 'hono';
 import type { ConsoleContext, ConsoleEnv, ConsoleRequest } from '../../context.ts';
 import { field } from '../../form-field.ts';
+import { page } from '../../layout/layout.tsx';
 import type { OAuthServer } from '../../oauth/context.ts';
 import { customerChoices, customerExists } from '../../oauth/store.ts';
 import { operatorAction } from '../../operator/action.tsx';
 import { checkIssueFields, freshFields, postedFields, type IssueFields } from './form.ts';
 import { ChooseServerPage, IssuedTokenPage, IssueTokenPage } from './page.tsx';
-import { page } from '../../layout/layout.tsx';
 
 async function form(
   c: ConsoleRequest,

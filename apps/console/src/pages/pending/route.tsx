@@ -3,8 +3,8 @@ import { listApprovals } from '@bulkhead/core/operator';
 import type { Hono } from 'hono';
 import type { ConsoleContext, ConsoleEnv } from '../../context.ts';
 import { page } from '../../layout/layout.tsx';
-import { PendingPage } from './page.tsx';
 import { argumentFindings, argumentRows, findings, mergeFindings } from '../../shown.tsx';
+import { PendingPage } from './page.tsx';
 
 /** `GET /`: every request waiting for a decision, oldest first. */
 export function mountPending(app: Hono<ConsoleEnv>, ctx: ConsoleContext): void {

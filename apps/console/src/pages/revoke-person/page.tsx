@@ -3,8 +3,8 @@ import { visible } from '@bulkhead/core/operator';
 import { Layout } from '../../layout/layout.tsx';
 import type { Approver } from '../../sessions.ts';
 import { Shown } from '../../shown.tsx';
-import { personPath } from '../tokens/tables.tsx';
 import type { OperatorGrant, OperatorToken } from '../tokens/data.ts';
+import { personPath } from '../tokens/tables.tsx';
 
 function TokenList({ tokens }: { tokens: OperatorToken[] }) {
   return (

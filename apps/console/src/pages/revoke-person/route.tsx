@@ -2,13 +2,13 @@
 import type { Hono } from 'hono';
 import type { ConsoleContext, ConsoleEnv, ConsoleRequest } from '../../context.ts';
 import { field } from '../../form-field.ts';
-import { operatorAction, operatorPage } from '../../operator/action.tsx';
-import { backWith } from '../tokens/list-params.ts';
-import { notFound, pathName } from '../../operator/path-names.tsx';
-import { RevokePersonPage } from './page.tsx';
-import { personPath } from '../tokens/tables.tsx';
-import { operatorGrants, operatorTokens, revokePersonAsOperator, shownFingerprint } from '../tokens/data.ts';
 import { page } from '../../layout/layout.tsx';
+import { operatorAction, operatorPage } from '../../operator/action.tsx';
+import { notFound, pathName } from '../../operator/path-names.tsx';
+import { operatorGrants, operatorTokens, revokePersonAsOperator, shownFingerprint } from '../tokens/data.ts';
+import { backWith } from '../tokens/list-params.ts';
+import { personPath } from '../tokens/tables.tsx';
+import { RevokePersonPage } from './page.tsx';
 
 /** The person's live tokens and grants: what their revocation stops. */
 async function live(c: ConsoleRequest, ctx: ConsoleContext, person: string) {

@@ -3,8 +3,8 @@ import { listCaughtMail } from '@bulkhead/core/operator';
 import type { Hono } from 'hono';
 import type { ConsoleContext, ConsoleEnv } from '../../context.ts';
 import { page } from '../../layout/layout.tsx';
-import { SentMailPage } from './page.tsx';
 import { countPending } from '../../sessions.ts';
+import { SentMailPage } from './page.tsx';
 
 /** `GET /mail`: the e-mails the local mail catcher received. */
 export function mountMail(app: Hono<ConsoleEnv>, ctx: ConsoleContext): void {

@@ -4,13 +4,13 @@ import type { Hono } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { ConsoleContext, ConsoleEnv, ConsoleRequest } from '../../context.ts';
 import { field } from '../../form-field.ts';
-import { foreignPost } from '../../middleware/own-origin.ts';
 import { page } from '../../layout/layout.tsx';
-import { LoginPage } from './page.tsx';
+import { foreignPost } from '../../middleware/own-origin.ts';
 import { createSession, findSession } from '../../sessions.ts';
+import { sourceAddress } from '../../source.ts';
 import { auditSignIn, throttled, type SignInRefusal } from './audit.tsx';
 import { mintSignInForm, redeemSignInForm, SIGN_IN_FORM_SECONDS } from './forms.ts';
-import { sourceAddress } from '../../source.ts';
+import { LoginPage } from './page.tsx';
 
 /** Where to go after signing in: only back to an OAuth authorization request of this console. */
 function nextPath(value: string | undefined): string | undefined {

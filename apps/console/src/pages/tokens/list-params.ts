@@ -1,5 +1,5 @@
-import type { Notice, ListScope } from './page.tsx';
 import { TOKEN_STATES, type TokenFilter } from './data.ts';
+import type { Notice, ListScope } from './page.tsx';
 
 const NOTICE_PARAMS = ['notice', 'id', 'tokens', 'grants'];
 const ANYWHERE = 'http://console.invalid';

@@ -3,7 +3,6 @@ import { visible } from '@bulkhead/core/operator';
 import { Layout } from '../../layout/layout.tsx';
 import type { Approver } from '../../sessions.ts';
 import { Shown } from '../../shown.tsx';
-import { GrantTable, personPath, TokenTable } from './tables.tsx';
 import {
   LIST_LIMIT,
   TOKEN_STATES,
@@ -11,6 +10,7 @@ import {
   type OperatorToken,
   type TokenFilter,
 } from './data.ts';
+import { GrantTable, personPath, TokenTable } from './tables.tsx';
 
 /** What a revocation came to, shown once on the page it returns to. */
 export type Notice =

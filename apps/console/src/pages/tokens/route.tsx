@@ -2,10 +2,9 @@
 import type { Hono } from 'hono';
 import type { ConsoleContext, ConsoleEnv, ConsoleRequest } from '../../context.ts';
 import { field } from '../../form-field.ts';
+import { page } from '../../layout/layout.tsx';
 import { operatorAction, operatorPage } from '../../operator/action.tsx';
-import { backWith, filterFrom, noticeFrom, pageAddress } from './list-params.ts';
 import { notFound, pathName } from '../../operator/path-names.tsx';
-import { TokensPage, type ListScope } from './page.tsx';
 import {
   operatorGrants,
   operatorToken,
@@ -13,7 +12,8 @@ import {
   revokeGrantAsOperator,
   revokeTokenAsOperator,
 } from './data.ts';
-import { page } from '../../layout/layout.tsx';
+import { backWith, filterFrom, noticeFrom, pageAddress } from './list-params.ts';
+import { TokensPage, type ListScope } from './page.tsx';
 
 /** A list page: every token and grant, one person's or one server's, filtered by the query. */
 function listPage(c: ConsoleRequest, ctx: ConsoleContext, scope: ListScope) {

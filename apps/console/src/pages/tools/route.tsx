@@ -3,10 +3,10 @@ import { TOOL_NAME } from '@bulkhead/core/operator';
 import type { Hono } from 'hono';
 import type { ConsoleContext, ConsoleEnv, ConsoleRequest } from '../../context.ts';
 import { field } from '../../form-field.ts';
-import { auditOperator } from '../../operator/audit.ts';
-import { recentlyCalledTools, switchedOffTools, switchTool } from './switches.ts';
-import { ToolsPage, type SwitchForm, type SwitchNotice } from './page.tsx';
 import { page } from '../../layout/layout.tsx';
+import { auditOperator } from '../../operator/audit.ts';
+import { ToolsPage, type SwitchForm, type SwitchNotice } from './page.tsx';
+import { recentlyCalledTools, switchedOffTools, switchTool } from './switches.ts';
 
 const MAX_REASON = 500;
 const DONE = ['off', 'on', 'was-off', 'was-on'] as const;
