@@ -44,6 +44,10 @@ const STACK_STARTS: Record<string, string> = {
   'npm i -g pnpm@12.4.2 && pnpm install && pnpm start':
     'test/start-ctrl-c.test.ts (installing pnpm globally is the reader’s step)',
   'pnpm start -- --port-offset 1000': 'test/start-ctrl-c.test.ts (with --port-offset)',
+  'BULKHEAD_PORT_OFFSET=1000 pnpm start':
+    'test/start-ctrl-c.test.ts (pnpm start under BULKHEAD_PORT_OFFSET, refused on a port in use; a whole start with the offset by --port-offset)',
+  'BULKHEAD_PORT_OFFSET=100 pnpm start':
+    'test/start-ctrl-c.test.ts (pnpm start under BULKHEAD_PORT_OFFSET, refused on a port in use; a whole start with the offset by --port-offset)',
   'pnpm bulkhead start': 'test/start.test.ts (the CLI’s start command)',
   'BULKHEAD_DATA_DIR=/tmp/bh-experiment pnpm start': 'test/start.test.ts (with BULKHEAD_DATA_DIR)',
   'pnpm install && pnpm start': 'test/start-ctrl-c.test.ts (after the install the tests run in)',

@@ -36,6 +36,7 @@ describe('@bulkhead/db: the production entry loads no embedded database', () => 
       'embedded-entry.ts',
       'embedded-placement.ts',
       'embedded-roles.ts',
+      'embedded-supervisor.ts',
       'embedded.ts',
     ]);
   });

@@ -111,7 +111,7 @@ export function openApiToolTs(s: OpenApiServer, t: ToolPlan): string {
         `import { defineTool, READ_ONLY, svgIcon, ToolError } from '@bulkhead/core';`,
         `import { z } from 'zod';`,
       ];
-  if (!t.gated) imports.push(`import { untrustedData } from '../upstream-data.ts';`);
+  if (!t.gated) imports.push(`import { untrustedData, upstreamData } from '../upstream-data.ts';`);
   const annotations = t.gated
     ? `{ readOnlyHint: false, destructiveHint: ${t.method === 'DELETE'}, idempotentHint: ${t.method === 'PUT' || t.method === 'DELETE'}, openWorldHint: true }`
     : '{ ...READ_ONLY, openWorldHint: true }';
@@ -153,7 +153,7 @@ export const ${t.exportName} = defineTool({
   description: ${ts(t.description)},
   scope: ${ts(t.scope)},
   input: ${input},
-  output: ${t.gated ? 'z.object({ outbox_id: z.number() })' : 'z.object({ http_status: z.number(), data: z.unknown() })'},
+  output: ${t.gated ? 'z.object({ outbox_id: z.number() })' : 'z.object({ http_status: z.number(), data: upstreamData })'},
   annotations: ${annotations},
   icons: svgIcon(${t.gated ? GATED_ICON : READ_ICON}),
   timeoutMs: 10_000,
@@ -302,20 +302,28 @@ describe('${t.name}', () => {
 /** `src/upstream-data.ts`: the answer as the model gets it. */
 export function upstreamDataTs(): string {
   return `import { untrusted, type UpstreamResponse } from '@bulkhead/core';
+import { z } from 'zod';
+
+/**
+ * What a read tool answers as \`data\`: any JSON value (an object, a list, a text, a number, a boolean
+ * or null), each kind its own branch so that every client can read the schema.
+ */
+export const upstreamData = z.union([z.looseObject({}), z.array(z.unknown()), z.string(), z.number(), z.boolean(), z.null()]);
+export type UpstreamData = z.output<typeof upstreamData>;
 
 /**
  * The answer's JSON with every string in it marked untrusted, naming \`source\` (the upstream and the
  * operation): data, never instructions. A body that is not JSON comes back as one untrusted text,
  * an empty one as null.
  */
-export function untrustedData(res: UpstreamResponse, source: string): unknown {
+export function untrustedData(res: UpstreamResponse, source: string): UpstreamData {
   const text = res.text().text;
   if (!text) return null;
   let value: unknown;
   try {
     value = res.json();
   } catch {
-    return untrusted(text, { source });
+    return { ...untrusted(text, { source }) };
   }
   const mark = (v: unknown): unknown => {
     if (typeof v === 'string') return untrusted(v, { source });
@@ -323,7 +331,8 @@ export function untrustedData(res: UpstreamResponse, source: string): unknown {
     if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, item]) => [k, mark(item)]));
     return v;
   };
-  return mark(value);
+  // JSON in, JSON out: an object stays an object, a list a list (a text becomes an untrusted text object).
+  return mark(value) as UpstreamData;
 }
 `;
 }

@@ -58,7 +58,7 @@ function mapSchema(node: unknown, visit: (schema: Json) => unknown): unknown {
  * (the MCP Inspector's schema-portability checks, which `lintTools` makes too):
  * a list of types (`.nullable()`: `type: ["string", "null"]`) as `anyOf` branches
  * of one type each, and `additionalProperties: {}` (`z.looseObject`, `z.record`
- * of `z.unknown()`) as `true`.
+ * of `z.unknown()`) as `true`, and `items: {}` (`z.array(z.unknown())`) as no `items`.
  */
 function lean(schema: unknown): unknown {
   return mapSchema(schema, (node) => {
@@ -73,6 +73,8 @@ function lean(schema: unknown): unknown {
         out[key] = true;
         continue;
       }
+      // `items: {}` (`z.array(z.unknown())`) says what no `items` says: a list of anything.
+      if (key === 'items' && isObject(value) && Object.keys(value).length === 0) continue;
       if (key === 'type' && Array.isArray(value) && !('anyOf' in node)) {
         out.anyOf = value.map((type: unknown) => ({ type }));
         continue;
