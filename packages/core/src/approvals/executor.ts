@@ -1,17 +1,17 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { createAuditWriter, type AuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
 import { DEFAULT_TIMEOUT_MS } from '../pipeline/call-tool.ts';
 import type { ServerDefinition } from '../pipeline/server-definition.ts';
-import type { AnyTool, ToolContext } from '../pipeline/define-tool.ts';
-import { ToolError, formatIssues } from '../pipeline/errors.ts';
-import { guardedSql, openCallTransaction, type TransactionSql } from '../pipeline/guarded-sql.ts';
+import type { AnyTool } from '../pipeline/define-tool.ts';
+import { formatIssues, internalError } from '../pipeline/errors.ts';
+import type { TransactionSql } from '../pipeline/guarded-sql.ts';
 import { NO_PROGRESS } from '../pipeline/progress.ts';
 import { tracedSink } from '../pipeline/request-audit.ts';
+import { callHandler, classifyFailure, runHandler } from '../pipeline/run-handler.ts';
 import { inSpan, linkTo, ROOT_CONTEXT } from '../pipeline/tracing.ts';
-import { TimeLimitExceeded, withTimeLimit } from '../pipeline/time-limit.ts';
 import { scanUntrusted } from '../pipeline/untrusted/detect.ts';
 import { checkApprovedValues, ChangedSinceApproval } from './approved-values.ts';
 import { executionEvent } from './audit-trail.ts';
@@ -27,10 +27,7 @@ import {
 import { smtpDeliverer, type SmtpOptions } from './smtp.ts';
 import { APPROVAL_WEBHOOK, webhookDeliverer } from './webhook.ts';
 import { UPSTREAM_EFFECT, upstreamDeliverer } from './upstream-effect.ts';
-import { createUpstreamClient } from '../pipeline/upstream/client.ts';
-import { createUpstreams, type UpstreamRecord, type Upstreams } from '../pipeline/upstream/upstreams.ts';
-
-const NO_UPSTREAMS = createUpstreams();
+import type { Upstreams } from '../pipeline/upstream/upstreams.ts';
 
 /** What {@link startApprovalExecutor} needs. */
 export interface ApprovalExecutorOptions {
@@ -321,7 +318,10 @@ function check(
   return { tool, args: parsed.data };
 }
 
-/** Runs the handler under its time limit, in a savepoint of the claiming transaction. */
+/**
+ * Runs the handler as a live call would ({@link runHandler}: its customer, time limit and context, its
+ * value held to the tool's output), in a savepoint of the claiming transaction.
+ */
 async function run(
   x: ExecutorContext,
   tx: TransactionSql,
@@ -333,11 +333,13 @@ async function run(
   const log = x.logger.child({ approvalId: a.id, tool: a.tool, requestId: a.requestId });
   const timeoutMs = tool.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   try {
-    const value = await tx.savepoint(async (sp) => {
-      await openCallTransaction(sp, { customerId: a.customerId, approvalId: a.id, timeoutMs });
-      return withTimeLimit(timeoutMs, async (signal) => {
-        const guarded = guardedSql(sp, signal);
-        const ctx: ToolContext = {
+    const value = await tx.savepoint((sp) =>
+      runHandler({
+        tool,
+        q: sp,
+        open: { customerId: a.customerId, approvalId: a.id, timeoutMs },
+        timeLimitMs: timeoutMs,
+        context: {
           access: {
             tokenId: a.requestedByTokenId ?? 'unknown',
             label: a.requestedByLabel ?? 'unknown',
@@ -345,36 +347,28 @@ async function run(
             scopes: a.requestedScopes,
             customerId: a.customerId,
           },
-          sql: guarded,
           logger: log,
-          signal,
           server,
           requestId: a.requestId,
           // Nobody listens: the client that asked is not connected to an approved run.
           progress: NO_PROGRESS.report,
-          outbox: createOutbox(guarded, server, a.id),
           // Reads only: an effect on an upstream is queued in the outbox, delivered after the commit.
-          upstream: (name) => {
-            const records: UpstreamRecord[] = [];
-            log.debug({ upstream: name }, 'upstream read during an approved action');
-            return createUpstreamClient(x.upstreams ?? NO_UPSTREAMS, name, {
-              signal,
-              records,
-              readOnly: true,
-            });
-          },
+          upstreams: { declared: x.upstreams, records: [], readOnly: true },
+          outbox: (guarded) => createOutbox(guarded, server, a.id),
           approval: {
             id: a.id,
             decidedBy: a.decidedBy ?? 'unknown',
             preview: a.preview,
             values: a.approvedValues,
           },
-        };
-        // The world may have changed since the person looked: run only what they approved.
-        await checkApprovedValues(tool, args, ctx, a.approvedValues);
-        return (await tool.handler(args, ctx)) as unknown;
-      });
-    });
+        },
+        work: async (ctx) => {
+          // The world may have changed since the person looked: run only what they approved.
+          await checkApprovedValues(tool, args, ctx, a.approvedValues);
+          return callHandler(tool, args, ctx);
+        },
+      }),
+    );
     return {
       status: 'executed',
       result: storedForm(scanUntrusted(value).value),
@@ -382,25 +376,26 @@ async function run(
       failure: null,
     };
   } catch (err) {
-    if (err instanceof TimeLimitExceeded || (err as { code?: string }).code === '57014')
+    const failure = classifyFailure(err);
+    if (failure.kind === 'timeout' || failure.kind === 'cancelled')
       return {
         status: 'failed',
         result: null,
         failure: 'timeout',
         error: `${tool.name} did not finish within ${timeoutMs / 1000} s and was stopped; none of its changes were kept.`,
       };
-    if (err instanceof ChangedSinceApproval)
-      return { status: 'failed', result: null, failure: 'refused', error: err.message };
-    if (err instanceof ToolError)
-      return { status: 'failed', result: null, failure: 'tool_error', error: err.message };
-    const incident = randomUUID().slice(0, 8);
+    if (failure.kind === 'tool_error')
+      return {
+        status: 'failed',
+        result: null,
+        failure: failure.error instanceof ChangedSinceApproval ? 'refused' : 'tool_error',
+        error: failure.error.message,
+      };
+    const { incident, text } = internalError(
+      "; none of its changes were kept. The details are in the server's log under that id.",
+    );
     log.error({ err, incident }, 'approved action failed');
-    return {
-      status: 'failed',
-      result: null,
-      failure: 'internal_error',
-      error: `Internal error, incident ${incident}; none of its changes were kept. The details are in the server's log under that id.`,
-    };
+    return { status: 'failed', result: null, failure: 'internal_error', error: text };
   }
 }
 

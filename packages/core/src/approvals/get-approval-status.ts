@@ -92,7 +92,7 @@ export const getApprovalStatus = defineTool({
       decided_at: a.decidedAt?.toISOString() ?? null,
       decided_by: a.decidedBy,
       reason: a.decisionReason,
-      // Stored as the handler returned it (`storedForm`): an object or a text.
+      // Stored held to the tool's output, as a live call answers it (`storedForm`): an object or a text.
       result: (a.result ?? null) as Record<string, unknown> | string | null,
       error: a.error,
       note: NOTES[status],

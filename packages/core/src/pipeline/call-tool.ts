@@ -12,15 +12,16 @@ import type { ToolCatalog } from './catalog.ts';
 import type { SwitchedOff } from './switched-off.ts';
 import type { ReadLanes } from './read-lanes.ts';
 import type { AnyTool, ToolContext } from './define-tool.ts';
-import { ToolError, formatIssues } from './errors.ts';
-import { guardedSql, openCallTransaction, withReadConnection, type TransactionSql } from './guarded-sql.ts';
+import { formatIssues, internalError } from './errors.ts';
+import { withReadConnection, type TransactionSql } from './guarded-sql.ts';
 import { NO_PROGRESS, type ProgressReporter } from './progress.ts';
 import { shapeResult, type ShapedResult } from './result.ts';
 import { maskSecrets, redactArguments } from './secret.ts';
 import { ARGUMENT_LIMITS, argumentsOverLimit, type OverLimit } from './argument-limits.ts';
-import { Cancelled, NoConnectionInTime, TimeLimitExceeded, waitAtMost, withTimeLimit } from './time-limit.ts';
-import { createUpstreamClient, UpstreamError } from './upstream/client.ts';
-import { createUpstreams, type UpstreamRecord, type Upstreams } from './upstream/upstreams.ts';
+import { NoConnectionInTime, waitAtMost } from './time-limit.ts';
+import { UpstreamError } from './upstream/client.ts';
+import type { UpstreamRecord, Upstreams } from './upstream/upstreams.ts';
+import { callHandler, classifyFailure, runHandler } from './run-handler.ts';
 import type { EventSink, RequestAudit } from './request-audit.ts';
 import { inSpan } from './tracing.ts';
 import { renderText } from './untrusted/render.ts';
@@ -64,8 +65,6 @@ export interface CallKit<A = unknown> {
   switchedOff?: SwitchedOff;
 }
 
-const NO_UPSTREAMS = createUpstreams();
-
 /** One tool call as it arrives. */
 export interface CallRequest {
   /** As the client sent it: anything but a known tool's name is an unknown tool. */
@@ -84,17 +83,9 @@ export interface CallRequest {
   progress?: ProgressReporter;
 }
 
-/**
- * Holds a handler to its declared output: the parsed value (unknown keys
- * stripped, so a stray column never reaches the model), or an internal error.
- */
-function conformToOutput(tool: AnyTool, value: unknown): unknown {
-  if (!tool.output) return value;
-  const parsed = tool.output.safeParse(value);
-  if (!parsed.success)
-    throw new Error(`${tool.name} returned a value outside its output schema: ${parsed.error.message}`);
-  return parsed.data;
-}
+/** What a call's internal error adds to the sentence every path says. */
+const NOTHING_CHANGED =
+  ". Nothing was changed. The details are in the server's log under that id; retrying may not help.";
 
 function errorResult(text: string): CallToolResult {
   return { content: [{ type: 'text', text }], isError: true };
@@ -148,9 +139,8 @@ export async function callTool<A>(kit: CallKit<A>, req: CallRequest): Promise<Ca
   } catch (err) {
     if (err instanceof ProtocolError) throw err;
     // What fails before the call's own record exists (a bug in reading its arguments) still ends in its one event.
-    const incident = randomUUID().slice(0, 8);
+    const { incident, text } = internalError(NOTHING_CHANGED);
     kit.logger.error({ err, incident, requestId: req.audit.requestId, tool: name }, 'tool call failed');
-    const text = `Internal error, incident ${incident}. Nothing was changed. The details are in the server's log under that id; retrying may not help.`;
     await sink
       .keep({
         server: kit.server,
@@ -359,17 +349,35 @@ async function runCall<A>(
   };
   req.signal?.addEventListener('abort', stop, { once: true });
   try {
-    /** The call on the connection `q` whose settings `opened` sends (pipelined with the handler's first query). */
-    const run = async (q: TransactionSql | Sql, opened: Promise<unknown>) => {
-      const shaped = await withTimeLimit(
-        Math.max(1, rec.limit.deadline - performance.now()),
-        (signal) =>
+    // The proof goes only where the database fences on a customer: other calls keep sharing read lanes.
+    const proof = req.access.customerId === null ? undefined : req.access.proof;
+    const settings = { customerId: req.access.customerId, proof, timeoutMs };
+    /** The call on the connection `q`: a transaction whose settings `open` sends, or a read connection set already. */
+    const run = async (q: TransactionSql | Sql, open?: typeof settings) => {
+      const shaped = await runHandler({
+        tool,
+        q,
+        ...(open ? { open, onBackend: (pid: number) => (target = () => pid) } : {}),
+        timeLimitMs: rec.limit.deadline - performance.now(),
+        withdrawn: req.signal,
+        context: {
+          access: req.access,
+          logger: rec.logger,
+          server: kit.server,
+          requestId: rec.requestId,
+          progress: req.progress ?? NO_PROGRESS.report,
+          upstreams: {
+            declared: kit.upstreams,
+            records: rec.upstreamCalls,
+            // A gated call only files its request here: its effects run after approval, from the outbox.
+            readOnly: tool.annotations.readOnlyHint || Boolean(tool.approval),
+          },
+        },
+        work: (ctx) =>
           inSpan(`handler ${tool.name}`, { attributes: { 'gen_ai.tool.name': tool.name } }, () =>
-            handle(kit, req, tool, args.value, rec, q, signal),
+            handle(kit, req, tool, args.value, ctx),
           ),
-        req.signal,
-      );
-      await opened;
+      });
       const done = rec.event(shaped.outcome, {
         resultSummary: shaped.summary,
         injectionSuspected: shaped.injectionSuspected,
@@ -389,19 +397,9 @@ async function runCall<A>(
       }
       return { shaped, done };
     };
-    // The proof goes only where the database fences on a customer: other calls keep sharing read lanes.
-    const proof = req.access.customerId === null ? undefined : req.access.proof;
-    const settings = { customerId: req.access.customerId, proof, timeoutMs };
     const outcome = writes
       ? await committedInTime(
-          transaction(kit.sql, rec.limit, req.signal, (tx: TransactionSql) => {
-            // Sent without waiting for its answer: the handler's first query follows it on the same connection.
-            const opened = openCallTransaction(tx, settings).then((pid) => {
-              target = () => pid;
-            });
-            opened.catch(() => {});
-            return run(tx, opened);
-          }),
+          transaction(kit.sql, rec.limit, req.signal, (tx: TransactionSql) => run(tx, settings)),
           commitBegun,
           rec,
         )
@@ -409,7 +407,7 @@ async function runCall<A>(
           kit.sql,
           kit.reads,
           { ...settings, onStoppable: (t) => (target = t), signal: req.signal },
-          (conn) => run(conn, Promise.resolve()),
+          (conn) => run(conn),
         );
     // Committed with its event by now: a task made of it exists for tasks/get on every replica.
     if (outcome.shaped.approval !== undefined) filed(outcome.shaped.approval);
@@ -467,26 +465,8 @@ async function handle<A>(
   req: CallRequest,
   tool: AnyTool,
   args: unknown,
-  rec: CallRecord,
-  q: TransactionSql | Sql,
-  signal: AbortSignal,
+  ctx: ToolContext,
 ): Promise<Shaped<A>> {
-  const ctx: ToolContext = {
-    access: req.access,
-    sql: guardedSql(q, signal),
-    logger: rec.logger,
-    signal,
-    server: kit.server,
-    requestId: rec.requestId,
-    progress: req.progress ?? NO_PROGRESS.report,
-    upstream: (upstreamName) =>
-      createUpstreamClient(kit.upstreams ?? NO_UPSTREAMS, upstreamName, {
-        signal,
-        records: rec.upstreamCalls,
-        // A gated call only files its request here: its effects run after approval, from the outbox.
-        readOnly: tool.annotations.readOnlyHint || Boolean(tool.approval),
-      }),
-  };
   if (tool.approval) {
     if (!kit.approvals) throw new Error(`tool ${tool.name} is gated but this server has no approval store`);
     const task = req.task === true;
@@ -499,7 +479,7 @@ async function handle<A>(
     if (task) result.summary.task = true;
     return { ...result, approvalId: gated.approvalId, approval: gated.approval, outcome: 'pending_approval' };
   }
-  const value = conformToOutput(tool, await tool.handler(args, ctx));
+  const value = await callHandler(tool, args, ctx);
   return { ...shapeResult(tool, value, kit.auditFullResults), outcome: 'ok' };
 }
 
@@ -511,22 +491,26 @@ function failed(
   rec: CallRecord,
   state: { writes: boolean; committing: boolean },
 ): Promise<CallToolResult> {
-  const cancelled = () =>
-    rec.refuse('cancelled', `${tool.name} was cancelled by the client; nothing it did was kept.`);
-  if (err instanceof TimeLimitExceeded || (err as { code?: string }).code === '57014') {
-    if (req.signal?.aborted) return cancelled();
+  const failure = classifyFailure(err, req.signal);
+  if (failure.kind === 'cancelled')
+    return rec.refuse('cancelled', `${tool.name} was cancelled by the client; nothing it did was kept.`);
+  if (failure.kind === 'timeout') {
     const text = `${tool.name} did not finish within ${rec.limit.timeoutMs / 1000} s and was stopped; nothing it did was kept. Try again, or narrow the request.`;
     return rec.refuse('timeout', text);
   }
-  if (err instanceof Cancelled) return cancelled();
+  if (failure.kind === 'tool_error') {
+    const { error } = failure;
+    if (error instanceof UpstreamError) return rec.refuse(error.outcome, error.message);
+    return rec.refuse(
+      'tool_error',
+      error.quoted ? `${error.message}\n${renderText(error.quoted)}` : error.message,
+    );
+  }
   if (err instanceof CommitUnconfirmed) {
     const text = `${tool.name} did not finish within ${rec.limit.timeoutMs / 1000} s while committing: the database has not confirmed the change, which may have been made. Check before repeating it; try again in a few seconds.`;
     // Its own event is committed with the change if the COMMIT goes through (or recorded by `committedInTime` if not).
     return Promise.resolve(errorResult(text));
   }
-  if (err instanceof UpstreamError) return rec.refuse(err.outcome, err.message);
-  if (err instanceof ToolError)
-    return rec.refuse('tool_error', err.quoted ? `${err.message}\n${renderText(err.quoted)}` : err.message);
   // A read-only call runs read-only on purpose: its write refused (25006) is the tool's fault, not a failover's.
   const ownReadOnly = !state.writes && (err as { code?: string }).code === '25006';
   if (isConnectionError(err) && !ownReadOnly) {
@@ -539,9 +523,8 @@ function failed(
         : `${tool.name} could not reach the database. Nothing was changed; try again in a few seconds.`,
     );
   }
-  const incident = randomUUID().slice(0, 8);
+  const { incident, text } = internalError(NOTHING_CHANGED);
   rec.logger.error({ err, incident }, 'tool failed');
-  const text = `Internal error, incident ${incident}. Nothing was changed. The details are in the server's log under that id; retrying may not help.`;
   return rec.finish('internal_error', errorResult(text), { resultSummary: { error: text, incident } });
 }
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { UntrustedText } from './untrusted/wrap.ts';
 
@@ -17,6 +18,15 @@ export class ToolError extends Error {
     super(message);
     this.quoted = options.quoted;
   }
+}
+
+/**
+ * An unexpected failure as a client is told it: a fresh incident id, under which the detail goes to the
+ * log, in the one sentence every path says, then `rest` (what the path adds: "." by default).
+ */
+export function internalError(rest = '.'): { incident: string; text: string } {
+  const incident = randomUUID().slice(0, 8);
+  return { incident, text: `Internal error, incident ${incident}${rest}` };
 }
 
 function describe(value: unknown): string {

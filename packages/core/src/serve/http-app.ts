@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import {
   createMcpHandler,
@@ -9,6 +8,7 @@ import { createAuditWriter, type AuditEventInput, type AuditWriter } from '@bulk
 import { isReachable, type Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
 import type { Access } from '../pipeline/access.ts';
+import { internalError } from '../pipeline/errors.ts';
 import type { RequestAudit } from '../pipeline/request-audit.ts';
 import type { ApprovalRecord } from '../approvals/store.ts';
 import type { ApprovalRequester, CallKit } from '../pipeline/call-tool.ts';
@@ -463,13 +463,13 @@ async function answerError(
       return c.json(err.body, err.status, err.options.headers);
     });
   }
-  const incident = randomUUID().slice(0, 8);
+  const { incident, text } = internalError();
   logger.error({ err, incident, requestId: c.get('requestId') }, 'request failed');
   if (request)
     await request
       .settle(() => requestEvent(def, c, 'internal_error', { status: 500, incident }))
       .catch((e: unknown) => logger.error({ err: e }, 'audit event could not be written'));
-  return c.json(rpcError(-32603, `Internal error, incident ${incident}.`), 500);
+  return c.json(rpcError(-32603, text), 500);
 }
 
 /**

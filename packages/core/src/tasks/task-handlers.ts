@@ -12,6 +12,7 @@ import type { AuditEventInput, Outcome } from '@bulkhead/audit';
 import { isConnectionError } from '@bulkhead/db';
 import { z } from 'zod';
 import type { Access } from '../pipeline/access.ts';
+import { internalError } from '../pipeline/errors.ts';
 import type { ApprovalRecord } from '../approvals/store.ts';
 import type { CallKit } from '../pipeline/call-tool.ts';
 import type { EventSink, RequestAudit } from '../pipeline/request-audit.ts';
@@ -289,13 +290,11 @@ function asRefusal(kit: CallKit, err: unknown, method: TaskMethod, requestId: st
       error: text,
     });
   }
-  const incident = randomUUID().slice(0, 8);
+  const { incident, text } = internalError();
   kit.logger.error({ err, incident, requestId, method }, 'task request failed');
-  return new TaskRefusal(
-    new ProtocolError(ProtocolErrorCode.InternalError, `Internal error, incident ${incident}.`),
-    'internal_error',
-    { incident },
-  );
+  return new TaskRefusal(new ProtocolError(ProtocolErrorCode.InternalError, text), 'internal_error', {
+    incident,
+  });
 }
 
 /** The task the request names, owned by its token; "not found" for any other. */
