@@ -99,6 +99,10 @@ Options:
     const filter = filterFrom(values);
     const print = (e: AuditEvent) => io.out(values.json ? escapeJson(JSON.stringify(eventJson(e))) : line(e));
     return withDatabase(env, io, async ({ sql }) => {
+      // Following, Ctrl-C ends the loop below: heard from the start, so that one pressed while the recent
+      // events are read still ends the command with 0 rather than killing it.
+      let running = true;
+      if (values.follow) process.once('SIGINT', () => (running = false));
       const recent = await readRecent(sql, filter, limit);
       recent.forEach(print);
       if (!values.follow) {
@@ -115,8 +119,6 @@ Options:
         ),
       );
       let last = top;
-      let running = true;
-      process.once('SIGINT', () => (running = false));
       while (running) {
         for await (const e of streamEvents(sql, { ...filter, afterSeq: Math.max(0, last - WINDOW) })) {
           if (seen.has(e.seq)) continue;
