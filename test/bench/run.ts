@@ -15,7 +15,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -280,6 +280,9 @@ async function bundle(): Promise<Record<'bare' | 'customer' | 'noAudit' | 'audit
       logLevel: 'warning',
     });
   }
+  // The migrations beside the bundles, as build-server.mjs puts them: a server checks at start that the
+  // schema is as new as its code.
+  await cp(`${root}packages/db/migrations/`, `${out}migrations`, { recursive: true });
   return files;
 }
 
