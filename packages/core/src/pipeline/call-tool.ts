@@ -530,6 +530,8 @@ function failed(
 
 /** How often a transaction whose BEGIN lost its connection is begun again, before `fn` ran. */
 const BEGIN_ATTEMPTS = 3;
+/** A BEGIN that took longer than this to fail met a database that is away, not a stale connection. */
+const BEGIN_QUICK_FAILURE_MS = 500;
 
 /**
  * `sql.begin(fn)`, waiting for its connection no longer than the call's time limit (or until the
@@ -548,11 +550,15 @@ async function transaction<T>(
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const began = { value: false };
+    const started = performance.now();
     try {
       return await transactionOnce(sql, limit, signal, began, fn);
     } catch (err) {
+      // Only a BEGIN that failed at once (a stale pooled connection) is begun again; one that waited for
+      // its connection met a database that is away, and would wait as long again.
       const again =
         !began.value &&
+        performance.now() - started < BEGIN_QUICK_FAILURE_MS &&
         attempt < BEGIN_ATTEMPTS &&
         isConnectionError(err) &&
         !signal?.aborted &&

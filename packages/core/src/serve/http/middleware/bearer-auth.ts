@@ -34,19 +34,23 @@ const STATIC_DESCRIPTION =
 
 /** Pauses before the token check is tried again on a lost connection: one per retry. */
 const RETRY_PAUSES_MS = [50, 250];
+/** A check that took longer than this to fail met a database that is away, not a stale connection. */
+const QUICK_FAILURE_MS = 500;
 
 /**
  * The token check, tried again on a lost connection. It only reads, so a retry is safe, and a pooled
  * connection whose backend was terminated (an administrator, a failover, a pooler's restart) fails
- * its next query before the pool notices the socket closed: the retry runs on a fresh one. A database
- * that stays away still fails all three, and the caller answers 503.
+ * its next query at once, before the pool notices the socket closed: the retry runs on a fresh one.
+ * Only a quick failure is tried again: one that waited for its connection (a primary killed, a host
+ * gone) would wait as long again, so the caller answers 503 at once instead.
  */
 async function verifyWithRetry<T>(check: () => Promise<T>): Promise<T> {
   for (const pause of RETRY_PAUSES_MS) {
+    const started = performance.now();
     try {
       return await check();
     } catch (err) {
-      if (!isConnectionError(err)) throw err;
+      if (!isConnectionError(err) || performance.now() - started > QUICK_FAILURE_MS) throw err;
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
