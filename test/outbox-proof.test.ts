@@ -213,6 +213,40 @@ describe('what the admin and ops logins can no longer queue', () => {
     expect(await victimMails()).toBe(0);
   });
 
+  it('an upstream effect or a webhook, of any kind, with no approval or under one that already ran', async () => {
+    // What ops would deliver to Alertmanager, and a plain webhook: the guard weighs the approval, not the kind.
+    const expireAll = (tx: Sql, server: string, kind: string, approvalId: string | null) =>
+      tx`insert into bulkhead_outbox (server, approval_id, kind, payload)
+         values (${server}, ${approvalId}, ${kind}, ${tx.json({ upstream: 'alertmanager', method: 'DELETE', path: '/api/v2/silence/{id}', params: { id: 'all' } })})`;
+    // An ops approval that ran long ago, as the executor leaves it (written by the owner, committed).
+    const ran = 'ap_opsranlonago';
+    await h.db.sql`
+      insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
+        expires_at, request_id, status, decided_at, decided_by, decided_by_token_id, decided_arguments_hash, executed_at)
+      values (${ran}, 'ops', 'expire_silence', '{}', '{}', ${createHash('sha256').update('{}').digest('hex')},
+        'Expire a silence', now() + interval '1 hour', 'r', 'executed', now(), 'console:x', 'x',
+        ${createHash('sha256').update('{}').digest('hex')}, now())`;
+    const none = 'an outbox row is queued by the execution of an approval; this one names none';
+    for (const kind of ['upstream', 'webhook']) {
+      expect([kind, await committed(ops, (tx) => expireAll(tx, 'ops', kind, null))]).toEqual([kind, none]);
+      expect([kind, await committed(admin, (tx) => expireAll(tx, 'admin', kind, null))]).toEqual([
+        kind,
+        none,
+      ]);
+      expect([kind, await committed(ops, (tx) => expireAll(tx, 'ops', kind, ran))]).toEqual([
+        kind,
+        `approval ${ran} is not being executed in this transaction (it is executed): its effects were queued when it ran, or it has not run yet`,
+      ]);
+      expect([kind, await committed(admin, (tx) => expireAll(tx, 'admin', kind, executed))]).toEqual([
+        kind,
+        `approval ${executed} is not being executed in this transaction (it is executed): its effects were queued when it ran, or it has not run yet`,
+      ]);
+    }
+    const [queued] = await h.db.sql<{ n: number }[]>`
+      select count(*)::int as n from bulkhead_outbox where kind in ('upstream', 'webhook')`;
+    expect(queued!.n).toBe(0);
+  });
+
   it('an e-mail sent again: a delivered row stays delivered, and its payload and key stay as queued', async () => {
     expect(
       await committed(
