@@ -52,3 +52,25 @@ it('a server with e-mail tools does not start without an SMTP server and a From,
       'set it to the address it sends from (billing@example.com)',
   ]);
 });
+
+it('a server’s start-up errors show a URL as scheme, host, port and database only, whatever its password holds', () => {
+  // Issue 43: a password holding '/' (here written unencoded, as people do) was printed in full.
+  const run = spawnSync(process.execPath, ['--import', 'tsx', `${root}servers/admin/src/main.ts`], {
+    cwd: root,
+    env: {
+      ...process.env,
+      DATABASE_URL: 'postgres://bulkhead:se/cr@t@db.example:5432/bulkhead',
+      BULKHEAD_SMTP_URL: 'smtp://mailer:pa/ss:w@rd@smtp.example:587',
+      BULKHEAD_MAIL_FROM: 'billing@example.com',
+    },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  expect(run.status).toBe(1);
+  expect(run.stderr.trim().split('\n')).toEqual([
+    'admin: invalid configuration:',
+    '  DATABASE_URL: Invalid URL (got "postgres://db.example:5432/bulkhead")',
+    '  BULKHEAD_SMTP_URL: Invalid URL (got "smtp://smtp.example:587")',
+  ]);
+  expect(`${run.stdout}${run.stderr}`).not.toMatch(/se\/cr|pa\/ss|bulkhead:|mailer/);
+});
