@@ -11,7 +11,7 @@ import { root } from './helpers.ts';
 let db: TestDatabase;
 const roles: Record<string, Sql> = {};
 /** The shipped deployables, whose rights EXPECTED spells out. */
-const DEPLOYABLES = ['admin', 'customer', 'dev-knowledge', 'console', 'sealer'] as const;
+const DEPLOYABLES = ['admin', 'customer', 'dev-knowledge', 'ops', 'console', 'sealer'] as const;
 const found = discoverDeployables(root);
 /** Every MCP server under servers/, and every role, shipped or added since (`bulkhead new server`). */
 const MCP = found.filter((d) => d.kind === 'mcp').map((d) => d.name);
@@ -102,6 +102,22 @@ const EXPECTED: Record<(typeof DEPLOYABLES)[number], Record<string, Rights>> = {
     audit_events: { insert: 'all' },
     bulkhead_deployables: { select: 'all' },
     kb_documents: { select: 'all' },
+  },
+  // A gated server without business tables: its tools act on Alertmanager, through approvals and the outbox.
+  ops: {
+    audit_events: { insert: 'all' },
+    bulkhead_approvals: {
+      select: 'all',
+      insert: 'all',
+      update: ['status', 'executed_at', 'executed_by', 'duration_ms', 'result', 'error', 'failure'],
+    },
+    bulkhead_deployables: { select: 'all' },
+    bulkhead_outbox: {
+      select: 'all',
+      insert: 'all',
+      update: ['status', 'attempts', 'next_attempt_at', 'delivered_at', 'last_error'],
+    },
+    bulkhead_outbox_attempts: { select: 'all', insert: 'all' },
   },
   console: {
     audit_events: { select: 'all', insert: 'all' },
