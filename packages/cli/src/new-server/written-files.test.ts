@@ -7,8 +7,9 @@ import { loadApiDocument } from './openapi.ts';
 import { draftTools } from './openapi-tools.ts';
 import { serverFiles, type NewServer } from './templates.ts';
 
-// The files `bulkhead new server` writes, byte for byte, for five fixed servers: the example tool
-// plain, and customer-bound with an upstream; and tools drafted from the three documents in fixtures/.
+// The files `bulkhead new server` writes, byte for byte, for six fixed servers: the example tool
+// plain, and customer-bound with an upstream; and tools drafted from the three documents in fixtures/
+// (one of them twice: all its operations, customer-bound, and its one read alone).
 // The snapshots (__snapshots__/written/<server>/) were taken from the generator before its templates
 // became files of their own (packages/cli/templates/), so a change to a template shows here as a diff
 // of what a new server gets. The README's figures are measured later (commands/new.ts), not here.
@@ -69,6 +70,8 @@ const servers: Record<string, () => Promise<NewServer>> = {
         customerBound: true,
       },
     ),
+  // Reads only: no approval executor in its test client.
+  'desk-reader': () => drafted('desk-reader', 'tickets-swagger-2.0.json', ['listTickets']),
   inventory: () => drafted('inventory', 'inventory-openapi-3.0.yaml', ['getItem', 'moveItem', 'getItems']),
   weather: () => drafted('weather', 'forecast-openapi-3.1.json', ['getForecast', 'subscribe']),
 };
