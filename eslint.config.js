@@ -15,6 +15,11 @@ const DEPLOYABLE_LAYERS = ['servers', 'apps'];
 const scoped = (names) => names.flatMap((n) => [`@bulkhead/${n}`, `@bulkhead/${n}/*`]);
 /** What only tests use: test helpers and the demo data set. */
 const TEST_ONLY = ['@bulkhead/db/testing', '@bulkhead/core/testing', ...scoped(['demo'])];
+/**
+ * The sources of the MCP servers, and the templates `bulkhead new server` makes them from (which are
+ * linted as what they become, not as the CLI).
+ */
+const SERVER_SOURCES = ['servers/*/src/**', 'packages/cli/templates/*/src/**'];
 const TESTS = [
   '**/*.test.ts',
   '**/*.test.tsx',
@@ -22,6 +27,7 @@ const TESTS = [
   '**/fixtures/**',
   // A server's test support: what the cross-server tests start for its upstreams (test/upstreams.ts).
   'servers/*/src/testing/**',
+  'packages/cli/templates/*/src/testing/**',
   'packages/core/src/testing/**',
   'packages/db/src/testing.ts',
   'packages/db/src/test-database.ts',
@@ -203,7 +209,7 @@ function layer(name, dir) {
     name === 'servers'
       ? [
           {
-            files: ['servers/*/src/**'],
+            files: SERVER_SOURCES,
             ignores: TESTS,
             rules: { 'no-restricted-imports': [ownRule[0], { ...ownRule[1], paths: NO_HTTP_CLIENT.paths }] },
           },
@@ -317,10 +323,12 @@ export default tseslint.config(
   { files: ['packages/core/src/**'], ignores: TESTS, rules: { 'bulkhead/core-layers': 'error' } },
   ...layer('domain', 'packages/domain/**'),
   ...layer('demo', 'packages/demo/**'),
+  // The CLI before the servers: the templates in packages/cli/templates/ take the servers' rules.
+  ...layer('cli', 'packages/cli/**'),
   ...layer('servers', 'servers/**'),
   ...layer('apps', 'apps/**'),
   {
-    files: ['servers/*/src/**'],
+    files: SERVER_SOURCES,
     ignores: TESTS,
     rules: {
       'bulkhead/no-dynamic-regexp': 'error',
@@ -341,11 +349,15 @@ export default tseslint.config(
       ],
     },
   },
-  ...layer('cli', 'packages/cli/**'),
   // A function over ~100 lines is several functions. One that must stay longer says why in the
   // comment that switches this off for it (`// eslint-disable-next-line max-lines-per-function -- <why>`).
   {
-    files: ['packages/*/src/**/*.{ts,tsx}', 'servers/*/src/**/*.{ts,tsx}', 'apps/*/src/**/*.{ts,tsx}'],
+    files: [
+      'packages/*/src/**/*.{ts,tsx}',
+      'servers/*/src/**/*.{ts,tsx}',
+      'apps/*/src/**/*.{ts,tsx}',
+      'packages/cli/templates/*/src/**/*.ts',
+    ],
     ignores: [...TESTS, 'packages/*/src/testing/**', '**/testing.ts'],
     rules: {
       'max-lines-per-function': [

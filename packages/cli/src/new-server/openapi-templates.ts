@@ -1,16 +1,19 @@
 // The files `bulkhead new server --from-openapi` writes instead of the example tool: one tool a chosen
-// operation, its test against a local stub of that operation, and the two helpers they share.
+// operation, its test against a local stub of that operation, and the two helpers they share. The
+// files are the templates of packages/cli/templates/server/ (read-operation.ts, gated-operation.ts and
+// their tests, test-client.ts, upstream-data.ts); what is computed here is the code each tool's
+// placeholders get: its input schema, its request, its preview, its example call and answer.
 
 import { quoted } from '@bulkhead/core';
+import { fillTemplate } from './fill.ts';
 import type { ToolArg, ToolPlan } from './openapi-tools.ts';
 import { ts } from './openapi-tools.ts';
+import { toolsIndexTs } from './tools-index.ts';
 
 /** What the drafted tools need to know of their server and upstream. */
 export interface OpenApiServer {
-  /** The server's name and its definition's export (`alerts`, `alertsServer`). */
+  /** The server's name: `alerts`. */
   name: string;
-  serverExport: string;
-  customerBound: boolean;
   upstream: string;
   /** `the Alertmanager API`. */
   upstreamTitle: string;
@@ -34,10 +37,10 @@ function objectOf(args: ToolArg[], value: (a: ToolArg) => string = (a) => a.name
   return `{ ${args.map((a) => (a.wire === a.name && value(a) === a.name ? a.name : `${/^[A-Za-z_$][\w$]*$/.test(a.wire) ? a.wire : ts(a.wire)}: ${value(a)}`)).join(', ')} }`;
 }
 
-/** `, { params, query }`: a GET's request options, when it has any. */
+/** `{ params, query }`: a GET's request options, or '' when it has none. */
 function options(params: string | undefined, query: string | undefined): string {
   const parts = [...(params ? [`params: ${params}`] : []), ...(query ? [`query: ${query}`] : [])];
-  return parts.length ? `, { ${parts.join(', ')} }` : '';
+  return parts.length ? `{ ${parts.join(', ')} }` : '';
 }
 
 /** The query arguments as the client's `query` (a list repeats its key, a CSV one is joined), if any. */
@@ -96,72 +99,6 @@ export function previewText(t: ToolPlan, upstreamTitle: string, args: Record<str
 const destructure = (t: ToolPlan) =>
   t.args.length ? `{ ${t.args.map((a) => a.name).join(', ')} }` : '_args';
 
-// A tool's icon in the drafted file: an arrow out for an operation that changes the upstream, a page for a read.
-const GATED_ICON = `"<path d='M1 8l14-6-4 13-3-5z'/>"`;
-const READ_ICON = `"<path d='M3 1h10v14H3zm2 4h6v1H5zm0 3h6v1H5z' fill-rule='evenodd'/>"`;
-
-/** One tool file. */
-export function openApiToolTs(s: OpenApiServer, t: ToolPlan): string {
-  const imports = t.gated
-    ? [
-        `import { defineTool, ${t.args.some(isTextArg) ? 'quoted, ' : ''}svgIcon, upstreamEffect } from '@bulkhead/core';`,
-        `import { z } from 'zod';`,
-      ]
-    : [
-        `import { defineTool, READ_ONLY, svgIcon, ToolError } from '@bulkhead/core';`,
-        `import { z } from 'zod';`,
-      ];
-  if (!t.gated) imports.push(`import { untrustedData, upstreamData } from '../upstream-data.ts';`);
-  const annotations = t.gated
-    ? `{ readOnlyHint: false, destructiveHint: ${t.method === 'DELETE'}, idempotentHint: ${t.method === 'PUT' || t.method === 'DELETE'}, openWorldHint: true }`
-    : '{ ...READ_ONLY, openWorldHint: true }';
-  const input = t.args.length
-    ? `z.strictObject({\n${t.args.map((a) => `    ${a.name}: ${a.zod},`).join('\n')}\n  })`
-    : 'z.strictObject({})';
-  const params = paramsOf(t);
-  const json = jsonOf(t);
-  const handler = t.gated
-    ? `approval: { preview: (${destructure(t)}) => ${previewCode(t, s.upstreamTitle)} },
-  handler: async (${destructure(t)}, ctx) => {
-    // Runs once a person approved: the request is queued and sent after the commit, once.
-    const id = await ctx.outbox!.enqueue(
-      'upstream',
-      upstreamEffect({
-        upstream: ${ts(s.upstream)},
-        method: ${ts(t.method)},
-        path: ${ts(t.path)},${params ? `\n        params: ${params},` : ''}${queryOf(t) ? `\n        query: ${queryOf(t)},` : ''}${json ? `\n        json: ${json},` : ''}
-      }),
-    );
-    return { outbox_id: id };
-  },`
-    : `handler: async (${destructure(t)}, ctx) => {
-    const res = await ctx.upstream(${ts(s.upstream)}).get(${ts(t.path)}${options(params, queryOf(t))});
-    if (!res.ok)
-      throw new ToolError(
-        \`${tpl(capital(s.upstreamTitle))} answered HTTP \${res.status} to ${tpl(`${t.method} ${t.path}`)}: check the arguments. Nothing was changed.\`,
-      );
-    return { http_status: res.status, data: untrustedData(res, ${ts(`${s.upstream} ${t.method} ${t.path}`)}) };
-  },`;
-  return `${imports.join('\n')}
-
-// Drafted by \`bulkhead new server --from-openapi\` from ${t.operationId} (${t.method} ${t.path}). Sharpen the
-// description for the model and check the arguments${t.body === 'fields' ? ': only the required body fields are taken' : ''}.
-
-export const ${t.exportName} = defineTool({
-  name: ${ts(t.name)},
-  title: ${ts(t.title)},
-  description: ${ts(t.description)},
-  scope: ${ts(t.scope)},
-  input: ${input},
-  output: ${t.gated ? 'z.object({ outbox_id: z.number() })' : 'z.object({ http_status: z.number(), data: upstreamData })'},
-  annotations: ${annotations},
-  icons: svgIcon(${t.gated ? GATED_ICON : READ_ICON}),
-  timeoutMs: 10_000,
-  ${handler}
-});
-`;
-}
-
 /** The arguments a test calls the tool with: every one, optional ones too, with its example. */
 export function exampleArgs(t: ToolPlan): Record<string, unknown> {
   return Object.fromEntries(t.args.map((a) => [a.name, a.example]));
@@ -195,275 +132,74 @@ function sentBody(t: ToolPlan, args: Record<string, unknown>): unknown {
   return Object.fromEntries(t.args.filter((a) => a.in === 'body').map((a) => [a.wire, args[a.name]]));
 }
 
-/** The test of one tool, against a local stub of its operation. */
-export function openApiToolTestTs(s: OpenApiServer, t: ToolPlan): string {
-  const args = exampleArgs(t);
-  const path = concretePath(t, args);
-  const url = sentUrl(t, args);
-  const route = `{ method: ${ts(t.method)}, path: ${ts(path)}, status: ${t.response.status}, body: ANSWER }`;
-  const head = `// ${t.operationId} (${t.method} ${t.path}), against a local stub of ${s.upstreamTitle}:
-// a real HTTP server on 127.0.0.1 that answers this operation with an example built from the
-// document's response schema.
-
-const ARGS = ${literal(args)};
-const ANSWER = ${literal(t.response.example)};
-
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness(${route});
-});
-afterAll(async () => {
-  await h.close();
-});
-`;
-  if (!t.gated)
-    return `import { callFlat } from '@bulkhead/core/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { marked, startHarness, type Harness } from '../test-client.ts';
-
-${head}
-describe('${t.name}', () => {
-  it('returns the answer of ${tpl(s.upstreamTitle)}, its texts marked untrusted', async () => {
-    const result = await callFlat(h.client, '${t.name}', ARGS);
-    expect([result.isError, result.structured]).toEqual([
-      false,
-      { http_status: ${t.response.status}, data: marked(ANSWER, ${ts(`${s.upstream} ${t.method} ${t.path}`)}) },
-    ]);
-    expect(h.received.map((r) => [r.method, r.url])).toEqual([['GET', ${ts(url)}]]);
-  });
-
-  it('is audited: its arguments, its outcome and the request it sent', async () => {
-    const [event] = await h.db.sql<{ arguments: unknown; outcome: string; result_summary: { upstream: unknown[] } }[]>\`
-      select arguments, outcome, result_summary from audit_events where tool = '${t.name}' order by seq desc limit 1\`;
-    expect([event!.arguments, event!.outcome]).toEqual([ARGS, 'ok']);
-    expect(event!.result_summary.upstream).toEqual([
-      {
-        upstream: ${ts(s.upstream)},
-        method: 'GET',
-        path_template: ${ts(t.path)},
-        path: ${ts(path)},
-        attempt: 1,
-        status: ${t.response.status},
-        bytes: ${t.response.example === null ? 0 : 'Buffer.byteLength(JSON.stringify(ANSWER))'},
-        ms: expect.any(Number),
-      },
-    ]);
-  });
-});
-`;
-  const body = sentBody(t, args);
-  return `import { PENDING_NOTE } from '@bulkhead/core/operator';
-import { callFlat, testApprover } from '@bulkhead/core/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../test-client.ts';
-
-${head}
-describe('${t.name}', () => {
-  let approvalId = '';
-
-  it('files a request for approval and sends nothing to ${tpl(s.upstreamTitle)} before a person approves', async () => {
-    const result = await callFlat(h.client, '${t.name}', ARGS);
-    approvalId = String(result.structured?.approval_id);
-    expect([result.isError, result.structured]).toEqual([
-      false,
-      {
-        status: 'pending_approval',
-        approval_id: expect.stringMatching(/^ap_/),
-        preview: {
-          text: ${ts(previewText(t, s.upstreamTitle, args))},
-          source: \`approval \${approvalId} preview\`,
-          untrusted: true,
-        },
-        expires_at: expect.any(String),
-        note: PENDING_NOTE,
-      },
-    ]);
-    const [event] = await h.db.sql\`select outcome, approval_id from audit_events where tool = '${t.name}'\`;
-    expect(event).toEqual({ outcome: 'pending_approval', approval_id: approvalId });
-    expect(h.received).toEqual([]);
-  });
-
-  it('sends the request once a person approves, with a random idempotency key from the outbox', async () => {
-    await (await testApprover(h.db)).decide(approvalId, 'approve');
-    await h.executor.drain();
-    expect(h.received).toEqual([
-      {
-        method: ${ts(t.method)},
-        url: ${ts(url)},
-        json: ${body === undefined ? 'undefined' : literal(body)},
-        key: expect.stringMatching(/^bulkhead-outbox-[0-9a-f]{32}$/),
-      },
-    ]);
-  });
-});
-`;
-}
-
-/** `src/upstream-data.ts`: the answer as the model gets it. */
-export function upstreamDataTs(): string {
-  return `import { untrusted, type UpstreamResponse } from '@bulkhead/core';
-import { z } from 'zod';
-
-/**
- * What a read tool answers as \`data\`: any JSON value (an object, a list, a text, a number, a boolean
- * or null), each kind its own branch so that every client can read the schema.
- */
-export const upstreamData = z.union([z.looseObject({}), z.array(z.unknown()), z.string(), z.number(), z.boolean(), z.null()]);
-export type UpstreamData = z.output<typeof upstreamData>;
-
-/**
- * The answer's JSON with every string in it marked untrusted, naming \`source\` (the upstream and the
- * operation): data, never instructions. A body that is not JSON comes back as one untrusted text,
- * an empty one as null.
- */
-export function untrustedData(res: UpstreamResponse, source: string): UpstreamData {
-  const text = res.text().text;
-  if (!text) return null;
-  let value: unknown;
-  try {
-    value = res.json();
-  } catch {
-    return { ...untrusted(text, { source }) };
-  }
-  const mark = (v: unknown): unknown => {
-    if (typeof v === 'string') return untrusted(v, { source });
-    if (Array.isArray(v)) return v.map(mark);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, item]) => [k, mark(item)]));
-    return v;
-  };
-  // JSON in, JSON out: an object stays an object, a list a list (a text becomes an untrusted text object).
-  return mark(value) as UpstreamData;
-}
-`;
-}
-
-/** `src/test-client.ts`: the server, a stub of its upstream, a client, and for gated tools the approval executor. */
-export function testClientTs(s: OpenApiServer): string {
-  const gated = s.tools.some((t) => t.gated);
-  return `import { createServer as createHttpServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { Client } from '@modelcontextprotocol/client';
-import { ${gated ? 'createLogger, ' : ''}createUpstreams, resolveUpstreams, untrusted } from '@bulkhead/core';
-${gated ? "import { startApprovalExecutor, type ApprovalExecutor } from '@bulkhead/core/operator';\n" : ''}import { connectTestClient, issueTestToken, startTestServer, type TestServer } from '@bulkhead/core/testing';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
-import { UPSTREAMS } from './env.ts';
-import { ${s.serverExport} } from './server.ts';
-
-/** A request the stub received: its method, its path and query, its JSON body and idempotency key. */
-export interface Received {
-  method: string;
-  url: string;
-  json: unknown;
-  key: string | undefined;
-}
-
-/** The one operation a stub answers (anything else is a 404). */
-export interface StubRoute {
-  method: string;
-  /** As sent, placeholders filled; the query is not compared. */
-  path: string;
-  status: number;
-  /** Sent as JSON; null sends an empty body. */
-  body: unknown;
-}
-
-/** A fresh database, the server on a random port${gated ? ', its approval executor' : ''} and a client, its upstream a local stub. */
-export interface Harness {
-  db: TestDatabase;
-  server: TestServer;
-  client: Client;
-  /** What reached the stub, in order. */
-  received: Received[];${gated ? '\n  /** Runs approved requests and sends their effects; `drain()` waits until it has. */\n  executor: ApprovalExecutor;' : ''}
-  close(): Promise<void>;
-}
-
-/** Starts the upstream's stub (a real HTTP server on 127.0.0.1), then the server reaching it. */
-export async function startHarness(route: StubRoute): Promise<Harness> {
-  const received: Received[] = [];
-  const stub = createHttpServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    req.on('end', () => {
-      received.push({
-        method: req.method!,
-        url: req.url!,
-        json: body ? JSON.parse(body) : undefined,
-        key: req.headers['idempotency-key'] as string | undefined,
-      });
-      if (req.method !== route.method || req.url!.split('?')[0] !== route.path) return res.writeHead(404).end();
-      const answer = route.body === null ? '' : JSON.stringify(route.body);
-      res.writeHead(route.status, { 'content-type': 'application/json' }).end(answer);
-    });
-  });
-  await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
-  // What the upstream's manifest entry reads: its base URL is the stub's, each secret a placeholder.
-  const env: Record<string, string> = {};
-  for (const u of Object.values(UPSTREAMS)) {
-    env[u.baseUrlEnv] = \`http://127.0.0.1:\${(stub.address() as AddressInfo).port}\`;
-    for (const [key, value] of Object.entries(u.auth)) if (key.endsWith('Env')) env[value] = 'test-secret';
-  }
-  const upstreams = createUpstreams(resolveUpstreams(UPSTREAMS, env));
-  const db = await createTestDatabase();
-  const server = await startTestServer(${s.serverExport}, { db, upstreams });
-  const token = await issueTestToken(db.sql, ${s.serverExport}${s.customerBound ? ", { customerId: 'C-1001' }" : ''});
-  const client = await connectTestClient(server.url, token);${
-    gated
-      ? `
-  const executor = startApprovalExecutor(${s.serverExport}, {
-    sql: server.sql,
-    logger: createLogger({ level: 'silent' }),
-    upstreams,
-  });
-  await executor.ready;`
-      : ''
-  }
+/** What a tool's file says of it: the placeholders of read-operation.ts and gated-operation.ts. */
+function toolValues(s: OpenApiServer, t: ToolPlan): Record<string, string> {
+  const input = t.args.length
+    ? `z.strictObject({\n${t.args.map((a) => `    ${a.name}: ${a.zod},`).join('\n')}\n  })`
+    : 'z.strictObject({})';
   return {
-    db,
-    server,
-    client,
-    received,${gated ? '\n    executor,' : ''}
-    close: async () => {${gated ? '\n      await executor.stop();' : ''}
-      await client.close();
-      await server.close();
-      await upstreams.close();
-      stub.closeAllConnections();
-      await new Promise((resolve) => stub.close(resolve));
-      await db.drop();
-    },
+    __TOOL__: t.exportName,
+    __TOOL_NAME__: t.name,
+    __TOOL_TITLE__: t.title,
+    __TOOL_DESCRIPTION__: t.description,
+    __TOOL_SCOPE__: t.scope,
+    __OPERATION__: `${t.operationId} (${t.method} ${t.path})`,
+    __BODY_NOTE__: t.body === 'fields' ? ': only the required body fields are taken' : '',
+    __INPUT__: input,
+    __ARGS__: destructure(t),
+    __UPSTREAM__: s.upstream,
+    __PATH__: t.path,
+    __REQUEST_OPTIONS__: options(paramsOf(t), queryOf(t)),
+    __UPSTREAM_TITLE_AT_START__: tpl(capital(s.upstreamTitle)),
+    __METHOD_AND_PATH__: tpl(`${t.method} ${t.path}`),
+    __DATA_SOURCE__: `${s.upstream} ${t.method} ${t.path}`,
+    __ANNOTATIONS__: `{ readOnlyHint: false, destructiveHint: ${t.method === 'DELETE'}, idempotentHint: ${t.method === 'PUT' || t.method === 'DELETE'}, openWorldHint: true }`,
+    __PREVIEW__: previewCode(t, s.upstreamTitle),
+    __GATED_METHOD__: ts(t.method),
+    __PARAMS__: paramsOf(t) ?? '',
+    __QUERY__: queryOf(t) ?? '',
+    __JSON__: jsonOf(t) ?? '',
   };
 }
 
-/** What a read tool returns of an upstream's JSON: every string marked untrusted, naming \`source\`. */
-export function marked(value: unknown, source: string): unknown {
-  if (typeof value === 'string') return untrusted(value, { source });
-  if (Array.isArray(value)) return value.map((v) => marked(v, source));
-  if (value && typeof value === 'object')
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, marked(v, source)]));
-  return value;
-}
-`;
-}
-
-/** \`src/tools/index.ts\` of the drafted tools. */
-export function openApiToolsIndexTs(s: OpenApiServer): string {
-  return `import type { AnyTool } from '@bulkhead/core';
-${s.tools.map((t) => `import { ${t.exportName} } from './${t.file}.ts';`).join('\n')}
-
-/** Every tool of ${s.name}, in the order tools/list shows them. */
-export const tools: AnyTool[] = [${s.tools.map((t) => t.exportName).join(', ')}];
-`;
+/** What a tool's test says: the placeholders of read-operation.test.ts and gated-operation.test.ts. */
+function testValues(s: OpenApiServer, t: ToolPlan): Record<string, string> {
+  const args = exampleArgs(t);
+  const body = sentBody(t, args);
+  return {
+    __EXAMPLE_ARGS__: literal(args),
+    __EXAMPLE_ANSWER__: literal(t.response.example),
+    __METHOD__: t.method,
+    __SENT_PATH__: concretePath(t, args),
+    __SENT_URL__: sentUrl(t, args),
+    __STATUS__: String(t.response.status),
+    __UPSTREAM_TITLE__: s.upstreamTitle,
+    __UPSTREAM_TITLE_IN_TEST__: tpl(s.upstreamTitle),
+    __ANSWER_BYTES__: t.response.example === null ? '0' : 'Buffer.byteLength(JSON.stringify(ANSWER))',
+    __PREVIEW_TEXT__: previewText(t, s.upstreamTitle, args),
+    __SENT_BODY__: body === undefined ? 'undefined' : literal(body),
+  };
 }
 
-/** Every file of the drafted tools, by path relative to the server's folder. */
-export function openApiFiles(s: OpenApiServer): Record<string, string> {
+/** Every file of the drafted tools, by path relative to the server's folder; `server` holds the server's own placeholders. */
+export function openApiFiles(s: OpenApiServer, server: Record<string, string>): Record<string, string> {
+  const gated = s.tools.some((t) => t.gated);
   const files: Record<string, string> = {
-    'src/upstream-data.ts': upstreamDataTs(),
-    'src/test-client.ts': testClientTs(s),
-    'src/tools/index.ts': openApiToolsIndexTs(s),
+    'src/upstream-data.ts': fillTemplate('src/upstream-data.ts', {}),
+    'src/test-client.ts': fillTemplate('src/test-client.ts', server, { gated }),
+    'src/tools/index.ts': toolsIndexTs(s.name, s.tools),
   };
   for (const t of s.tools) {
-    files[`src/tools/${t.file}.ts`] = openApiToolTs(s, t);
-    files[`src/tools/${t.file}.test.ts`] = openApiToolTestTs(s, t);
+    const values = { ...server, ...toolValues(s, t), ...testValues(s, t) };
+    const flags = {
+      textArgs: t.args.some(isTextArg),
+      params: paramsOf(t) !== undefined,
+      query: queryOf(t) !== undefined,
+      json: jsonOf(t) !== undefined,
+    };
+    const template = t.gated ? 'src/tools/gated-operation' : 'src/tools/read-operation';
+    files[`src/tools/${t.file}.ts`] = fillTemplate(`${template}.ts`, values, flags);
+    files[`src/tools/${t.file}.test.ts`] = fillTemplate(`${template}.test.ts`, values);
   }
   return files;
 }

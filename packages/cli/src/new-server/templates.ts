@@ -1,10 +1,14 @@
 // The files of a new bounded server, as `bulkhead new server` writes them: a server that passes
-// typecheck, lint and its tests at once, with one example read tool to replace.
+// typecheck, lint and its tests at once, with one example read tool to replace. Its TypeScript comes
+// from the templates in packages/cli/templates/server/ (fill.ts); its manifest, grants and README are
+// written here.
 
 import { groupRole } from '@bulkhead/db';
+import { fillTemplate } from './fill.ts';
 import type { UpstreamAuthManifest } from './openapi.ts';
 import type { ToolPlan } from './openapi-tools.ts';
 import { openApiFiles } from './openapi-templates.ts';
+import { toolsIndexTs } from './tools-index.ts';
 
 /** What the templates need to know of the new server. */
 export interface NewServer {
@@ -78,8 +82,6 @@ const upstreamFile = (u: { name: string }) => upstreamTool(u).replaceAll('_', '-
 /** The demo customer a customer-bound server's test token sees. */
 const TEST_CUSTOMER = 'C-1001';
 
-const ts = (value: string) => `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
-
 function packageJson(s: NewServer): string {
   return `${JSON.stringify(
     {
@@ -134,362 +136,6 @@ function packageJson(s: NewServer): string {
     null,
     2,
   )}\n`;
-}
-
-function envTs(s: NewServer): string {
-  if (!s.upstream)
-    return `import { parseEnv, serverEnvSchema, type ServerEnv } from '@bulkhead/core';
-import manifest from '../package.json' with { type: 'json' };
-
-/** The port when \`PORT\` is unset: the manifest's (\`bulkhead.port\` in package.json), written nowhere else. */
-export const DEFAULT_PORT = manifest.bulkhead.port;
-
-/** The one place this deployable reads the environment. */
-export function loadEnv(env: Record<string, string | undefined> = process.env): ServerEnv {
-  return parseEnv(serverEnvSchema(DEFAULT_PORT), env);
-}
-`;
-  return `import { parseEnv, resolveUpstreams, serverEnvSchema, type ServerEnv, type UpstreamConfig } from '@bulkhead/core';
-import manifest from '../package.json' with { type: 'json' };
-
-/** The port when \`PORT\` is unset: the manifest's (\`bulkhead.port\` in package.json), written nowhere else. */
-export const DEFAULT_PORT = manifest.bulkhead.port;
-
-/** The systems this server may reach (\`bulkhead.upstreams\` in package.json), written nowhere else. */
-export const UPSTREAMS = manifest.bulkhead.upstreams;
-
-/**
- * The one place this deployable reads the environment: the kit's variables, and for each upstream its
- * base URL and its secret (from the variables, or files, its manifest entry names).
- */
-export function loadEnv(
-  env: Record<string, string | undefined> = process.env,
-): ServerEnv & { upstreams: UpstreamConfig[] } {
-  return { ...parseEnv(serverEnvSchema(DEFAULT_PORT), env), upstreams: resolveUpstreams(UPSTREAMS, env) };
-}
-`;
-}
-
-function serverTs(s: NewServer): string {
-  const bound = s.customerBound
-    ? ' Every token is bound to one customer: tools read it from the access, never from an argument.'
-    : '';
-  return `import { createServer } from '@bulkhead/core';
-import { tools } from './tools/index.ts';
-
-/** ${s.description}${bound} */
-export const ${camel(s.name)}Server = createServer({
-  name: ${ts(s.name)},
-  version: '0.1.0',
-  title: ${ts(title(s.name))},
-  description: ${ts(s.description)},
-  tools,
-});
-`;
-}
-
-function mainTs(s: NewServer): string {
-  const server = `${camel(s.name)}Server`;
-  const run = s.upstream
-    ? `const env = loadEnv();
-  await runServer(${server}, { env, upstreams: env.upstreams, stdio: process.argv.includes('--stdio') });`
-    : `await runServer(${server}, { env: loadEnv(), stdio: process.argv.includes('--stdio') });`;
-  return `import { ConfigError, runServer } from '@bulkhead/core';
-import { loadEnv } from './env.ts';
-import { ${server} } from './server.ts';
-
-try {
-  ${run}
-} catch (err) {
-  process.stderr.write(\`\${${server}.name}: \${err instanceof ConfigError ? err.message : String(err)}\\n\`);
-  process.exit(1);
-}
-`;
-}
-
-function toolsIndexTs(s: NewServer): string {
-  const u = s.upstream;
-  return `import type { AnyTool } from '@bulkhead/core';
-import { countWeekdays } from './count-weekdays.ts';
-${u ? `import { ${camel(upstreamFile(u))} } from './${upstreamFile(u)}.ts';\n` : ''}
-/** Every tool of ${s.name}, in the order tools/list shows them. */
-export const tools: AnyTool[] = [countWeekdays${u ? `, ${camel(upstreamFile(u))}` : ''}];
-`;
-}
-
-function upstreamToolTs(s: NewServer, u: NonNullable<NewServer['upstream']>): string {
-  return `import { defineTool, READ_ONLY, svgIcon, untrustedTextSchema } from '@bulkhead/core';
-import { z } from 'zod';
-
-// The example of a tool that reads another system: it reaches the upstream declared in package.json
-// (\`bulkhead.upstreams.${u.name}\`) through \`ctx.upstream\`, never a bare fetch. The call's time limit and
-// cancellation reach the request, the request is recorded in the call's audit event (never the
-// token), and the answer reaches the model marked untrusted. Replace it with the server's own tools.
-
-export const ${camel(upstreamFile(u))} = defineTool({
-  name: '${upstreamTool(u)}',
-  title: ${ts(`Get the ${u.name} status`)},
-  description:
-    ${ts(`Asks the ${u.name} system for its status page (GET /status). Returns http_status, the status code it answered, and status, the text of its answer as it sent it (untrusted data). Takes no arguments; unlike ${EXAMPLE_TOOL}, it reaches another system.`)},
-  scope: ${ts(exampleScope(s))},
-  input: z.strictObject({}),
-  output: z.object({ http_status: z.number(), status: untrustedTextSchema }),
-  annotations: { ...READ_ONLY, openWorldHint: true },
-  icons: svgIcon("<path d='M8 1a7 7 0 1 0 0 14A7 7 0 0 0 8 1zm-1 3h2v5H7zm0 6h2v2H7z' fill-rule='evenodd'/>"),
-  timeoutMs: 10_000,
-  handler: async (_args, ctx) => {
-    const res = await ctx.upstream(${ts(u.name)}).get('/status');
-    return { http_status: res.status, status: res.text() };
-  },
-});
-`;
-}
-
-function upstreamToolTestTs(s: NewServer, u: NonNullable<NewServer['upstream']>): string {
-  const server = `${camel(s.name)}Server`;
-  const customer = s.customerBound ? `, { customerId: '${TEST_CUSTOMER}' }` : '';
-  const tool = upstreamTool(u);
-  return `import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { Client } from '@modelcontextprotocol/client';
-import { createUpstreams, resolveUpstreams, type Upstreams } from '@bulkhead/core';
-import {
-  callFlat,
-  connectTestClient,
-  issueTestToken,
-  startTestServer,
-  type TestServer,
-} from '@bulkhead/core/testing';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UPSTREAMS } from '../env.ts';
-import { ${server} } from '../server.ts';
-
-const TOKEN = 'test-upstream-token-0b7d2f';
-
-// The ${u.name} system, played by a real HTTP server on 127.0.0.1 started by the test.
-const seen: IncomingHttpHeaders[] = [];
-const upstream = createHttpServer((req, res) => {
-  seen.push(req.headers);
-  if (req.url !== '/status') return res.writeHead(404).end();
-  res.writeHead(200, { 'content-type': 'text/plain' }).end('all systems operational');
-});
-
-let db: TestDatabase;
-let upstreams: Upstreams;
-let server: TestServer;
-let client: Client;
-
-beforeAll(async () => {
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  upstreams = createUpstreams(
-    resolveUpstreams(UPSTREAMS, {
-      ${u.baseUrlEnv}: \`http://127.0.0.1:\${(upstream.address() as AddressInfo).port}\`,
-      ${upstreamTokenEnv(u.baseUrlEnv)}: TOKEN,
-    }),
-  );
-  db = await createTestDatabase();
-  server = await startTestServer(${server}, { db, upstreams });
-  client = await connectTestClient(server.url, await issueTestToken(db.sql, ${server}${customer}));
-});
-afterAll(async () => {
-  await client.close();
-  await server.close();
-  await upstreams.close();
-  await new Promise((resolve) => upstream.close(resolve));
-  await db.drop();
-});
-
-describe('${tool}', () => {
-  it('reads the status from the ${u.name} system with its token, marked untrusted', async () => {
-    const result = await callFlat(client, '${tool}');
-    expect([result.isError, result.structured]).toEqual([
-      false,
-      {
-        http_status: 200,
-        status: { text: 'all systems operational', source: '${u.name} GET /status', untrusted: true },
-      },
-    ]);
-    expect(seen.at(-1)!.authorization).toBe(\`Bearer \${TOKEN}\`);
-  });
-
-  it('records the request in its audit event, never the token', async () => {
-    const [event] = await db.sql<{ result_summary: { upstream: unknown[] }; text: string }[]>\`
-      select result_summary, row_to_json(e)::text as text from audit_events e
-      where server = \${${server}.name} and tool = '${tool}' order by seq desc limit 1\`;
-    expect(event!.result_summary.upstream).toEqual([
-      {
-        upstream: '${u.name}',
-        method: 'GET',
-        path_template: '/status',
-        path: '/status',
-        attempt: 1,
-        status: 200,
-        bytes: 23,
-        ms: expect.any(Number),
-      },
-    ]);
-    expect(event!.text).not.toContain(TOKEN);
-  });
-});
-`;
-}
-
-const queriesTs = () => `import type { Sql } from '@bulkhead/core';
-
-/** Days and weekdays (ISO Monday to Friday) from \`from\` to \`to\`, both included. */
-export async function weekdaysBetween(
-  sql: Sql,
-  from: string,
-  to: string,
-): Promise<{ days: number; weekdays: number }> {
-  const [row] = await sql<{ days: number; weekdays: number }[]>\`
-    select count(*)::int as days, (count(*) filter (where extract(isodow from d) < 6))::int as weekdays
-    from generate_series(\${from}::date, \${to}::date, interval '1 day') as d\`;
-  return row!;
-}
-`;
-
-function exampleToolTs(s: NewServer): string {
-  return `import { dateArg, defineTool, READ_ONLY, svgIcon, ToolError } from '@bulkhead/core';
-import { z } from 'zod';
-import { weekdaysBetween } from '../queries.ts';
-
-// The example tool of a new server: one read, its description beside its handler, a named query,
-// an error the model can act on. Replace it with the server's own tools, one a file.
-
-/** The longest range counted: a sanity limit, enforced but not listed. */
-const MAX_DAYS = 3660;
-
-export const countWeekdays = defineTool({
-  name: '${EXAMPLE_TOOL}',
-  title: 'Count weekdays',
-  description:
-    'Counts the days from one date to another, both included, and the weekdays (Monday to Friday) among them. ' +
-    'Returns from, to, days, weekdays. from and to: dates like 2026-03-02; to is not before from. ' +
-    'Only the calendar: public holidays are not known.',
-  scope: ${ts(exampleScope(s))},
-  input: z.strictObject({
-    from: dateArg.describe('The first day counted, e.g. 2026-03-02.'),
-    to: dateArg.describe('The last day counted, e.g. 2026-03-15.'),
-  }),
-  output: z.object({ from: z.string(), to: z.string(), days: z.number(), weekdays: z.number() }),
-  annotations: READ_ONLY,
-  icons: svgIcon("<path d='M1 3h14v12H1zm2 4h10v6H3zM4 1h2v3H4zm6 0h2v3h-2z' fill-rule='evenodd'/>"),
-  timeoutMs: 5_000,
-  handler: async ({ from, to }, ctx) => {
-    if (to < from) throw new ToolError(\`to (\${to}) is before from (\${from}) — give the earlier date as from\`);
-    if ((Date.parse(to) - Date.parse(from)) / 86_400_000 >= MAX_DAYS)
-      throw new ToolError(\`from \${from} to \${to} is more than \${MAX_DAYS} days — count a shorter range\`);
-    return { from, to, ...(await weekdaysBetween(ctx.sql, from, to)) };
-  },
-});
-`;
-}
-
-function exampleToolTestTs(s: NewServer): string {
-  const server = `${camel(s.name)}Server`;
-  const customer = s.customerBound ? `, { customerId: '${TEST_CUSTOMER}' }` : '';
-  return `import type { Client } from '@modelcontextprotocol/client';
-import {
-  callFlat,
-  connectTestClient,
-  issueTestToken,
-  startTestServer,
-  type TestServer,
-} from '@bulkhead/core/testing';
-import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ${server} } from '../server.ts';
-
-let db: TestDatabase;
-let server: TestServer;
-let client: Client;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  // Served over real HTTP under the server's own database role, called by a real MCP client.
-  server = await startTestServer(${server}, { db });
-  client = await connectTestClient(server.url, await issueTestToken(db.sql, ${server}${customer}));
-});
-afterAll(async () => {
-  await client.close();
-  await server.close();
-  await db.drop();
-});
-
-describe('${EXAMPLE_TOOL}', () => {
-  it('counts the days and the weekdays, both ends included', async () => {
-    const result = await callFlat(client, '${EXAMPLE_TOOL}', { from: '2026-03-02', to: '2026-03-15' });
-    expect([result.isError, result.structured]).toEqual([
-      false,
-      { from: '2026-03-02', to: '2026-03-15', days: 14, weekdays: 10 },
-    ]);
-    const one = await callFlat(client, '${EXAMPLE_TOOL}', { from: '2026-03-07', to: '2026-03-07' });
-    expect(one.structured).toEqual({ from: '2026-03-07', to: '2026-03-07', days: 1, weekdays: 0 });
-  });
-
-  it('says what to fix when the range is backwards or too long', async () => {
-    expect(await callFlat(client, '${EXAMPLE_TOOL}', { from: '2026-03-15', to: '2026-03-02' })).toEqual({
-      isError: true,
-      text: 'to (2026-03-02) is before from (2026-03-15) — give the earlier date as from',
-      structured: undefined,
-    });
-    expect(await callFlat(client, '${EXAMPLE_TOOL}', { from: '2000-01-01', to: '2026-01-01' })).toEqual({
-      isError: true,
-      text: 'from 2000-01-01 to 2026-01-01 is more than 3660 days — count a shorter range',
-      structured: undefined,
-    });
-  });
-
-  it('refuses a date that is not one, naming the argument', async () => {
-    expect(await callFlat(client, '${EXAMPLE_TOOL}', { from: '2026-02-30', to: '2026-03-02' })).toEqual({
-      isError: true,
-      text:
-        'Invalid arguments — from: got "2026-02-30", expected a date written YYYY-MM-DD. ' +
-        'Nothing was done; call again with corrected arguments.',
-      structured: undefined,
-    });
-  });
-
-  it('is audited: each call is one event with its tool, arguments and outcome', async () => {
-    const events = await db.sql\`
-      select tool, arguments, outcome from audit_events where server = \${${server}.name} order by seq\`;
-    expect(events).toEqual([
-      { tool: '${EXAMPLE_TOOL}', arguments: { from: '2026-03-02', to: '2026-03-15' }, outcome: 'ok' },
-      { tool: '${EXAMPLE_TOOL}', arguments: { from: '2026-03-07', to: '2026-03-07' }, outcome: 'ok' },
-      { tool: '${EXAMPLE_TOOL}', arguments: { from: '2026-03-15', to: '2026-03-02' }, outcome: 'tool_error' },
-      { tool: '${EXAMPLE_TOOL}', arguments: { from: '2000-01-01', to: '2026-01-01' }, outcome: 'tool_error' },
-      { tool: '${EXAMPLE_TOOL}', arguments: { from: '2026-02-30', to: '2026-03-02' }, outcome: 'invalid_arguments' },
-    ]);
-  });
-});
-`;
-}
-
-function serverTestTs(s: NewServer): string {
-  return `import { serverSurface } from '@bulkhead/core/testing';
-import { describe, expect, it } from 'vitest';
-import { ${camel(s.name)}Server as def } from './server.ts';
-
-describe('what the model sees of ${s.name}', () => {
-  const surface = serverSurface(def, new URL('../package.json', import.meta.url));
-
-  it('lints clean: every tool passes every rule of the tool linter', () => {
-    expect(surface.findings).toEqual([]);
-  });
-
-  it('keeps what a model reads within the kit’s budget of 6,000; the whole list is measured, not budgeted', () => {
-    expect([surface.modelBudgetChars, surface.budgetChars]).toEqual([6000, undefined]);
-    expect(surface.modelChars).toBeLessThanOrEqual(6000);
-    expect(surface.chars).toBeGreaterThan(surface.modelChars);
-  });
-
-  it('declares in package.json exactly the scopes its tools need', () => {
-    expect(surface.declaredScopes).toEqual(surface.toolScopes);
-  });
-});
-`;
 }
 
 function grantsSql(s: NewServer): string {
@@ -633,86 +279,82 @@ its manifest: tokens of every other server are refused here, and this server's e
 `;
 }
 
-/**
- * \`src/testing/upstreams.ts\` of a server with an upstream: a stand-in for it on 127.0.0.1 that the
- * cross-server tests (test/upstreams.ts) start, so that the token matrix can call the probe. It answers
- * every GET with \`answer\` (JSON), anything else 404. A person replaces it with a real instance where
- * one can run in tests, as ops starts a real Alertmanager.
- */
-function testUpstreamsTs(s: NewServer, u: NonNullable<NewServer['upstream']>, answer: unknown): string {
-  return `import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { UPSTREAMS } from '../env.ts';
-
-/** What every GET gets from the stand-in: an answer the probe's tool takes. */
-const ANSWER = ${JSON.stringify(answer)};
-
-/**
- * What ${s.name} reaches, for the cross-server tests (test/upstreams.ts finds this file by the manifest's
- * \`bulkhead.upstreams\`): a stand-in for ${u.name} on 127.0.0.1. Replace it with a real instance where
- * one can run in tests.
- */
-export async function startTestUpstreams(): Promise<{ env: Record<string, string>; close(): Promise<void> }> {
-  const standIn = createServer((req, res) => {
-    if (req.method !== 'GET') return res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(ANSWER));
-  });
-  await new Promise<void>((resolve) => standIn.listen(0, '127.0.0.1', resolve));
-  const env: Record<string, string> = {};
-  for (const upstream of Object.values(UPSTREAMS)) {
-    env[upstream.baseUrlEnv] = \`http://127.0.0.1:\${(standIn.address() as AddressInfo).port}\`;
-    for (const [key, value] of Object.entries(upstream.auth))
-      if (key.endsWith('Env') && typeof value === 'string') env[value] = 'test-secret';
-  }
+/** What the templates of every new server say of it (placeholders in packages/cli/templates/server/). */
+function serverValues(s: NewServer): Record<string, string> {
+  const bound = s.customerBound
+    ? ' Every token is bound to one customer: tools read it from the access, never from an argument.'
+    : '';
+  const u = s.upstream;
   return {
-    env,
-    close: async () => {
-      standIn.closeAllConnections();
-      await new Promise((resolve) => standIn.close(resolve));
-    },
+    __SERVER__: `${camel(s.name)}Server`,
+    __SERVER_NAME__: s.name,
+    __SERVER_TITLE__: title(s.name),
+    __SERVER_DESCRIPTION__: s.description,
+    __SERVER_DOC__: `${s.description}${bound}`,
+    __READ_SCOPE__: exampleScope(s),
+    __TOKEN_OPTIONS__: s.customerBound ? `{ customerId: '${TEST_CUSTOMER}' }` : '',
+    ...(u
+      ? {
+          __UPSTREAM__: u.name,
+          __UPSTREAM_TOOL__: camel(upstreamFile(u)),
+          __UPSTREAM_TOOL_NAME__: upstreamTool(u),
+          __BASE_URL_ENV__: u.baseUrlEnv,
+          __TOKEN_ENV__: upstreamTokenEnv(u.baseUrlEnv),
+        }
+      : {}),
   };
-}
-`;
 }
 
 /** Every file of the new server, by path relative to its folder. */
 export function serverFiles(s: NewServer): Record<string, string> {
+  const values = serverValues(s);
+  const flags = { upstream: s.upstream !== undefined };
+  const fill = (template: string, extra: Record<string, string> = {}) =>
+    fillTemplate(template, { ...values, ...extra }, flags);
   const common = {
     'package.json': packageJson(s),
     'tsconfig.json': '{ "extends": "../../tsconfig.base.json", "include": ["src"] }\n',
     'grants.sql': grantsSql(s),
     'README.md': readme(s),
-    'src/env.ts': envTs(s),
-    'src/server.ts': serverTs(s),
-    'src/server.test.ts': serverTestTs(s),
-    'src/main.ts': mainTs(s),
+    'src/env.ts': fill(s.upstream ? 'src/env.ts' : 'src/env-without-upstreams.ts'),
+    'src/server.ts': fill('src/server.ts'),
+    'src/server.test.ts': fill('src/server.test.ts'),
+    'src/main.ts': fill('src/main.ts'),
   };
+  /** The stand-in for the upstream in the cross-server tests, answering every GET with `answer`. */
+  const testUpstreams = (answer: unknown) =>
+    fill('src/testing/upstreams.ts', { __UPSTREAM_ANSWER__: JSON.stringify(answer) });
   if (s.openapi && s.upstream) {
     const probe = s.openapi.probe && s.openapi.tools.find((t) => t.name === s.openapi!.probe!.tool);
     return {
       ...common,
-      'src/testing/upstreams.ts': testUpstreamsTs(s, s.upstream, probe ? probe.response.example : {}),
-      ...openApiFiles({
-        name: s.name,
-        serverExport: `${camel(s.name)}Server`,
-        customerBound: s.customerBound,
-        upstream: s.upstream.name,
-        upstreamTitle: s.upstream.title ?? `the ${s.upstream.name} system`,
-        tools: s.openapi.tools,
-      }),
+      'src/testing/upstreams.ts': testUpstreams(probe ? probe.response.example : {}),
+      ...openApiFiles(
+        {
+          name: s.name,
+          upstream: s.upstream.name,
+          upstreamTitle: s.upstream.title ?? `the ${s.upstream.name} system`,
+          tools: s.openapi.tools,
+        },
+        values,
+      ),
     };
   }
+  const tools = [
+    { exportName: 'countWeekdays', file: 'count-weekdays' },
+    ...(s.upstream ? [{ exportName: camel(upstreamFile(s.upstream)), file: upstreamFile(s.upstream) }] : []),
+  ];
   return {
     ...common,
-    'src/queries.ts': queriesTs(),
-    'src/tools/index.ts': toolsIndexTs(s),
-    'src/tools/count-weekdays.ts': exampleToolTs(s),
-    'src/tools/count-weekdays.test.ts': exampleToolTestTs(s),
+    'src/queries.ts': fill('src/queries.ts'),
+    'src/tools/index.ts': toolsIndexTs(s.name, tools),
+    'src/tools/count-weekdays.ts': fill('src/tools/count-weekdays.ts'),
+    'src/tools/count-weekdays.test.ts': fill('src/tools/count-weekdays.test.ts'),
     ...(s.upstream
       ? {
-          [`src/tools/${upstreamFile(s.upstream)}.ts`]: upstreamToolTs(s, s.upstream),
-          [`src/tools/${upstreamFile(s.upstream)}.test.ts`]: upstreamToolTestTs(s, s.upstream),
-          'src/testing/upstreams.ts': testUpstreamsTs(s, s.upstream, 'all systems operational'),
+          [`src/tools/${upstreamFile(s.upstream)}.ts`]: fill('src/tools/get-upstream-status.ts'),
+          [`src/tools/${upstreamFile(s.upstream)}.test.ts`]: fill('src/tools/get-upstream-status.test.ts'),
+          'src/testing/upstreams.ts': testUpstreams('all systems operational'),
         }
       : {}),
   };
