@@ -1,4 +1,4 @@
-import type { AuditEventInput, AuditWriter } from '@bulkhead/audit';
+import { SUCCESSFUL_OUTCOMES, type AuditEventInput, type AuditWriter, type Outcome } from '@bulkhead/audit';
 import { activeSpan, activeTraceId, inSpan, markError } from './tracing.ts';
 
 /** How the one message that promised an event writes it: the audit writer's three ways, nothing else. */
@@ -53,7 +53,8 @@ export function createRequestAudit(writer: EventSink, requestId: string): Reques
   };
 }
 
-const UNMARKED = new Set(['ok', 'pending_approval', 'approved', 'executed']);
+/** Outcomes that leave the request's span unmarked: the successful ones. */
+const UNMARKED: ReadonlySet<Outcome> = new Set(SUCCESSFUL_OUTCOMES);
 
 /**
  * `writer` as a traced request writes with it: each event carries the trace id of the span that
