@@ -31,14 +31,18 @@ const FAILURE_OUTCOME: Record<string, Outcome> = {
   refused: 'forbidden',
 };
 
-/** What every event about the approval `a` says, written by `server` and naming `by`; a request of its own. */
+/**
+ * What every event about the approval `a` says, written by `server` and naming `by`: in the request
+ * `requestId` (a console request that decides), else a request of its own.
+ */
 function approvalEvent(
   a: ApprovalRecord,
   server: string,
   by: Party,
   draft: Omit<EventDraft, 'tool' | 'arguments' | 'approvalId'>,
+  requestId?: string,
 ): AuditEventInput {
-  return createEventOwner({ server, by }).event({
+  return createEventOwner({ server, by, requestId }).event({
     tool: a.tool,
     arguments: a.argumentsRedacted,
     approvalId: a.id,
@@ -58,27 +62,40 @@ export function decisionEvent(
   decider: { tokenId: string | null; label: string },
   outcome: 'approved' | 'rejected' | 'forbidden',
   extra: Record<string, unknown> = {},
+  requestId?: string,
 ): AuditEventInput {
-  return approvalEvent(a, 'console', decider, {
-    method: APPROVAL_METHODS.decide,
-    outcome,
-    resultSummary: {
-      status: outcome,
-      decided_by: decider.label,
-      reason: a.decisionReason,
-      arguments_hash: a.argumentsHash,
-      ...extra,
+  return approvalEvent(
+    a,
+    'console',
+    decider,
+    {
+      method: APPROVAL_METHODS.decide,
+      outcome,
+      resultSummary: {
+        status: outcome,
+        decided_by: decider.label,
+        reason: a.decisionReason,
+        arguments_hash: a.argumentsHash,
+        ...extra,
+      },
     },
-  });
+    requestId,
+  );
 }
 
 /** The event of a request that lapsed undecided. */
-export function expiryEvent(a: ApprovalRecord, server: string): AuditEventInput {
-  return approvalEvent(a, server, requester(a), {
-    method: APPROVAL_METHODS.expire,
-    outcome: 'expired',
-    resultSummary: { status: 'expired', expires_at: a.expiresAt.toISOString() },
-  });
+export function expiryEvent(a: ApprovalRecord, server: string, requestId?: string): AuditEventInput {
+  return approvalEvent(
+    a,
+    server,
+    requester(a),
+    {
+      method: APPROVAL_METHODS.expire,
+      outcome: 'expired',
+      resultSummary: { status: 'expired', expires_at: a.expiresAt.toISOString() },
+    },
+    requestId,
+  );
 }
 
 /** The event of an approved action's run, written by the owning server with the outcome in one transaction. */

@@ -52,11 +52,13 @@ export interface EventOwnerOptions {
   /** The server the events are about (the writing deployable's, or the switched tool's). */
   server: string;
   /** The request's id; a fresh one for an action that is no request of its own. */
-  requestId?: string;
+  requestId?: string | undefined;
   /** `performance.now()` when the request arrived (default: now). */
-  started?: number;
-  by?: Party;
-  client?: ClientInfo;
+  started?: number | undefined;
+  /** Who the events name until `identify` says otherwise (default: no token). */
+  by?: Party | undefined;
+  /** The client every event names unless its draft says another (default: none). */
+  client?: ClientInfo | undefined;
 }
 
 /** An owner of events that is not (yet) bound to a writer: see {@link EventOwner}. */
