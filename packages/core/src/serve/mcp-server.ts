@@ -67,12 +67,8 @@ function visibleTools(
  */
 export function buildMcpServer(def: ServerDefinition, kit: CallKit<ApprovalRecord>, caller: Caller): Server {
   const access = caller.access;
-  // The caller, told to the request's audit owner: every event of the request names its token.
-  const who = async (audit: RequestAudit) => {
-    const resolved = typeof access === 'function' ? await access(audit) : access;
-    audit.identify(resolved);
-    return resolved;
-  };
+  const who = (audit: RequestAudit) =>
+    typeof access === 'function' ? access(audit) : Promise.resolve(access);
   const runsTasks = hasGatedTools(def) && kit.approvals !== undefined;
   const server = new KitServer(
     {

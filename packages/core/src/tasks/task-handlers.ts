@@ -188,6 +188,8 @@ async function answerTaskRequest(
   const started = performance.now();
   const audit = options.audit();
   const access = await options.who(audit);
+  // The request's event names the token it came with.
+  audit.identify(access);
   const sink = audit.claim();
   const requestId = audit.requestId;
   const client = options.client(ctx);
