@@ -460,6 +460,10 @@ describe('deciding', () => {
       token_label: 'console:Ana Berg',
       outcome: 'rejected',
     });
+    // The decision is an event of the console request that took it: it carries that request's id.
+    const [decided] = await db.sql`
+      select request_id from audit_events where approval_id = ${id} and method = 'approvals/decide'`;
+    expect(decided!.request_id).toBe(rejected.headers.get('x-request-id'));
   });
 
   it('refuses to approve a request whose stored arguments changed since it was made', async () => {

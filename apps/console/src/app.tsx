@@ -9,6 +9,7 @@ import type { ConsoleContext, ConsoleEnv } from './context.ts';
 import { requireApprover } from './middleware/approver.tsx';
 import { requireOperator } from './middleware/operator.tsx';
 import { ownOrigin } from './middleware/own-origin.ts';
+import { requestAudit } from './middleware/request-audit.ts';
 import { securityHeaders } from './middleware/security-headers.ts';
 import type { OAuthServer } from './oauth/context.ts';
 import type { RegistrationPolicy } from './oauth/registration-limit.ts';
@@ -115,6 +116,8 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
 
   const app = new Hono<ConsoleEnv>();
   app.use(securityHeaders);
+  // One request id for every event the request writes, from the first refusal on.
+  app.use(requestAudit(audit));
   app.use(ownOrigin(ctx, options.allowedHosts ?? [], refusals));
   app.use(bodyLimit({ maxSize: FORM_LIMIT, onError: (c) => c.text('Form too large.', 413) }));
   mountProbes(app, ctx, metrics, options.metricsToken);
@@ -122,7 +125,6 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
   mountOAuth(app, {
     sql,
     logger,
-    audit,
     issuer: publicUrl.origin + publicUrl.pathname.replace(/\/$/, ''),
     servers: ctx.servers,
     proxyHops: ctx.proxyHops,

@@ -3,12 +3,16 @@ import type { Logger } from '@bulkhead/core';
 import type { TokenVerifier } from '@bulkhead/core/operator';
 import type { Sql } from '@bulkhead/db';
 import type { Context } from 'hono';
+import type { ConsoleAudit } from './middleware/request-audit.ts';
 import type { OAuthServer } from './oauth/context.ts';
 import type { SignInThrottle } from './pages/sign-in/throttle.ts';
 import type { Approver } from './sessions.ts';
 
-/** What a console request carries: its approver, once the approver middleware has found one. */
-export type ConsoleEnv = { Variables: { approver: Approver } };
+/**
+ * What a console request carries: the owner of its audit events (from the first middleware on), and
+ * its approver, once the approver middleware has found one.
+ */
+export type ConsoleEnv = { Variables: { approver: Approver; audit: ConsoleAudit } };
 
 /** A request to the console. */
 export type ConsoleRequest = Context<ConsoleEnv>;

@@ -22,6 +22,25 @@ export const OUTCOMES = [
 ] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
+/**
+ * Outcomes of a request that went as its caller asked: it ran, or it was filed for (or granted by) a
+ * person and runs later. Every other outcome is an error: it marks the request's span with
+ * `error.type` and is counted as one on `/metrics`.
+ */
+export const SUCCESSFUL_OUTCOMES: readonly Outcome[] = ['ok', 'pending_approval', 'approved', 'executed'];
+
+/**
+ * Outcomes that are no refusal and no failure of the request: the successful ones, and the later
+ * steps of an approval that a person or the clock decided (rejected, expired, withdrawn). The
+ * console's chart of refusals counts every other outcome.
+ */
+export const NOT_REFUSED_OUTCOMES: readonly Outcome[] = [
+  ...SUCCESSFUL_OUTCOMES,
+  'rejected',
+  'expired',
+  'withdrawn',
+];
+
 /** What a caller hands to the writer; the database adds the sequence number, time and role. */
 export interface AuditEventInput {
   /** The event's id, when the writer must be able to tell a retry from a second event (a UUID; else one is drawn). */

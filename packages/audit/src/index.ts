@@ -1,5 +1,7 @@
 export {
   OUTCOMES,
+  SUCCESSFUL_OUTCOMES,
+  NOT_REFUSED_OUTCOMES,
   type Outcome,
   type AuditEvent,
   type AuditEventInput,

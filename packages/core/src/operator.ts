@@ -4,6 +4,14 @@
 export { createMetrics, metricsRoute, type Metrics, type MetricsSources } from './serve/metrics.ts';
 export { sourceOf } from './serve/http/middleware/request-context.ts';
 export {
+  createEventOwner,
+  type ClientInfo,
+  type EventDraft,
+  type EventOwner,
+  type EventOwnerOptions,
+  type Party,
+} from './pipeline/request-audit.ts';
+export {
   listSwitchedOffTools,
   switchToolOff,
   switchToolOn,

@@ -69,6 +69,7 @@ export function requireApprover(ctx: ConsoleContext): MiddlewareHandler<ConsoleE
       const bearer = await bearerApprover(c, ctx, authorization);
       if ('response' in bearer) return bearer.response;
       c.set('approver', bearer.approver);
+      c.get('audit').identify(bearer.approver);
       return next();
     }
     const sid = getCookie(c, cookies.session);
@@ -83,6 +84,8 @@ export function requireApprover(ctx: ConsoleContext): MiddlewareHandler<ConsoleE
       );
     }
     c.set('approver', approver);
+    // The request's later events (an operator's action) name the approver's token.
+    c.get('audit').identify(approver);
     if (c.req.method === 'POST') {
       const given = field(await c.req.parseBody(), '_csrf');
       if (!given || !sameSecret(given, approver.csrf!))

@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { RefusalLog } from '@bulkhead/core';
 import type { Context, MiddlewareHandler } from 'hono';
-import type { ConsoleContext } from '../context.ts';
+import type { ConsoleContext, ConsoleEnv } from '../context.ts';
 import { sourceAddress } from '../source.ts';
+import { auditOf } from './request-audit.ts';
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 const OAUTH_API = /^\/oauth\/(token|register|revoke)$/;
@@ -42,7 +42,7 @@ export function ownOrigin(
   ctx: ConsoleContext,
   allowedHosts: string[],
   refusals: RefusalLog,
-): MiddlewareHandler {
+): MiddlewareHandler<ConsoleEnv> {
   const { logger, publicUrl, proxyHops } = ctx;
   const hosts = new Set([...LOOPBACK, publicUrl.hostname, ...allowedHosts]);
   return async (c, next) => {
@@ -60,13 +60,10 @@ export function ownOrigin(
       const id = /^\/approvals\/([^/]{1,100})\/decide$/.exec(c.req.path)?.[1];
       await refusals
         .record(
-          {
-            server: 'console',
+          auditOf(c).event({
             method: formMethod(c.req.path),
             outcome: 'forbidden',
-            requestId: randomUUID(),
             durationMs: 0,
-            clientName: c.req.header('user-agent')?.slice(0, 200) ?? null,
             arguments: { source, ...(id ? { approval_id: id } : {}) },
             resultSummary: {
               reason: foreign,
@@ -74,7 +71,7 @@ export function ownOrigin(
               origin: c.req.header('origin')?.slice(0, 200) ?? null,
               sec_fetch_site: c.req.header('sec-fetch-site')?.slice(0, 50) ?? null,
             },
-          },
+          }),
           { authenticated: false, source },
         )
         .catch((err: unknown) =>

@@ -1,8 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import type { AuditWriter, Outcome } from '@bulkhead/audit';
+import type { Outcome } from '@bulkhead/audit';
 import type { Logger } from '@bulkhead/core';
+import type { Party } from '@bulkhead/core/operator';
 import type { Sql } from '@bulkhead/db';
 import type { Context } from 'hono';
+import { auditOf } from '../middleware/request-audit.ts';
 import type { Approver } from '../sessions.ts';
 import type { RegistrationPolicy } from './registration-limit.ts';
 
@@ -20,7 +21,6 @@ export interface OAuthServer {
 export interface OAuthDeps {
   sql: Sql;
   logger: Logger;
-  audit: AuditWriter;
   /** The issuer: the console's public URL, without a trailing slash. */
   issuer: string;
   servers: OAuthServer[];
@@ -34,8 +34,8 @@ export interface OAuthDeps {
 
 /** Who an OAuth audit event names besides the request's user agent. */
 export interface OAuthEventParties {
-  tokenId?: string | null;
-  tokenLabel?: string | null;
+  /** The event's token: the signed-in approver who acted (granted, denied, was refused), or the token a step issued. */
+  by?: Party;
   clientId?: string | null;
 }
 
@@ -61,9 +61,12 @@ export interface OAuthContext {
   ): Promise<unknown>;
 }
 
+/** An OAuth step no approver took part in (a client's request) names no token. */
+const NOBODY: Party = { tokenId: null, label: null };
+
 /** The endpoints' context for the console's dependencies. */
 export function createOAuthContext(deps: OAuthDeps): OAuthContext {
-  const { sql, logger, audit, issuer, servers, session } = deps;
+  const { sql, logger, issuer, servers, session } = deps;
   return {
     sql,
     logger,
@@ -72,16 +75,12 @@ export function createOAuthContext(deps: OAuthDeps): OAuthContext {
     proxyHops: deps.proxyHops ?? 0,
     session,
     record: (c, method, outcome, started, summary, extra = {}) =>
-      audit
+      auditOf(c)
         .append({
-          server: 'console',
           method: `oauth/${method}`,
           outcome,
-          requestId: randomUUID(),
-          durationMs: performance.now() - started,
-          tokenId: extra.tokenId ?? null,
-          tokenLabel: extra.tokenLabel ?? null,
-          clientName: c.req.header('user-agent')?.slice(0, 200) ?? null,
+          since: started,
+          by: extra.by ?? NOBODY,
           arguments: extra.clientId ? { client_id: extra.clientId } : {},
           resultSummary: summary,
         })

@@ -1,5 +1,5 @@
 import type { Hono } from 'hono';
-import type { Approver } from '../sessions.ts';
+import type { ConsoleEnv } from '../context.ts';
 import { createOAuthContext, type OAuthDeps } from './context.ts';
 import { decideConsent, showConsent } from './endpoints/authorize.tsx';
 import { metadata } from './endpoints/metadata.ts';
@@ -9,8 +9,6 @@ import { revoke } from './endpoints/revoke.ts';
 import { token } from './endpoints/token.ts';
 import { createRegistrationLimiter, REGISTRATION_POLICY } from './registration-limit.ts';
 
-type Env = { Variables: { approver: Approver } };
-
 /**
  * The console as an OAuth 2.1 authorization server for the MCP servers: metadata (RFC 8414),
  * dynamic registration (RFC 7591) and Client ID Metadata Documents, the consent page (authorization
@@ -18,7 +16,7 @@ type Env = { Variables: { approver: Approver } };
  * and reuse detection, and revocation (RFC 7009). Every refusal is audited as server `console`,
  * method `oauth/<endpoint>`.
  */
-export function mountOAuth(app: Hono<Env>, deps: OAuthDeps): void {
+export function mountOAuth(app: Hono<ConsoleEnv>, deps: OAuthDeps): void {
   const ctx = createOAuthContext(deps);
   const limiter = createRegistrationLimiter(deps.registrationPolicy ?? REGISTRATION_POLICY);
   app.get('/.well-known/oauth-authorization-server', (c) => metadata(c, ctx));

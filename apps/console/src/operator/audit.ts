@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Outcome } from '@bulkhead/audit';
 import type { ConsoleContext, ConsoleRequest } from '../context.ts';
 import { sourceAddress } from '../source.ts';
@@ -6,7 +5,8 @@ import { sourceAddress } from '../source.ts';
 /**
  * Writes an operator action's audit event: server `console`, method `console/operator`, the action as the
  * tool (`revoke_person`, `issue_token`, `switch_tool`, `audit_export`, `page`…), under the operator's
- * approver token, with the person (the token's owner) and the source address among the arguments.
+ * approver token, with the person (the token's owner) and the source address among the arguments; in the
+ * request's own id, which its other events share.
  */
 export function auditOperator(
   c: ConsoleRequest,
@@ -20,16 +20,12 @@ export function auditOperator(
   },
 ) {
   const approver = c.get('approver');
-  return ctx.audit.append({
-    server: 'console',
+  // The request's owner names the approver's token (the approver middleware told it) and the browser.
+  return c.get('audit').append({
     method: 'console/operator',
     tool: o.action,
     outcome: o.outcome,
-    requestId: randomUUID(),
-    durationMs: performance.now() - o.started,
-    tokenId: approver.tokenId,
-    tokenLabel: approver.label,
-    clientName: c.req.header('user-agent')?.slice(0, 200) ?? null,
+    since: o.started,
     arguments: {
       person: approver.owner,
       source: sourceAddress(c, ctx.proxyHops),

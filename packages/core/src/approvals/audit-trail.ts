@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import type { AuditEventInput, Outcome } from '@bulkhead/audit';
+import { createEventOwner, type EventDraft, type Party } from '../pipeline/request-audit.ts';
 import type { ApprovalRecord } from './store.ts';
 
 /**
@@ -31,15 +31,29 @@ const FAILURE_OUTCOME: Record<string, Outcome> = {
   refused: 'forbidden',
 };
 
-function base(a: ApprovalRecord, server: string) {
-  return {
-    server,
+/**
+ * What every event about the approval `a` says, written by `server` and naming `by`: in the request
+ * `requestId` (a console request that decides), else a request of its own.
+ */
+function approvalEvent(
+  a: ApprovalRecord,
+  server: string,
+  by: Party,
+  draft: Omit<EventDraft, 'tool' | 'arguments' | 'approvalId'>,
+  requestId?: string,
+): AuditEventInput {
+  return createEventOwner({ server, by, requestId }).event({
     tool: a.tool,
     arguments: a.argumentsRedacted,
     approvalId: a.id,
-    requestId: randomUUID(),
     durationMs: 0,
-  };
+    ...draft,
+  });
+}
+
+/** The person who asked for `a`: the token its request came with. */
+function requester(a: ApprovalRecord): Party {
+  return { tokenId: a.requestedByTokenId, label: a.requestedByLabel };
 }
 
 /** The event of a decision (or of a decision refused), written by the console role. */
@@ -48,41 +62,45 @@ export function decisionEvent(
   decider: { tokenId: string | null; label: string },
   outcome: 'approved' | 'rejected' | 'forbidden',
   extra: Record<string, unknown> = {},
+  requestId?: string,
 ): AuditEventInput {
-  return {
-    ...base(a, 'console'),
-    method: APPROVAL_METHODS.decide,
-    outcome,
-    tokenId: decider.tokenId,
-    tokenLabel: decider.label,
-    resultSummary: {
-      status: outcome,
-      decided_by: decider.label,
-      reason: a.decisionReason,
-      arguments_hash: a.argumentsHash,
-      ...extra,
+  return approvalEvent(
+    a,
+    'console',
+    decider,
+    {
+      method: APPROVAL_METHODS.decide,
+      outcome,
+      resultSummary: {
+        status: outcome,
+        decided_by: decider.label,
+        reason: a.decisionReason,
+        arguments_hash: a.argumentsHash,
+        ...extra,
+      },
     },
-  };
+    requestId,
+  );
 }
 
 /** The event of a request that lapsed undecided. */
-export function expiryEvent(a: ApprovalRecord, server: string): AuditEventInput {
-  return {
-    ...base(a, server),
-    tokenId: a.requestedByTokenId,
-    tokenLabel: a.requestedByLabel,
-    method: APPROVAL_METHODS.expire,
-    outcome: 'expired',
-    resultSummary: { status: 'expired', expires_at: a.expiresAt.toISOString() },
-  };
+export function expiryEvent(a: ApprovalRecord, server: string, requestId?: string): AuditEventInput {
+  return approvalEvent(
+    a,
+    server,
+    requester(a),
+    {
+      method: APPROVAL_METHODS.expire,
+      outcome: 'expired',
+      resultSummary: { status: 'expired', expires_at: a.expiresAt.toISOString() },
+    },
+    requestId,
+  );
 }
 
 /** The event of an approved action's run, written by the owning server with the outcome in one transaction. */
 export function executionEvent(a: ApprovalRecord): AuditEventInput {
-  return {
-    ...base(a, a.server),
-    tokenId: a.requestedByTokenId,
-    tokenLabel: a.requestedByLabel,
+  return approvalEvent(a, a.server, requester(a), {
     method: APPROVAL_METHODS.execute,
     outcome: a.status === 'executed' ? 'executed' : FAILURE_OUTCOME[a.failure ?? 'internal_error']!,
     durationMs: a.durationMs ?? 0,
@@ -91,7 +109,7 @@ export function executionEvent(a: ApprovalRecord): AuditEventInput {
       executed_by: a.executedBy,
       ...(a.status === 'executed' ? { result: summarise(a.result) } : { error: a.error }),
     },
-  };
+  });
 }
 
 function summarise(value: unknown): unknown {

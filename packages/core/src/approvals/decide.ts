@@ -48,6 +48,8 @@ export interface Decision {
   allowSelfApproval?: boolean;
   /** Decide under this role (`SET LOCAL ROLE`): the CLI, connected as the owner, decides as `bulkhead_console`. */
   asRole?: string;
+  /** The request the decision is taken in (the console's), whose id its event carries; a fresh id when absent. */
+  requestId?: string | undefined;
 }
 
 const MAX_REASON = 1000;
@@ -146,7 +148,7 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
       const [expired] = await tx<ApprovalRecord[]>`
         update bulkhead_approvals set status = 'expired' where id = ${a.id}
         returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
-      await audit.appendIn(tx, expiryEvent(expired!, 'console'));
+      await audit.appendIn(tx, expiryEvent(expired!, 'console', d.requestId));
       return {
         error: new ApprovalDecisionError(
           `approval ${d.id} expired undecided on ${stamp(a.expiresAt)}; it will never run`,
@@ -164,7 +166,13 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
         );
         await audit.appendIn(
           tx,
-          decisionEvent(a, decider, 'forbidden', { reason: 'self_approval', person: approver.owner }),
+          decisionEvent(
+            a,
+            decider,
+            'forbidden',
+            { reason: 'self_approval', person: approver.owner },
+            d.requestId,
+          ),
         );
         return { error };
       }
@@ -194,6 +202,7 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
         decider,
         status,
         allowSelf ? { self_approval_allowed: true } : {},
+        d.requestId,
       ),
       id: randomUUID(),
     };

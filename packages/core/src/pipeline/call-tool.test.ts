@@ -57,7 +57,7 @@ function recording() {
     audit: sink as never,
     auditFullResults: false,
   };
-  return { written, kit, audit: createRequestAudit(sink, 'req-1') };
+  return { written, kit, audit: createRequestAudit(sink, 'req-1', { server: def.name }) };
 }
 
 const access = { tokenId: 't-1', label: 'test', scopes: ['echo:read'], customerId: null } as never;

@@ -22,7 +22,7 @@ import { NoConnectionInTime, waitAtMost } from './time-limit.ts';
 import { UpstreamError } from './upstream/client.ts';
 import type { UpstreamRecord, Upstreams } from './upstream/upstreams.ts';
 import { callHandler, classifyFailure, runHandler } from './run-handler.ts';
-import type { EventSink, RequestAudit } from './request-audit.ts';
+import type { ClientInfo, EventDraft, EventSink, RequestAudit } from './request-audit.ts';
 import { inSpan } from './tracing.ts';
 import { renderText } from './untrusted/render.ts';
 
@@ -133,6 +133,8 @@ const WITHHELD =
 export async function callTool<A>(kit: CallKit<A>, req: CallRequest): Promise<CallOutcome<A>> {
   const started = performance.now();
   const name = typeof req.name === 'string' ? req.name : String(req.name as never);
+  // The call's event names the token it runs under, however the request's owner was made.
+  req.audit.identify(req.access);
   const sink = req.audit.claim();
   try {
     return await answerCall(kit, req, name, sink);
@@ -142,20 +144,17 @@ export async function callTool<A>(kit: CallKit<A>, req: CallRequest): Promise<Ca
     const { incident, text } = internalError(NOTHING_CHANGED);
     kit.logger.error({ err, incident, requestId: req.audit.requestId, tool: name }, 'tool call failed');
     await sink
-      .keep({
-        server: kit.server,
-        method: 'tools/call',
-        requestId: req.audit.requestId,
-        tokenId: req.access.tokenId,
-        tokenLabel: req.access.label,
-        clientName: req.clientName ?? null,
-        clientVersion: req.clientVersion ?? null,
-        tool: name,
-        arguments: null,
-        outcome: 'internal_error',
-        durationMs: performance.now() - started,
-        resultSummary: { error: text, incident },
-      })
+      .keep(
+        req.audit.event({
+          method: 'tools/call',
+          client: clientOf(req),
+          tool: name,
+          arguments: null,
+          outcome: 'internal_error',
+          since: started,
+          resultSummary: { error: text, incident },
+        }),
+      )
       .catch((e: unknown) => kit.logger.error({ err: e }, 'audit event could not be written'));
     return { kind: 'answered', result: errorResult(text) };
   }
@@ -189,6 +188,11 @@ async function answerCall<A>(
     : { kind: 'answered', result };
 }
 
+/** The client a call's event names, as the request carries it. */
+function clientOf(req: CallRequest): ClientInfo {
+  return { name: req.clientName ?? null, version: req.clientVersion ?? null };
+}
+
 /** One call's audit event in the making, and how it is written and its answer released. */
 interface CallRecord {
   sink: EventSink;
@@ -200,14 +204,14 @@ interface CallRecord {
   upstreamCalls: UpstreamRecord[];
   /** The time limit and its deadline, once the tool is known to be callable. */
   limit: { timeoutMs: number; deadline: number };
-  event(outcome: Outcome, extra?: Partial<AuditEventInput>): AuditEventInput;
+  event(outcome: Outcome, extra?: Partial<EventDraft>): AuditEventInput;
   /**
    * Records the outcome on its own (nothing else to commit with it) and answers, or withholds the
    * answer. A refusal discloses nothing and says that nothing was done: it goes out even when the
    * database is away, its event held until the database is back. A result goes out only once its
    * event is committed.
    */
-  finish(outcome: Outcome, result: CallToolResult, extra?: Partial<AuditEventInput>): Promise<CallToolResult>;
+  finish(outcome: Outcome, result: CallToolResult, extra?: Partial<EventDraft>): Promise<CallToolResult>;
   /** Answers with `result` once `done` is committed; withholds it when the event cannot be written. */
   release(done: AuditEventInput, result: CallToolResult): Promise<CallToolResult>;
   refuse(outcome: Outcome, text: string): Promise<CallToolResult>;
@@ -225,14 +229,9 @@ function callRecord(
   const logger = lazyChild(kit.logger, { requestId, tool: name });
   // Walked before anything else looks at them (the schema, the audit copy): cheap, and bounded whatever was sent.
   const oversized = tool ? argumentsOverLimit(req.arguments) : null;
-  const base: Omit<AuditEventInput, 'outcome' | 'durationMs'> = {
-    server: kit.server,
+  const base = {
     method: 'tools/call',
-    requestId,
-    tokenId: req.access.tokenId,
-    tokenLabel: req.access.label,
-    clientName: req.clientName ?? null,
-    clientVersion: req.clientVersion ?? null,
+    client: clientOf(req),
     tool: name,
     // An unknown tool's arguments are not recorded: which of them are secret is unknown; oversized ones neither.
     arguments: tool && !oversized ? redactArguments(tool.input, req.arguments) : null,
@@ -246,20 +245,21 @@ function callRecord(
     oversized,
     upstreamCalls,
     limit,
-    event: (outcome, extra = {}) => ({
-      ...base,
-      outcome,
-      durationMs: performance.now() - started,
-      ...extra,
-      ...(upstreamCalls.length
-        ? {
-            resultSummary: {
-              ...(extra.resultSummary as Record<string, unknown> | undefined),
-              upstream: [...upstreamCalls],
-            },
-          }
-        : {}),
-    }),
+    event: (outcome, extra = {}) =>
+      req.audit.event({
+        ...base,
+        outcome,
+        since: started,
+        ...extra,
+        ...(upstreamCalls.length
+          ? {
+              resultSummary: {
+                ...(extra.resultSummary as Record<string, unknown> | undefined),
+                upstream: [...upstreamCalls],
+              },
+            }
+          : {}),
+      }),
     finish: async (outcome, result, extra = {}) => {
       if (result.isError) {
         await sink

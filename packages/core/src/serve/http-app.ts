@@ -184,7 +184,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
   const app = new Hono<McpEnv>();
   const metadataUrl = mountProbes(app, def, options, { reads, metrics, publicUrl });
   const { hosts, origins } = allowedHostsAndOrigins(publicUrl, options);
-  app.use('/mcp', requestContext(logger, audit));
+  app.use('/mcp', requestContext(logger, audit, def.name));
   app.use('/mcp', hostAndOrigin(hosts, origins));
   app.use('/mcp', cors());
   app.use('/mcp', noGetStream());
@@ -328,25 +328,18 @@ function declaredBodySize(maxBody: number): MiddlewareHandler<McpEnv> {
 
 /** The event of a request that yields no tool call of its own. */
 function requestEvent(
-  def: ServerDefinition,
   c: Context<McpEnv>,
   outcome: AuditEventInput['outcome'],
   summary: Record<string, unknown>,
 ): AuditEventInput {
-  const access = c.get('access');
-  const presented = c.get('presented');
   const messages = c.get('messages');
-  return {
-    server: def.name,
+  // The owner knows the server, the request's id and start, and the token once the bearer check named it.
+  return c.get('audit').event({
     method: messages[0]?.method ?? `http ${c.req.method}`,
     tool: typeof messages[0]?.tool === 'string' ? messages[0].tool : null,
     outcome,
-    requestId: c.get('requestId'),
-    durationMs: performance.now() - c.get('started'),
-    tokenId: access?.tokenId ?? presented?.tokenId ?? null,
-    tokenLabel: access?.label ?? presented?.label ?? null,
     resultSummary: summary,
-  };
+  });
 }
 
 /**
@@ -372,7 +365,7 @@ async function serveMcp(
     owed.map(({ m, reason }) =>
       request
         .claim()
-        .keep({ ...requestEvent(def, c, 'bad_request', { reason }), method: m.method ?? 'response' })
+        .keep({ ...requestEvent(c, 'bad_request', { reason }), method: m.method ?? 'response' })
         .catch((err: unknown) => log.error({ err }, 'audit event could not be written')),
     ),
   );
@@ -399,7 +392,7 @@ async function serveMcp(
   const expectsCall = c.get('messages').some((m) => m.wellFormedCall);
   if (response.status >= 400 || (expectsCall && !streaming))
     await request
-      .settle(() => requestEvent(def, c, 'bad_request', { status: response.status, reason: 'mcp' }))
+      .settle(() => requestEvent(c, 'bad_request', { status: response.status, reason: 'mcp' }))
       .catch((err: unknown) => log.error({ err }, 'audit event could not be written'));
   return response;
 }
@@ -418,7 +411,7 @@ async function listenRefused(
       : `this server already holds ${total} open subscriptions/listen streams`;
   await c
     .get('audit')
-    .settle(() => requestEvent(def, c, 'rate_limited', { status: 429, reason: 'listen_streams', full }))
+    .settle(() => requestEvent(c, 'rate_limited', { status: 429, reason: 'listen_streams', full }))
     .catch((err: unknown) => c.get('log').error({ err }, 'audit event could not be written'));
   const body = c.get('body') as { id?: unknown } | undefined;
   const id = body && !Array.isArray(body) ? body.id : null;
@@ -449,7 +442,7 @@ async function answerError(
     const span = { request: c.req.raw, route: '/mcp', status: err.status, outcome: err.outcome };
     return traceRefusal(span, async () => {
       await refusals
-        .record(requestEvent(def, c, err.outcome, { status: err.status, ...err.options.summary }), {
+        .record(requestEvent(c, err.outcome, { status: err.status, ...err.options.summary }), {
           request,
           // A refusal because the database is away cannot be provoked at will: each is written (or held) on its own.
           authenticated: c.get('access') !== undefined || err.outcome === 'unavailable',
@@ -467,7 +460,7 @@ async function answerError(
   logger.error({ err, incident, requestId: c.get('requestId') }, 'request failed');
   if (request)
     await request
-      .settle(() => requestEvent(def, c, 'internal_error', { status: 500, incident }))
+      .settle(() => requestEvent(c, 'internal_error', { status: 500, incident }))
       .catch((e: unknown) => logger.error({ err: e }, 'audit event could not be written'));
   return c.json(rpcError(-32603, text), 500);
 }

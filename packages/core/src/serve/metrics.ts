@@ -1,5 +1,11 @@
 import { timingSafeEqual } from 'node:crypto';
-import { UNSEALED_LIMIT_MS, type AuditEventInput, type AuditWriter } from '@bulkhead/audit';
+import {
+  SUCCESSFUL_OUTCOMES,
+  UNSEALED_LIMIT_MS,
+  type AuditEventInput,
+  type AuditWriter,
+  type Outcome,
+} from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
 import type { MiddlewareHandler } from 'hono';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -113,7 +119,7 @@ function databaseReader(registry: Registry, sql: Sql): DatabaseReader {
 }
 
 /** Outcomes that are no error (`error.type` stays unset). */
-const OK_OUTCOMES = new Set(['ok', 'pending_approval', 'approved', 'executed']);
+const OK_OUTCOMES: ReadonlySet<Outcome> = new Set(SUCCESSFUL_OUTCOMES);
 
 /** Seconds: the buckets of every latency histogram, from 5 ms to the longest time limit. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];

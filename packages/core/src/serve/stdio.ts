@@ -79,17 +79,16 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
   const current = async (request: RequestAudit) => {
     const again = await verifier.verify(token);
     if (again.ok) return again.access;
+    request.identify({ tokenId: again.tokenId ?? null, label: again.label ?? null });
     await request
-      .settle(() => ({
-        server: def.name,
-        method: 'stdio',
-        outcome: 'unauthorized',
-        requestId: request.requestId,
-        durationMs: 0,
-        tokenId: again.tokenId ?? null,
-        tokenLabel: again.label ?? null,
-        resultSummary: { reason: again.reason },
-      }))
+      .settle(() =>
+        request.event({
+          method: 'stdio',
+          outcome: 'unauthorized',
+          durationMs: 0,
+          resultSummary: { reason: again.reason },
+        }),
+      )
       .catch((err: unknown) =>
         options.logger.error({ err }, 'audit event for a refusal could not be written'),
       );
@@ -99,7 +98,7 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
     );
   };
   // Each message is a request of its own: it gets its own id and audit owner as its handler takes it.
-  const audit = () => createRequestAudit(kit.audit, randomUUID());
+  const audit = () => createRequestAudit(kit.audit, randomUUID(), { server: def.name });
   // The instances the factory made (the connection's, and a discarded `server/discover` probe's) are
   // told when a tool is switched off or on; the SDK delivers it as the connection's era wants it.
   const instances = new Set<Server>();

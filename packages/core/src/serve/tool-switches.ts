@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { createAuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
+import { createEventOwner } from '../pipeline/request-audit.ts';
 import type { SwitchedOff } from '../pipeline/switched-off.ts';
 
 /** A tool an operator has switched off, as stored. */
@@ -31,17 +31,16 @@ export interface ToolSwitchInput {
   operator: string;
 }
 
+/** A switch's event: about the switched tool's server, named by the operator, a request of its own. */
 function switchEvent(input: ToolSwitchInput, state: 'off' | 'on', reason: string | null) {
-  return {
-    server: input.server,
+  const owner = createEventOwner({ server: input.server, by: { tokenId: null, label: input.operator } });
+  return owner.event({
     method: 'tools/switch',
     tool: input.tool,
-    outcome: 'ok' as const,
-    requestId: randomUUID(),
+    outcome: 'ok',
     durationMs: 0,
-    tokenLabel: input.operator,
     resultSummary: { state, reason, switched_by: input.operator },
-  };
+  });
 }
 
 /**

@@ -188,28 +188,30 @@ async function answerTaskRequest(
   const started = performance.now();
   const audit = options.audit();
   const access = await options.who(audit);
+  // The request's event names the token it came with.
+  audit.identify(access);
   const sink = audit.claim();
   const requestId = audit.requestId;
   const client = options.client(ctx);
   const id = typeof params.taskId === 'string' ? params.taskId.slice(0, MAX_TASK_ID) : undefined;
-  const event: RunInput['event'] = (outcome, summary, a, withApproval = false) => ({
-    server: kit.server,
-    method,
-    requestId,
-    tokenId: access.tokenId,
-    tokenLabel: access.label,
-    clientName: client.name,
-    clientVersion: client.version,
-    tool: a?.tool ?? null,
-    arguments:
-      id !== undefined ? { taskId: id } : typeof params.cursor === 'string' ? { cursor: params.cursor } : {},
-    outcome,
-    durationMs: performance.now() - started,
-    resultSummary: summary,
-    // Polls stay out of the approval's story (a waiting client polls hundreds of times);
-    // a withdrawal, or an attempt at one, is part of it.
-    ...(withApproval && a ? { approvalId: a.id } : {}),
-  });
+  const event: RunInput['event'] = (outcome, summary, a, withApproval = false) =>
+    audit.event({
+      method,
+      client,
+      tool: a?.tool ?? null,
+      arguments:
+        id !== undefined
+          ? { taskId: id }
+          : typeof params.cursor === 'string'
+            ? { cursor: params.cursor }
+            : {},
+      outcome,
+      since: started,
+      resultSummary: summary,
+      // Polls stay out of the approval's story (a waiting client polls hundreds of times);
+      // a withdrawal, or an attempt at one, is part of it.
+      ...(withApproval && a ? { approvalId: a.id } : {}),
+    });
   const wire = server.wire();
   const owner: TaskOwner = { server: kit.server, tokenId: access.tokenId, customerId: access.customerId };
   try {

@@ -48,7 +48,7 @@ async function granter(
       'forbidden',
       started,
       { reason: 'may_not_grant' },
-      { tokenId: approver.tokenId, tokenLabel: approver.label, clientId },
+      { by: approver, clientId },
     );
     return {
       ok: false,
@@ -129,14 +129,7 @@ export async function decideConsent(c: Context, ctx: OAuthContext): Promise<Resp
   if (!who.ok) return who.response;
   const approver = who.approver;
   if (!q._csrf || !approver.csrf || !sameSecret(q._csrf, approver.csrf)) {
-    await record(
-      c,
-      'authorize',
-      'forbidden',
-      started,
-      { reason: 'csrf' },
-      { tokenId: approver.tokenId, tokenLabel: approver.label },
-    );
+    await record(c, 'authorize', 'forbidden', started, { reason: 'csrf' }, { by: approver });
     return refusalPage(
       c,
       'Form refused',
@@ -151,7 +144,7 @@ export async function decideConsent(c: Context, ctx: OAuthContext): Promise<Resp
   const redirect = new URL(request.redirect_uri);
   if (request.state) redirect.searchParams.set('state', request.state);
   redirect.searchParams.set('iss', ctx.issuer);
-  const who2 = { tokenId: approver.tokenId, tokenLabel: approver.label, clientId: client.clientId };
+  const who2 = { by: approver, clientId: client.clientId };
   if (q.decision !== 'allow') {
     await record(c, 'authorize', 'rejected', started, { reason: 'denied', server: server.name }, who2);
     redirect.searchParams.set('error', 'access_denied');

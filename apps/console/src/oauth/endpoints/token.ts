@@ -148,7 +148,7 @@ export async function token(c: Context, ctx: OAuthContext): Promise<Response> {
         refresh_id: issued.refreshId,
         ...more,
       },
-      { tokenId: issued.tokenId, clientId },
+      { by: { tokenId: issued.tokenId, label: null }, clientId },
     );
     return c.json(issued.response);
   } catch (err) {

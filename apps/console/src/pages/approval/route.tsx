@@ -89,6 +89,8 @@ async function decide(c: ConsoleRequest, ctx: ConsoleContext) {
       via: 'console',
       proof: approver.proof,
       expectedHash: hash,
+      // The decision's event is one of this request's: it carries the request's id.
+      requestId: c.get('audit').requestId,
     });
   } catch (err) {
     if (!(err instanceof ApprovalDecisionError)) throw err;

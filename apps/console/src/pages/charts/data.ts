@@ -1,3 +1,4 @@
+import { NOT_REFUSED_OUTCOMES } from '@bulkhead/audit';
 import type { ApprovalStatus } from '@bulkhead/core/operator';
 import type { Sql } from '@bulkhead/db';
 import { asOperator, type TransactionSql } from '../../operator/read.ts';
@@ -76,7 +77,7 @@ export const DECISION_BINS = [
  * Outcomes that are no refusal: a call that ran or waits for a person, and the later steps of an
  * approval (their own chart counts those, from the approvals).
  */
-const NOT_REFUSED = ['ok', 'pending_approval', 'approved', 'rejected', 'executed', 'expired', 'withdrawn'];
+const NOT_REFUSED = [...NOT_REFUSED_OUTCOMES];
 
 function callsPerServer(tx: TransactionSql, r: ChartRange) {
   return tx<ServerCalls[]>`

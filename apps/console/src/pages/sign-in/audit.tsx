@@ -1,10 +1,10 @@
 /** @jsxImportSource hono/jsx */
-import { randomUUID } from 'node:crypto';
 import type { Outcome } from '@bulkhead/audit';
 import type { Context } from 'hono';
 import type { ConsoleContext } from '../../context.ts';
 import { page } from '../../layout/layout.tsx';
 import { MessagePage } from '../../layout/message-page.tsx';
+import { auditOf } from '../../middleware/request-audit.ts';
 import { sourceAddress } from '../../source.ts';
 
 /** Why a sign-in was refused, as the audit event and the log record it. */
@@ -28,15 +28,12 @@ export function auditSignIn(
   summary: Record<string, unknown>,
   token: { tokenId?: string | undefined; label?: string | undefined } = {},
 ) {
-  return ctx.audit.append({
-    server: 'console',
+  return auditOf(c).append({
     method: 'console/sign-in',
     outcome,
-    requestId: randomUUID(),
-    durationMs: performance.now() - started,
-    tokenId: token.tokenId ?? null,
-    tokenLabel: token.label ?? null,
-    clientName: c.req.header('user-agent')?.slice(0, 200) ?? null,
+    since: started,
+    // The token presented, never the request's approver: a sign-in names what it was tried with.
+    by: { tokenId: token.tokenId ?? null, label: token.label ?? null },
     arguments: { source: sourceAddress(c, ctx.proxyHops) },
     resultSummary: summary,
   });

@@ -1,6 +1,6 @@
 import type { AuditEventInput, AuditWriter, Outcome } from '@bulkhead/audit';
 import type { Logger } from 'pino';
-import type { RequestAudit } from '../../pipeline/request-audit.ts';
+import { createEventOwner, type RequestAudit } from '../../pipeline/request-audit.ts';
 
 /** Audits refusals; unauthenticated ones are limited per source address and summarised. */
 export interface RefusalLog {
@@ -47,21 +47,26 @@ export function createRefusalLog(
   const summarise = (source: string, w: Window): Promise<void> => {
     if (w.suppressed === 0) return Promise.resolve();
     const top = (Object.entries(w.outcomes) as [Outcome, number][]).sort((a, b) => b[1] - a[1])[0]![0];
+    // The summary stands for many requests: its request id names the source and the minute.
+    const owner = createEventOwner({
+      server,
+      requestId: `summary:${source}:${new Date(w.start).toISOString()}`,
+    });
     return audit
-      .keep({
-        server,
-        method: 'http',
-        outcome: top,
-        requestId: `summary:${source}:${new Date(w.start).toISOString()}`,
-        durationMs: 0,
-        resultSummary: {
-          source,
-          window_start: new Date(w.start).toISOString(),
-          suppressed: w.suppressed,
-          outcomes: w.outcomes,
-          reasons: w.reasons,
-        },
-      })
+      .keep(
+        owner.event({
+          method: 'http',
+          outcome: top,
+          durationMs: 0,
+          resultSummary: {
+            source,
+            window_start: new Date(w.start).toISOString(),
+            suppressed: w.suppressed,
+            outcomes: w.outcomes,
+            reasons: w.reasons,
+          },
+        }),
+      )
       .then(
         () => {},
         (err: unknown) => logger.error({ err }, 'refusal summary could not be written'),

@@ -21,13 +21,14 @@ export interface RequestVars {
   source: string;
   /** The caller, once the bearer token is verified. */
   access: Access | undefined;
-  /** A token that was presented and matched a real one, but was refused (revoked, expired, another server's). */
-  presented: { tokenId: string; label: string | null } | undefined;
   /** The parsed body of a POST. */
   body: unknown;
   /** Its messages (one, or several in a 2025-03-26 batch). */
   messages: RpcMessage[];
-  /** The owner of the request's audit event: whatever answers the request writes it through this. */
+  /**
+   * The owner of the request's audit event: whatever answers the request writes it through this. The
+   * bearer check tells it the token (a genuine one it refused included), which every event then names.
+   */
   audit: RequestAudit;
 }
 

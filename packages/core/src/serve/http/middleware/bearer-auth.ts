@@ -120,12 +120,14 @@ export function bearerAuth(verifier: TokenVerifier, challenge: Challenge): Middl
       );
     }
     if (!verdict.ok) {
+      // A genuine token refused here (revoked, expired, another server's) is named in the refusal's event.
       if (verdict.tokenId && verdict.label !== undefined)
-        c.set('presented', { tokenId: verdict.tokenId, label: verdict.label });
+        c.get('audit').identify({ tokenId: verdict.tokenId, label: verdict.label });
       if (verdict.oauth === false) throw unauthorized(verdict.reason, verdict.tokenId, STATIC_DESCRIPTION);
       throw unauthorized(verdict.reason, verdict.tokenId);
     }
     c.set('access', verdict.access);
+    c.get('audit').identify(verdict.access);
     await next();
   };
 }

@@ -20,9 +20,13 @@ export function sourceOf(c: Context): string {
 /**
  * Opens the request: its id (the client's `X-Request-Id` if it sent a sane one,
  * else a fresh one, returned in the response), its start time, a child logger,
- * the source address, the owner of its audit event, and empty slots the guards fill.
+ * the source address, the owner of its audit event (for `server`), and empty slots the guards fill.
  */
-export function requestContext(logger: Logger, audit: AuditWriter): MiddlewareHandler<McpEnv> {
+export function requestContext(
+  logger: Logger,
+  audit: AuditWriter,
+  server: string,
+): MiddlewareHandler<McpEnv> {
   return async (c, next) => {
     const given = c.req.header('x-request-id');
     const requestId = given && /^[\x21-\x7e]{1,100}$/.test(given) ? given : randomUUID();
@@ -33,10 +37,9 @@ export function requestContext(logger: Logger, audit: AuditWriter): MiddlewareHa
     c.set('log', lazyChild(logger, { requestId }));
     c.set('source', sourceOf(c));
     c.set('access', undefined);
-    c.set('presented', undefined);
     c.set('body', undefined);
     c.set('messages', []);
-    c.set('audit', createRequestAudit(audit, requestId));
+    c.set('audit', createRequestAudit(audit, requestId, { server, started }));
     await next();
     // On the response's own headers: `c.header` after the answer is made would copy the response and
     // turn its body into a stream (the server's fast path for a plain body would be lost).
