@@ -192,9 +192,18 @@ function mainTs(s: NewServer): string {
   const server = `${camel(s.name)}Server`;
   const run = s.upstream
     ? `const env = loadEnv();
-  await runServer(${server}, { env, upstreams: env.upstreams, stdio: process.argv.includes('--stdio') });`
-    : `await runServer(${server}, { env: loadEnv(), stdio: process.argv.includes('--stdio') });`;
-  return `import { ConfigError, runServer } from '@bulkhead/core';
+  await runServer(${server}, {
+    env,
+    upstreams: env.upstreams,
+    stdio: process.argv.includes('--stdio'),
+    grantsSql: ownGrants(import.meta.url),
+  });`
+    : `await runServer(${server}, {
+    env: loadEnv(),
+    stdio: process.argv.includes('--stdio'),
+    grantsSql: ownGrants(import.meta.url),
+  });`;
+  return `import { ConfigError, ownGrants, runServer } from '@bulkhead/core';
 import { loadEnv } from './env.ts';
 import { ${server} } from './server.ts';
 
