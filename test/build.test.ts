@@ -94,84 +94,126 @@ for (const name of ['readdir', 'readFile', 'stat', 'lstat', 'opendir', 'access']
 syncBuiltinESMExports();
 `;
 
-describe('a built server copied out of the repository', () => {
+/** A deployable built, then laid out as its image is (infra/docker/runtime-files.mjs) in a folder with no repository above it. */
+async function copyOut(name: string, into: string): Promise<string> {
+  const { dir } = deployables.find((d) => d.name === name)!;
+  const build = spawnSync(process.execPath, ['../../packages/cli/build-server.mjs'], {
+    cwd: dir,
+    encoding: 'utf8',
+  });
+  expect(build.status).toBe(0);
+  const app = join(into, name);
+  const layout = spawnSync(process.execPath, ['infra/docker/runtime-files.mjs', dir, app], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  expect(layout.status).toBe(0);
+  for (let d = app; dirname(d) !== d; d = dirname(d))
+    expect([d, existsSync(join(d, 'servers')) || existsSync(join(d, 'pnpm-workspace.yaml'))]).toEqual([
+      d,
+      false,
+    ]);
+  return app;
+}
+
+/** Starts the copy in `app` under the guard against `databaseUrl`, and waits for /healthz. */
+async function startCopy(app: string, guard: string, databaseUrl: string) {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', guard, 'main.js'], {
+    cwd: app,
+    env: {
+      ...process.env,
+      BULKHEAD_COPY_DIR: app,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      BULKHEAD_MIGRATE: 'false',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  let status = 0;
+  for (let i = 0; i < 200 && status !== 200 && child.exitCode === null; i++) {
+    status = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (r) => r.status,
+      () => 0,
+    );
+    if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    base: `http://127.0.0.1:${port}`,
+    status,
+    output: () => output,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+describe('a built deployable copied out of the repository', () => {
   let copy = '';
+  let guard = '';
+  beforeAll(async () => {
+    copy = await mkdtemp(join(tmpdir(), 'bulkhead-copy-'));
+    guard = join(copy, 'guard.mjs');
+    await writeFile(guard, GUARD);
+  });
   afterAll(async () => {
     if (copy) await rm(copy, { recursive: true, force: true });
   });
 
-  it('starts from the copy alone, serves MCP, and reads no manifest of the repository', async () => {
-    const name = 'dev-knowledge';
-    const server = deployables.find((d) => d.name === name)!;
-    const build = spawnSync(process.execPath, ['../../packages/cli/build-server.mjs'], {
-      cwd: server.dir,
-      encoding: 'utf8',
-    });
-    expect(build.status).toBe(0);
-    // The image's layout (infra/docker/runtime-files.mjs), in a folder with no repository above it.
-    copy = await mkdtemp(join(tmpdir(), 'bulkhead-copy-'));
-    const app = join(copy, 'app');
-    const layout = spawnSync(process.execPath, ['infra/docker/runtime-files.mjs', server.dir, app], {
-      cwd: root,
-      encoding: 'utf8',
-    });
-    expect(layout.status).toBe(0);
-    expect(existsSync(join(app, 'grants.sql'))).toBe(true);
-    for (let dir = app; dirname(dir) !== dir; dir = dirname(dir))
-      expect([dir, existsSync(join(dir, 'servers')) || existsSync(join(dir, 'pnpm-workspace.yaml'))]).toEqual(
-        [dir, false],
-      );
-    const guard = join(copy, 'guard.mjs');
-    await writeFile(guard, GUARD);
-    const env = { ...process.env, BULKHEAD_COPY_DIR: app };
-
-    // The guard itself: a read of a servers/ folder stops the process, saying which.
+  it('has a guard that stops a process reading a servers/ folder, saying which', () => {
     const tripped = spawnSync(
       process.execPath,
       ['--import', guard, '--input-type=module', '-e', "(await import('node:fs')).readdirSync('/x/servers')"],
-      { cwd: app, env, encoding: 'utf8' },
+      { cwd: copy, env: { ...process.env, BULKHEAD_COPY_DIR: copy }, encoding: 'utf8' },
     );
     expect([tripped.status, tripped.stderr.trim()]).toEqual([97, 'guard: readdirSync /x/servers']);
+  });
 
-    const { url } = await db.as(name);
+  it('an MCP server starts from the copy alone, serves tools/list, and reads no manifest of the repository', async () => {
+    const app = await copyOut('dev-knowledge', copy);
+    // On the embedded default it would give its own group role these grants.
+    expect(existsSync(join(app, 'grants.sql'))).toBe(true);
     const { token } = await issueToken(db.sql, {
-      server: name,
+      server: 'dev-knowledge',
       label: 'copied server',
       scopes: ['docs:read'],
       customerId: null,
       expiresAt: new Date(Date.now() + 3600_000),
       createdBy: 'test',
     });
-    const port = await freePort();
-    const child = spawn(process.execPath, ['--import', guard, 'main.js'], {
-      cwd: app,
-      env: { ...env, DATABASE_URL: url, PORT: String(port), LOG_LEVEL: 'warn', BULKHEAD_MIGRATE: 'false' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const started = await startCopy(app, guard, (await db.as('dev-knowledge')).url);
     try {
-      let status = 0;
-      for (let i = 0; i < 200 && status !== 200 && child.exitCode === null; i++) {
-        status = await fetch(`http://127.0.0.1:${port}/healthz`).then(
-          (r) => r.status,
-          () => 0,
-        );
-        if (status !== 200) await new Promise((r) => setTimeout(r, 100));
-      }
-      expect({ status, output }).toEqual({ status: 200, output: '' });
-      const client = await connectTestClient(new URL(`http://127.0.0.1:${port}/mcp`), token);
+      expect({ status: started.status, output: started.output() }).toEqual({ status: 200, output: '' });
+      const client = await connectTestClient(new URL(`${started.base}/mcp`), token);
       try {
-        const { tools } = await client.listTools();
-        expect(tools.map((t) => t.name)).toContain('search_docs');
+        expect((await client.listTools()).tools.map((t) => t.name)).toContain('search_docs');
       } finally {
         await client.close();
       }
     } finally {
-      child.kill('SIGTERM');
-      await exited;
+      await started.stop();
     }
-    expect(output).toBe('');
+    expect(started.output()).toBe('');
+  });
+
+  it('the console grants tokens for the MCP servers it was built with, reading none of their folders', async () => {
+    const app = await copyOut('console', copy);
+    const started = await startCopy(app, guard, (await db.as('console')).url);
+    try {
+      expect({ status: started.status, output: started.output() }).toEqual({ status: 200, output: '' });
+      const meta = (await (await fetch(`${started.base}/.well-known/oauth-authorization-server`)).json()) as {
+        scopes_supported: string[];
+      };
+      const scopes = deployables.filter((d) => d.kind === 'mcp').flatMap((d) => d.scopes);
+      expect(meta.scopes_supported).toEqual([...new Set(scopes)].sort());
+    } finally {
+      await started.stop();
+    }
+    expect(started.output()).toBe('');
   });
 });
