@@ -44,13 +44,7 @@ export {
   prepareDatabase,
   type StartUpEnv,
 } from './serve/start-up.ts';
-export {
-  runServer,
-  POOL_MAX,
-  READ_POOL_MAX,
-  SHUTDOWN_GRACE_MS,
-  type RunOptions,
-} from './serve/run.ts';
+export { runServer, POOL_MAX, READ_POOL_MAX, SHUTDOWN_GRACE_MS, type RunOptions } from './serve/run.ts';
 export { ToolError } from './pipeline/errors.ts';
 export {
   compileModelPattern,
