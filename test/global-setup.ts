@@ -1,7 +1,10 @@
 import { lstat, mkdtemp, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { roleSpecs } from '@bulkhead/db';
 import { ensureEmbedded, type EmbeddedDatabase } from '@bulkhead/db/embedded';
+import { discoverDeployables } from '@bulkhead/deployables';
 import { ensureBundle } from '@bulkhead/cli/bundle';
 
 /**
@@ -12,6 +15,11 @@ import { ensureBundle } from '@bulkhead/cli/bundle';
 export default async function setup(): Promise<() => Promise<void>> {
   // The CLI's bundle, built once here when a source changed, so that no test's run of `bulkhead` builds it.
   await ensureBundle({ quiet: true });
+  // The deployables whose roles every test database sets up (createTestDatabase), found here once: the
+  // database layer's test helper takes them as handed over and knows no repository.
+  process.env.BULKHEAD_TEST_ROLES = JSON.stringify(
+    roleSpecs(discoverDeployables(fileURLToPath(new URL('..', import.meta.url)))),
+  );
   // The test harness is a deployable of its own; this is its one environment read.
   const external = process.env.DATABASE_URL;
   if (external) {

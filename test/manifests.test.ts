@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { hasGatedTools } from '@bulkhead/core';
-import { discoverDeployables } from '@bulkhead/deployables';
+import { discoverDeployables, type Deployable } from '@bulkhead/deployables';
 import { describe, expect, it } from 'vitest';
 import { root } from './helpers.ts';
 import { discoverMcpServers, loadServerDefinition } from './servers.ts';
@@ -28,15 +27,12 @@ it('finds the deployables under servers/ and apps/, each on a port of its own', 
  * The variables a deployable's upstreams need (`bulkhead.upstreams`: a base URL and secrets from the
  * environment), each given a placeholder: a missing one stops the start, which is another test's matter.
  */
-function upstreamVariables(dir: string): Record<string, string> {
-  const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
-    bulkhead?: { upstreams?: Record<string, { baseUrlEnv: string; auth?: Record<string, string> }> };
-  };
+function upstreamVariables(deployable: Deployable): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const u of Object.values(manifest.bulkhead?.upstreams ?? {})) {
+  for (const u of Object.values(deployable.manifest.upstreams)) {
     env[u.baseUrlEnv] = 'http://127.0.0.1:9';
-    for (const [key, value] of Object.entries(u.auth ?? {}))
-      if (key.endsWith('Env')) env[value] = 'placeholder';
+    for (const [key, value] of Object.entries(u.auth))
+      if (key.endsWith('Env') && typeof value === 'string') env[value] = 'placeholder';
   }
   return env;
 }
@@ -46,7 +42,7 @@ describe.each(deployables.map((d) => [d.name, d] as const))('%s', (_, deployable
     const env = (await import(pathToFileURL(join(deployable.dir, 'src', 'env.ts')).href)) as {
       loadEnv(env: Record<string, string>): { PORT: number };
     };
-    expect(env.loadEnv(upstreamVariables(deployable.dir)).PORT).toBe(deployable.port);
+    expect(env.loadEnv(upstreamVariables(deployable)).PORT).toBe(deployable.port);
   });
 });
 

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { upstreamDeployments, type UpstreamDeployment } from '@bulkhead/cli/deployment';
 import { discoverDeployables, type Deployable } from '@bulkhead/deployables';
@@ -15,10 +14,7 @@ export function deployables(root = ROOT): Deployable[] {
 
 /** The systems a deployable reaches (`bulkhead.upstreams` in its manifest), as its deployment entries take them. */
 export function upstreamsOf(server: Deployable): UpstreamDeployment[] {
-  const pkg = JSON.parse(readFileSync(join(server.dir, 'package.json'), 'utf8')) as {
-    bulkhead: { upstreams?: Parameters<typeof upstreamDeployments>[0] };
-  };
-  return upstreamDeployments(pkg.bulkhead.upstreams);
+  return upstreamDeployments(server.manifest.upstreams);
 }
 
 /** Collects named checks and prints one line each; `failed` says whether any failed. */

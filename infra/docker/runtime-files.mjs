@@ -1,5 +1,5 @@
 // Lays out what a runtime image holds for one bundled package (a server, or the CLI for the
-// jobs image): dist/main.js with its source map, the SQL migrations, a package.json saying
+// jobs image): dist/main.js with its source map, the SQL migrations, its grants.sql, a package.json saying
 // "ESM" and carrying the server's manifest, and the packages the bundle loads from disk,
 // copied with exactly the versions the lockfile installed. Nothing else of the workspace.
 //
@@ -43,6 +43,8 @@ if (!existsSync(join(dist, 'main.js'))) {
 mkdirSync(out, { recursive: true });
 for (const f of ['main.js', 'main.js.map', 'migrations'])
   cpSync(join(dist, f), join(out, f), { recursive: true });
+// The deployable's own grants, which it gives its group role when it sets the embedded default up alone.
+if (existsSync(join(dist, 'grants.sql'))) cpSync(join(dist, 'grants.sql'), join(out, 'grants.sql'));
 cpSync(join(root, 'infra/docker/healthcheck.mjs'), join(out, 'healthcheck.mjs'));
 
 const pkg = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));

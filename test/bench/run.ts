@@ -21,9 +21,10 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { issueTestToken } from '@bulkhead/core/testing';
-import { createSql } from '@bulkhead/db';
+import { createSql, roleSpecs } from '@bulkhead/db';
 import { ensureEmbedded } from '@bulkhead/db/embedded';
 import { seedDemo } from '@bulkhead/demo';
+import { discoverDeployables } from '@bulkhead/deployables';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import autocannon from 'autocannon';
 import { build } from 'esbuild';
@@ -332,7 +333,7 @@ async function main() {
     process.env.BULKHEAD_TEST_ADMIN_URL = admin.toString();
     stopEmbedded = () => embedded.stop();
   }
-  const db: TestDatabase = await createTestDatabase();
+  const db: TestDatabase = await createTestDatabase({ roles: roleSpecs(discoverDeployables(root)) });
   try {
     process.stderr.write('bench: loading the demo data...\n');
     const seeding = performance.now();

@@ -28,6 +28,8 @@ import { createLogger } from '@bulkhead/core';
 import { issueToken } from '@bulkhead/core/operator';
 import { chromiumLaunchOptions, issueTestToken, startTestServer } from '@bulkhead/core/testing';
 import { ensureEmbedded, type EmbeddedDatabase } from '@bulkhead/db/embedded';
+import { roleSpecs } from '@bulkhead/db';
+import { discoverDeployables } from '@bulkhead/deployables';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { chromium } from 'playwright-core';
 import { parse as parseYaml } from 'yaml';
@@ -335,7 +337,7 @@ async function main(): Promise<number> {
   if (!servers.length) throw new Error(`no MCP server${values.server ? ` named ${values.server}` : ''}`);
   const pg = await database();
   process.env.BULKHEAD_TEST_ADMIN_URL = pg.adminUrl;
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ roles: roleSpecs(discoverDeployables(root)) });
   const out = values.keep ?? (await mkdtemp(join(tmpdir(), 'bulkhead-conformance-results-')));
   let failures = 0;
   let passes = 0;

@@ -1,51 +1,32 @@
 import { serve } from '@hono/node-server';
 import {
-  checkPooler,
-  checkRole,
   ConfigError,
   connectFailure,
   createLogger,
-  readySchema,
+  openOwnDatabase,
+  ownGrants,
+  prepareDatabase,
   StartupError,
   withUrlsShown,
-  workspaceRoot,
 } from '@bulkhead/core';
-import { openDatabase, roleSpecs } from '@bulkhead/db';
-import { discoverDeployables } from '@bulkhead/deployables';
 import { createConsoleApp } from './app.tsx';
 import { loadEnv } from './env.ts';
+import { oauthServers } from './oauth-servers.ts';
 
 try {
   const env = loadEnv();
   const logger = createLogger({ level: env.LOG_LEVEL, name: 'console' });
-  const deployables = discoverDeployables(workspaceRoot());
-  const db = await openDatabase({
-    ...(env.DATABASE_URL ? { databaseUrl: env.DATABASE_URL } : {}),
-    dataDir: env.BULKHEAD_DATA_DIR,
-    applicationName: 'bulkhead-console',
-    log: (line) => logger.info(line),
-    deployable: { name: 'console', roles: roleSpecs(deployables) },
-  });
+  const db = await openOwnDatabase(
+    { name: 'console', kind: 'console', grantsSql: ownGrants(import.meta.url) },
+    env,
+    { logger },
+  );
   try {
-    // First: behind a pooler that loses sessions, even the migration's lock would not hold.
-    await checkPooler(db.sql);
+    await prepareDatabase('console', env, { sql: db.sql, logger });
   } catch (err) {
     await db.close();
     // Its pool (openDatabase's default of 10) and the LISTEN connection of the token cache.
     throw connectFailure(err, db.url, 'console', 11);
-  }
-  try {
-    // Migrated only by an allowed owner; under the console's own role, a schema behind stops the start.
-    const applied = await readySchema(db.sql, {
-      deployable: 'console',
-      migrate: env.BULKHEAD_MIGRATE,
-      allowOwner: env.BULKHEAD_ALLOW_OWNER_ROLE,
-    });
-    if (applied.length) logger.info({ applied }, 'migrations applied');
-    logger.info(await checkRole(db.sql, 'console', env.BULKHEAD_ALLOW_OWNER_ROLE));
-  } catch (err) {
-    await db.close();
-    throw err;
   }
   const consoleApp = createConsoleApp({
     sql: db.sql,
@@ -56,15 +37,7 @@ try {
     metricsToken: env.BULKHEAD_METRICS_TOKEN,
     auditKey: env.BULKHEAD_AUDIT_KEY,
     proxyHops: env.BULKHEAD_PROXY_HOPS,
-    oauthServers: deployables
-      .filter((d) => d.kind === 'mcp')
-      .map((d) => ({
-        name: d.name,
-        description: d.description.replace(/^Bulkhead MCP server:\s*/, ''),
-        resource: `${env.BULKHEAD_SERVER_URLS?.[d.name] ?? `http://127.0.0.1:${d.port}`}/mcp`,
-        scopes: d.scopes,
-        customerBound: d.customerBound,
-      })),
+    oauthServers: oauthServers(env.BULKHEAD_SERVER_URLS),
     ...(env.BULKHEAD_ALLOWED_HOSTS ? { allowedHosts: env.BULKHEAD_ALLOWED_HOSTS } : {}),
   });
   const server = serve({ fetch: consoleApp.app.fetch, port: env.PORT, hostname: env.HOST });

@@ -35,17 +35,16 @@ export { serveStdio, StartupError, type StdioOptions } from './serve/stdio.ts';
 export { readySchema, schemaBehind, type ReadySchemaOptions } from './serve/schema.ts';
 export { createReadLanes, type ReadLanes, type ReadSettings } from './pipeline/read-lanes.ts';
 export { SESSIONS_SHARED } from './serve/pooler.ts';
+export { checkPooler, POOLER_NEEDS } from './serve/pooler.ts';
 export {
-  runServer,
   checkRole,
-  checkPooler,
   connectFailure,
-  POOLER_NEEDS,
-  POOL_MAX,
-  READ_POOL_MAX,
-  SHUTDOWN_GRACE_MS,
-  type RunOptions,
-} from './serve/run.ts';
+  openOwnDatabase,
+  ownGrants,
+  prepareDatabase,
+  type StartUpEnv,
+} from './serve/start-up.ts';
+export { runServer, POOL_MAX, READ_POOL_MAX, SHUTDOWN_GRACE_MS, type RunOptions } from './serve/run.ts';
 export { ToolError } from './pipeline/errors.ts';
 export {
   compileModelPattern,
@@ -84,7 +83,9 @@ export { shownUrl, withUrlsShown } from './pipeline/shown-url.ts';
 /** For a handler's e-mail through `ctx.outbox`: a message checked for header injection. */
 export { addressProblem, emailMessage, type EmailInput } from './approvals/email.ts';
 /** Other systems a server reaches: declared in its manifest (`bulkhead.upstreams`), reached through `ctx.upstream('<name>')`. */
-export { resolveUpstreams, upstreamsManifestSchema, type UpstreamManifest } from './serve/upstream-config.ts';
+export { resolveUpstreams } from './serve/upstream-config.ts';
+/** The manifest's schema is @bulkhead/deployables'; named here too for servers that import only the kit. */
+export { upstreamsManifestSchema, type UpstreamManifest } from '@bulkhead/deployables';
 export {
   UpstreamError,
   type UpstreamClient,

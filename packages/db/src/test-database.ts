@@ -1,17 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { discoverDeployables } from '@bulkhead/deployables';
 import { createSql, type Sql } from './connect.ts';
 import { migrate } from './migrate.ts';
 import { ensureOwner, OWNER_ROLE } from './owner.ts';
-import {
-  applyPrivileges,
-  ensureGroupRoles,
-  ensureLogin,
-  loginRole,
-  roleSpecs,
-  type RoleSpec,
-} from './roles.ts';
+import { applyPrivileges, ensureGroupRoles, ensureLogin, loginRole, type RoleSpec } from './roles.ts';
 
 /** A throwaway, migrated database for one test file. */
 export interface TestDatabase {
@@ -22,15 +13,24 @@ export interface TestDatabase {
   adminUrl: string;
   admin: Sql;
   /**
-   * A pool connected as `deployable`'s own login role, the way servers run. A name that is no
-   * folder under `servers/` (a test's own fixture server) gets a group role with the kit's grants
+   * A pool connected as `deployable`'s own login role, the way servers run. A name that is none of
+   * the deployables (a test's own fixture server) gets a group role with the kit's grants
    * for `spec` (default: an MCP server with gated tools); its own tables need grants by the test.
    */
   as(deployable: string, spec?: Omit<RoleSpec, 'name'>): Promise<{ url: string; sql: Sql }>;
   drop(): Promise<void>;
 }
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
+/**
+ * The role specs of the repository's deployables, as the test global setup found them and handed them
+ * over (`BULKHEAD_TEST_ROLES`): the database layer knows no repository.
+ */
+function handedOverRoles(): RoleSpec[] {
+  const json = process.env.BULKHEAD_TEST_ROLES;
+  if (!json)
+    throw new Error('BULKHEAD_TEST_ROLES is not set: run tests through vitest with the global setup');
+  return JSON.parse(json) as RoleSpec[];
+}
 /** Test clusters only: the embedded one lives for one run, the CI one trusts loopback connections. */
 const password = 'bulkhead-test';
 
@@ -38,11 +38,12 @@ const password = 'bulkhead-test';
  * Creates a fresh database on the server behind `BULKHEAD_TEST_ADMIN_URL`
  * (set by the test global setup: the real Postgres in CI or the embedded
  * default; or `options.adminUrl`, a cluster a test set up itself), migrates it, gives every deployable's group role its privileges in
- * it (creating the roles on the cluster if missing), and returns it. Each test
+ * it (creating the roles on the cluster if missing), and returns it. The deployables are `options.roles`,
+ * or those the global setup found in the repository. Each test
  * file gets its own, so files can run in parallel without seeing each other's rows.
  */
 export async function createTestDatabase(
-  options: { migrate?: boolean; adminUrl?: string } = {},
+  options: { migrate?: boolean; adminUrl?: string; roles?: readonly RoleSpec[] } = {},
 ): Promise<TestDatabase> {
   // The test harness's one handshake with the global setup, which sets these variables.
   const adminUrl = options.adminUrl ?? process.env.BULKHEAD_TEST_ADMIN_URL;
@@ -62,7 +63,7 @@ export async function createTestDatabase(
   target.password = password;
   const url = target.toString();
   const sql = createSql(url, { max: 20 });
-  const specs = roleSpecs(discoverDeployables(root));
+  const specs = options.roles ?? handedOverRoles();
   if (options.migrate !== false) {
     await migrate(sql);
     await ensureGroupRoles(dbAdmin, specs);

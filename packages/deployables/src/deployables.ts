@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { manifestProblems, manifestSchema, type Manifest } from './manifest.ts';
 
 /** A read call that answers on the demo data: what cross-server tests and deployment checks call. */
 export interface Probe {
@@ -36,6 +37,8 @@ export interface Deployable {
    * `pnpm start` starts the server only when every one is set. The kit checks the rest of each entry.
    */
   upstreams: { name: string; baseUrlEnv: string }[];
+  /** The whole `bulkhead` field as checked, defaults filled in (each upstream's auth, limits, title). */
+  manifest: Manifest;
 }
 
 /** A deployable's package.json whose `bulkhead` field is not what a deployable needs. */
@@ -43,70 +46,37 @@ export class ManifestError extends Error {
   override readonly name = 'ManifestError';
 }
 
-interface RawManifest {
-  kind?: unknown;
-  port?: unknown;
-  scopes?: unknown;
-  gated?: unknown;
-  customerBound?: unknown;
-  probe?: unknown;
-  upstreams?: unknown;
-}
-
 /** Reads and checks the manifest of the deployable in `dir`; null when its package.json has no `bulkhead` field. */
 export function readDeployable(dir: string): Deployable | null {
   const file = join(dir, 'package.json');
   if (!existsSync(file)) return null;
-  const pkg = JSON.parse(readFileSync(file, 'utf8')) as { description?: string; bulkhead?: RawManifest };
-  const m = pkg.bulkhead;
-  if (!m) return null;
+  const pkg = JSON.parse(readFileSync(file, 'utf8')) as { description?: string; bulkhead?: unknown };
+  if (pkg.bulkhead === undefined) return null;
   const name = basename(dir);
-  const bad = (what: string) =>
-    new ManifestError(`${basename(dirname(dir))}/${name}/package.json: bulkhead.${what}`);
-  if (m.kind !== undefined && m.kind !== 'mcp' && m.kind !== 'console') throw bad('kind: "mcp" or "console"');
-  if (typeof m.port !== 'number' || !Number.isInteger(m.port) || m.port < 1 || m.port > 65535)
-    throw bad('port: a whole number from 1 to 65535');
-  if (m.scopes !== undefined && !(Array.isArray(m.scopes) && m.scopes.every((s) => typeof s === 'string')))
-    throw bad('scopes: a list of scope names, e.g. ["docs:read"]');
-  for (const flag of ['gated', 'customerBound'] as const)
-    if (m[flag] !== undefined && typeof m[flag] !== 'boolean') throw bad(`${flag}: true or false`);
-  const probe = m.probe as Probe | undefined;
-  if (
-    probe !== undefined &&
-    (typeof probe?.tool !== 'string' ||
-      typeof probe.arguments !== 'object' ||
-      probe.arguments === null ||
-      Array.isArray(probe.arguments))
-  )
-    throw bad('probe: { "tool": "<a read tool>", "arguments": { … } }');
-  if (
-    m.upstreams !== undefined &&
-    (typeof m.upstreams !== 'object' || m.upstreams === null || Array.isArray(m.upstreams))
-  )
-    throw bad('upstreams: { "<name>": { "baseUrlEnv": "<VARIABLE>", … } }');
-  const upstreams = Object.entries((m.upstreams as Record<string, unknown> | undefined) ?? {}).map(
-    ([upstream, spec]) => {
-      const baseUrlEnv = (spec as { baseUrlEnv?: unknown } | null)?.baseUrlEnv;
-      if (typeof baseUrlEnv !== 'string' || !baseUrlEnv)
-        throw bad(
-          `upstreams.${upstream}.baseUrlEnv: the variable that holds its base URL, e.g. "ALERTS_URL"`,
-        );
-      return { name: upstream, baseUrlEnv };
-    },
-  );
+  const parsed = manifestSchema.safeParse(pkg.bulkhead);
+  // The first problem, with the file it is in: the one a person fixes before looking again.
+  if (!parsed.success)
+    throw new ManifestError(
+      `${basename(dirname(dir))}/${name}/package.json: ${manifestProblems(parsed.error)[0]}`,
+    );
+  const m = parsed.data;
   const grants = join(dir, 'grants.sql');
   return {
     name,
     dir,
     description: pkg.description ?? '',
-    kind: (m.kind as 'mcp' | 'console' | undefined) ?? 'mcp',
+    kind: m.kind,
     port: m.port,
-    scopes: (m.scopes as string[] | undefined) ?? [],
-    gated: (m.gated as boolean | undefined) ?? false,
-    customerBound: (m.customerBound as boolean | undefined) ?? false,
-    probe: probe ?? null,
+    scopes: m.scopes,
+    gated: m.gated,
+    customerBound: m.customerBound,
+    probe: m.probe ?? null,
     grantsSql: existsSync(grants) ? readFileSync(grants, 'utf8') : null,
-    upstreams,
+    upstreams: Object.entries(m.upstreams).map(([upstream, u]) => ({
+      name: upstream,
+      baseUrlEnv: u.baseUrlEnv,
+    })),
+    manifest: m,
   };
 }
 

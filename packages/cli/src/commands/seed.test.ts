@@ -6,6 +6,7 @@ import type { Io } from '../io.ts';
 import { runCli } from '../run-cli.ts';
 import type { ServerManifest } from '../servers.ts';
 import { demoStartHook } from './demo-start.ts';
+import { manifestSchema } from '@bulkhead/deployables';
 
 let db: TestDatabase;
 
@@ -36,6 +37,11 @@ const servers: ServerManifest[] = [
     probe: null,
     grantsSql: null,
     upstreams: [],
+    manifest: manifestSchema.parse({
+      port: 3102,
+      scopes: ['account:read', 'tickets:read'],
+      customerBound: true,
+    }),
   },
   {
     name: 'dev-knowledge',
@@ -49,6 +55,7 @@ const servers: ServerManifest[] = [
     probe: null,
     grantsSql: null,
     upstreams: [],
+    manifest: manifestSchema.parse({ port: 3103, scopes: ['docs:read'] }),
   },
   {
     name: 'console',
@@ -62,6 +69,7 @@ const servers: ServerManifest[] = [
     probe: null,
     grantsSql: null,
     upstreams: [],
+    manifest: manifestSchema.parse({ kind: 'console', port: 3104 }),
   },
 ];
 

@@ -3,7 +3,7 @@
 // Lines are added next to the audit sealer's, which every stack has; nothing else is changed.
 // A server with upstreams also gets, for each, its base URL and secrets from the environment (compose)
 // or from a ConfigMap literal and its own Secret, and one NetworkPolicy egress rule to it (Kubernetes).
-import type { UpstreamManifest } from '@bulkhead/core';
+import { manifestSchema, type UpstreamManifest } from '@bulkhead/deployables';
 import { loginRole } from '@bulkhead/db';
 import { parseDocument } from 'yaml';
 import { serverFiles, snake, type NewServer } from './templates.ts';
@@ -69,10 +69,9 @@ export function upstreamDeployments(upstreams: UpstreamManifest | undefined): Up
 /** The upstreams of the manifest the templates write for `s`: what the server will read, so what is deployed. */
 function templateUpstreams(s: NewServer): UpstreamManifest | undefined {
   if (!s.upstream) return undefined;
-  const manifest = JSON.parse(serverFiles(s)['package.json']!) as {
-    bulkhead: { upstreams?: UpstreamManifest };
-  };
-  return manifest.bulkhead.upstreams;
+  // Through the manifest's one schema: a template writing a manifest the server would refuse fails here.
+  const pkg = JSON.parse(serverFiles(s)['package.json']!) as { bulkhead: unknown };
+  return manifestSchema.parse(pkg.bulkhead).upstreams;
 }
 
 /** Inserts `lines` before the first line matching `anchor`, or throws naming it. */

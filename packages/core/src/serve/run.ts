@@ -1,29 +1,16 @@
 import { serve } from '@hono/node-server';
 import type { AuditWriter } from '@bulkhead/audit';
 import type { Server as NodeServer } from 'node:http';
-import { randomUUID } from 'node:crypto';
-import {
-  connectedAsOwner,
-  createSql,
-  isConnectionError,
-  openDatabase,
-  roleSpecs,
-  sessionHazards,
-  type Sql,
-} from '@bulkhead/db';
-import { discoverDeployables } from '@bulkhead/deployables';
-
-type ReservedSql = Awaited<ReturnType<Sql['reserve']>>;
-import { ConfigError, workspaceRoot, type ServerEnv } from './config.ts';
+import { createSql, isConnectionError, type Sql } from '@bulkhead/db';
+import { ConfigError, type ServerEnv } from './config.ts';
 import { startApprovalExecutor } from '../approvals/executor.ts';
 import type { SmtpOptions } from '../approvals/smtp.ts';
 import { hasGatedTools, sendsEmail, type ServerDefinition } from '../pipeline/server-definition.ts';
 import { createHttpApp } from './http-app.ts';
-import { readySchema } from './schema.ts';
-import { POOLER_NEEDS, SESSIONS_SHARED } from './pooler.ts';
 import { createLogger, type Logger } from '../pipeline/logger.ts';
 import { parseOtlpHeaders, startTracing } from './tracing.ts';
 import { serveStdio, StartupError } from './stdio.ts';
+import { connectFailure, openOwnDatabase, prepareDatabase } from './start-up.ts';
 import type { UpstreamConfig, Upstreams } from '../pipeline/upstream/upstreams.ts';
 import { createUpstreams } from '../pipeline/upstream/upstreams.ts';
 
@@ -34,6 +21,11 @@ export interface RunOptions {
   stdio: boolean;
   /** The upstreams of the server's manifest, resolved by its `env.ts` (`resolveUpstreams`). */
   upstreams?: readonly UpstreamConfig[];
+  /**
+   * The server's own grants (its `grants.sql`, read by `ownGrants(import.meta.url)` in its `main.ts`):
+   * given to its group role on the embedded default, which it sets up for itself when it starts alone.
+   */
+  grantsSql?: string | null;
 }
 
 /**
@@ -56,132 +48,6 @@ const SHUTDOWN_LIMIT_MS = 20_000;
 
 /** How long in-flight requests may take to finish once the server is asked to stop. */
 export const SHUTDOWN_GRACE_MS = 10_000;
-
-/**
- * Refuses to serve under a role that is not this deployable's own: the schema
- * owner or a superuser (unless allowed, for a one-off) could do anything the
- * database otherwise refuses, and another deployable's role would run this
- * server with the wrong rights.
- */
-export async function checkRole(sql: Sql, deployable: string, allowOwner: boolean): Promise<string> {
-  const who = await connectedAsOwner(sql);
-  if (who.owner) {
-    if (allowOwner)
-      return `running as ${who.role}, the schema owner or a superuser (BULKHEAD_ALLOW_OWNER_ROLE=true)`;
-    throw new StartupError(
-      `connected to PostgreSQL as "${who.role}", which owns the schema or is a superuser; run ${deployable} under its own role ` +
-        `(\`pnpm bulkhead db roles --login ${deployable} <login-role>\`), or set BULKHEAD_ALLOW_OWNER_ROLE=true to allow it (not for production)`,
-    );
-  }
-  if (who.deployable !== deployable)
-    throw new StartupError(
-      `connected to PostgreSQL as "${who.role}", which ${who.deployable ? `is the role of ${who.deployable}` : 'belongs to no deployable'}, not of ${deployable}: ` +
-        `make it a member of its group role with \`pnpm bulkhead db roles --login ${deployable} ${who.role}\``,
-    );
-  // What a session of this role could change about its own sessions is what the database's checks rest on.
-  const hazards = await sessionHazards(sql);
-  if (hazards.length)
-    throw new StartupError(
-      `connected to PostgreSQL as "${who.role}", which can change what the database's checks assume: ${hazards.join('; ')}`,
-    );
-  return `running as ${who.role} (${deployable})`;
-}
-
-/**
- * A start-up step that could not connect, as one sentence: which role, what PostgreSQL said, and, when
- * no connection was left (53300: the login role's `CONNECTION LIMIT` or the server's `max_connections`
- * used up), what to do; `holds` is how many connections one such process holds at most. Any other error
- * is returned as it is.
- */
-export function connectFailure(err: unknown, url: string, deployable: string, holds: number): unknown {
-  if (err instanceof StartupError || !isConnectionError(err)) return err;
-  let role = '';
-  try {
-    role = decodeURIComponent(new URL(url).username);
-  } catch {
-    // not a URL: say nothing of the role
-  }
-  const message = err instanceof Error ? err.message : String(err);
-  const full = (err as { code?: unknown }).code === '53300';
-  return new StartupError(
-    `could not connect to PostgreSQL${role ? ` as "${role}"` : ''}: ${message}` +
-      (full
-        ? ` (the login role's CONNECTION LIMIT or PostgreSQL's max_connections is used up; one ${deployable} process holds up to ${holds}). ` +
-          `Raise the login's limit (\`bulkhead db roles --login ${deployable} ${role || '<login-role>'} --connection-limit N\`) ` +
-          "or PostgreSQL's max_connections, or run fewer replicas"
-        : '; check DATABASE_URL and that PostgreSQL is up'),
-  );
-}
-
-export { POOLER_NEEDS } from './pooler.ts';
-
-/**
- * Refuses a connection pooler that does not give each connection a session of its own (PgBouncer in
- * transaction or statement mode), and one that refuses the read pool's startup parameter
- * (`default_transaction_read_only`): either would have calls fail while `/readyz` may say ready.
- *
- * The probe: on two connections of the main pool, each reserved, the first sets a session setting to
- * a value of its own, the second sets the same setting to another, and the first reads it back with
- * its backend's pid — three rounds. On a session of its own the value and the pid are the ones the
- * first statement saw; behind a transaction pooler a later statement runs on whatever server
- * connection is free (often the one the other connection just used), so one of them differs. Its
- * statements are unnamed (`prepare: false`): a named one would fail behind such a pooler
- * ("prepared statement … does not exist") instead of telling.
- */
-export async function checkPooler(sql: Sql, reads?: Sql): Promise<void> {
-  // Both settled before going on: when one connection is refused (the login's limit reached), the other is
-  // released rather than kept reserved, and nothing is still connecting when the process stops.
-  const reserved = await Promise.allSettled([sql.reserve(), sql.reserve()]);
-  const refused = reserved.find((r) => r.status === 'rejected');
-  if (refused) {
-    for (const r of reserved) if (r.status === 'fulfilled') r.value.release();
-    throw refused.reason;
-  }
-  const [a, b] = reserved.map((r) => (r as PromiseFulfilledResult<ReservedSql>).value) as [
-    ReservedSql,
-    ReservedSql,
-  ];
-  try {
-    const once = async (c: typeof a, text: string, params: string[] = []) =>
-      (await c.unsafe<{ pid: number; value: string | null }[]>(text, params, { prepare: false }))[0]!;
-    for (let round = 0; round < 3; round++) {
-      const mark = randomUUID();
-      const set = await once(
-        a,
-        `select pg_backend_pid() as pid, set_config('bulkhead.pool_probe', $1, false) as value`,
-        [mark],
-      );
-      await once(b, `select pg_backend_pid() as pid, set_config('bulkhead.pool_probe', $1, false) as value`, [
-        randomUUID(),
-      ]);
-      const read = await once(
-        a,
-        `select pg_backend_pid() as pid, current_setting('bulkhead.pool_probe', true) as value`,
-      );
-      if (read.pid !== set.pid || read.value !== mark) throw new StartupError(SESSIONS_SHARED);
-    }
-  } catch (err) {
-    if (err instanceof StartupError) throw err;
-    // Only a pooler loses named statements between two statements of one connection.
-    if ((err as { code?: unknown }).code === '26000') throw new StartupError(SESSIONS_SHARED);
-    throw err;
-  } finally {
-    a.release();
-    b.release();
-  }
-  if (!reads) return;
-  try {
-    await reads.unsafe('select 1', [], { prepare: false });
-  } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    // PgBouncer: "unsupported startup parameter: default_transaction_read_only".
-    if (/startup parameter/i.test(message))
-      throw new StartupError(
-        `DATABASE_URL leads to a connection pooler that refuses the read pool's startup parameter (${message}): ${POOLER_NEEDS}`,
-      );
-    throw err;
-  }
-}
 
 /**
  * Where a server that sends e-mail sends it. Such a server does not start without an SMTP server
@@ -225,14 +91,13 @@ export async function runServer(def: ServerDefinition, { env, stdio, ...run }: R
     if (!isConnectionError(err)) throw err;
     logger.error({ err }, 'unhandled database connection error; serving on');
   });
-  const db = await openDatabase({
-    ...(env.DATABASE_URL ? { databaseUrl: env.DATABASE_URL } : {}),
-    dataDir: env.BULKHEAD_DATA_DIR,
-    applicationName: `bulkhead-${def.name}`,
-    max: POOL_MAX,
-    log: (line) => logger.info(line),
-    deployable: { name: def.name, roles: roleSpecs(discoverDeployables(workspaceRoot())) },
-  });
+  const self = {
+    name: def.name,
+    kind: 'mcp',
+    gated: hasGatedTools(def),
+    grantsSql: run.grantsSql ?? null,
+  } as const;
+  const db = await openOwnDatabase(self, env, { logger, max: POOL_MAX });
   const tracing = startTracing({
     endpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT,
     tracesEndpoint: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
@@ -249,28 +114,7 @@ export async function runServer(def: ServerDefinition, { env, stdio, ...run }: R
     readOnly: true,
   });
   closers.push(() => reads.end({ timeout: 5 }));
-  let stopping = false;
-  const stop = async (code: number) => {
-    if (stopping) return;
-    stopping = true;
-    // A step that never finishes (a connection a broken pooler holds, a lane that waits on it) must not
-    // keep a stopped server alive: after SHUTDOWN_LIMIT_MS it exits anyway, below an orchestrator's
-    // grace period (Kubernetes: 30 s), saying so.
-    setTimeout(() => {
-      logger.error(
-        { limitMs: SHUTDOWN_LIMIT_MS },
-        'shutdown did not finish in time: exiting without waiting further',
-      );
-      logger.flush?.();
-      process.exit(code);
-    }, SHUTDOWN_LIMIT_MS).unref();
-    for (const close of closers.reverse())
-      await close().catch((err: unknown) => logger.error({ err }, 'shutdown step failed'));
-    await db.close().catch((err: unknown) => logger.error({ err }, 'closing the database failed'));
-    logger.debug('stopped');
-    logger.flush?.();
-    process.exit(code);
-  };
+  const stop = createStop(closers, db, logger);
   process.once('SIGINT', () => void stop(0));
   process.once('SIGTERM', () => void stop(0));
   /** A start-up step that failed: a `StartupError` is one sentence on stderr and exit 1; anything else is thrown on. */
@@ -284,7 +128,13 @@ export async function runServer(def: ServerDefinition, { env, stdio, ...run }: R
   };
 
   try {
-    await prepareDatabase(def, env, logger, { sql: db.sql, reads, stdio });
+    // On stdio there is no read pool to check, and the log goes to the desktop client's stderr.
+    await prepareDatabase(def.name, env, {
+      sql: db.sql,
+      reads: stdio ? undefined : reads,
+      logger,
+      quiet: stdio,
+    });
   } catch (err) {
     await startupFailed(err);
   }
@@ -328,37 +178,45 @@ export async function runServer(def: ServerDefinition, { env, stdio, ...run }: R
   logger.info({ url: `${env.BULKHEAD_PUBLIC_URL}/mcp` }, `${def.name} listening`);
 }
 
+/**
+ * How a server stops, once (a second signal changes nothing): the `closers` in reverse order, then the
+ * database, then exit with `code`.
+ */
+function createStop(
+  closers: (() => Promise<unknown>)[],
+  db: { close(): Promise<unknown> },
+  logger: Logger,
+): (code: number) => Promise<void> {
+  let stopping = false;
+  return async (code) => {
+    if (stopping) return;
+    stopping = true;
+    // A step that never finishes (a connection a broken pooler holds, a lane that waits on it) must not
+    // keep a stopped server alive: after SHUTDOWN_LIMIT_MS it exits anyway, below an orchestrator's
+    // grace period (Kubernetes: 30 s), saying so.
+    setTimeout(() => {
+      logger.error(
+        { limitMs: SHUTDOWN_LIMIT_MS },
+        'shutdown did not finish in time: exiting without waiting further',
+      );
+      logger.flush?.();
+      process.exit(code);
+    }, SHUTDOWN_LIMIT_MS).unref();
+    for (const close of closers.reverse())
+      await close().catch((err: unknown) => logger.error({ err }, 'shutdown step failed'));
+    await db.close().catch((err: unknown) => logger.error({ err }, 'closing the database failed'));
+    logger.debug('stopped');
+    logger.flush?.();
+    process.exit(code);
+  };
+}
+
 /** Where the approval notifications and the console's links point. */
 function approvalUrls(env: ServerEnv) {
   return {
     approvalWebhookUrl: env.BULKHEAD_APPROVAL_WEBHOOK_URL,
     consoleUrl: env.BULKHEAD_CONSOLE_URL,
   };
-}
-
-/**
- * Readies the database for serving, or fails the start: checks for a pooler (on the read pool too,
- * unless on stdio, which has none), checks that the schema is current (migrating it only as an allowed
- * owner, never under the server's own role), and checks the role.
- */
-async function prepareDatabase(
-  def: ServerDefinition,
-  env: ServerEnv,
-  logger: Logger,
-  { sql, reads, stdio }: { sql: Sql; reads: Sql; stdio: boolean },
-): Promise<void> {
-  // First: behind a pooler that loses sessions, even the migration's lock would not hold.
-  await checkPooler(sql, stdio ? undefined : reads);
-  const applied = await readySchema(sql, {
-    deployable: def.name,
-    migrate: env.BULKHEAD_MIGRATE,
-    allowOwner: env.BULKHEAD_ALLOW_OWNER_ROLE,
-  });
-  if (applied.length) logger.info({ applied }, 'migrations applied');
-  // On stdio the log goes to the desktop client's stderr: keep it to what matters there.
-  const role = await checkRole(sql, def.name, env.BULKHEAD_ALLOW_OWNER_ROLE);
-  if (stdio) logger.debug(role);
-  else logger.info(role);
 }
 
 /**

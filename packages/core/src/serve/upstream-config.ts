@@ -1,69 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { z } from 'zod';
+import { manifestProblems, upstreamsManifestSchema } from '@bulkhead/deployables';
 import { ConfigError } from './config.ts';
 import type { UpstreamAuth, UpstreamConfig } from '../pipeline/upstream/upstreams.ts';
-
-const NAME = /^[a-z][a-z0-9-]{0,39}$/;
-const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
-
-const envName = z.string().regex(ENV_NAME, 'an environment variable name (A-Z, 0-9, _)');
-const filePath = z.string().min(1);
-
-const bearer = z
-  .object({ type: z.literal('bearer'), tokenEnv: envName.optional(), tokenFile: filePath.optional() })
-  .strict();
-const basic = z
-  .object({
-    type: z.literal('basic'),
-    username: z.string().optional(),
-    usernameEnv: envName.optional(),
-    passwordEnv: envName.optional(),
-    passwordFile: filePath.optional(),
-  })
-  .strict();
-const header = z
-  .object({
-    type: z.literal('header'),
-    header: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'an HTTP header name'),
-    valueEnv: envName.optional(),
-    valueFile: filePath.optional(),
-  })
-  .strict();
-const mtls = z
-  .object({ type: z.literal('mtls'), certFile: filePath, keyFile: filePath, caFile: filePath.optional() })
-  .strict();
-const none = z.object({ type: z.literal('none') }).strict();
-
-/** One entry of `bulkhead.upstreams` in a server's package.json. */
-export const upstreamManifestSchema = z
-  .object({
-    /** The environment variable holding the base URL (`ALERTS_URL`). */
-    baseUrlEnv: envName,
-    /** How the system is named to the model ("the alerting system"); default "the <name> upstream". */
-    title: z.string().min(1).max(80).optional(),
-    auth: z.discriminatedUnion('type', [bearer, basic, header, mtls, none]).default({ type: 'none' }),
-    /** Largest response body read, in bytes (default 1 MiB); past it the request is refused. */
-    maxResponseBytes: z
-      .number()
-      .int()
-      .min(1)
-      .max(256 * 1024 * 1024)
-      .default(1024 * 1024),
-    /** How long one request may wait for its answer (default 5 s), always within the call's own limit. */
-    timeoutMs: z.number().int().min(10).max(600_000).default(5000),
-    /** Further attempts of a read (GET, HEAD) on a connection error or 502/503/504 (default 2). */
-    retries: z.number().int().min(0).max(5).default(2),
-  })
-  .strict();
-
-/** `bulkhead.upstreams`: the systems a server may reach, by name. */
-export const upstreamsManifestSchema = z.record(
-  z.string().regex(NAME, 'an upstream name: lower-case letters, digits and -'),
-  upstreamManifestSchema,
-);
-
-export type UpstreamManifest = z.input<typeof upstreamsManifestSchema>;
 
 /**
  * Resolves `bulkhead.upstreams` against the environment a server's `env.ts` read: each base URL from
@@ -79,11 +18,7 @@ export function resolveUpstreams(
   if (manifest === undefined) return [];
   const parsed = upstreamsManifestSchema.safeParse(manifest);
   if (!parsed.success)
-    throw new ConfigError(
-      parsed.error.issues.map(
-        (i) => `bulkhead.upstreams.${i.path.map(String).join('.')}: ${i.message} (in package.json)`,
-      ),
-    );
+    throw new ConfigError(manifestProblems(parsed.error, 'upstreams').map((p) => `${p} (in package.json)`));
   const problems: string[] = [];
   const configs: UpstreamConfig[] = [];
   for (const [name, spec] of Object.entries(parsed.data)) {

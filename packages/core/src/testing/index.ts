@@ -4,6 +4,7 @@ import { serve } from '@hono/node-server';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { AddressInfo } from 'node:net';
 import { createSql, groupRole, type Sql } from '@bulkhead/db';
+import { manifestSchema } from '@bulkhead/deployables';
 import type { TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
 import type { ServerDefinition } from '../pipeline/server-definition.ts';
@@ -285,14 +286,14 @@ export interface ServerSurface {
 /** Lints a server definition and reads its package.json manifest, so each server's test is three assertions. */
 export function serverSurface(def: ServerDefinition, packageJson: URL): ServerSurface {
   const lint = lintServer(def);
-  const manifest = JSON.parse(readFileSync(packageJson, 'utf8')) as { bulkhead?: { scopes?: string[] } };
+  const pkg = JSON.parse(readFileSync(packageJson, 'utf8')) as { bulkhead?: unknown };
   return {
     findings: lint.findings,
     chars: lint.size.chars,
     modelChars: lint.size.modelChars,
     budgetChars: lint.budgetChars,
     modelBudgetChars: lint.modelBudgetChars,
-    declaredScopes: manifest.bulkhead?.scopes ?? [],
+    declaredScopes: pkg.bulkhead === undefined ? [] : manifestSchema.parse(pkg.bulkhead).scopes,
     toolScopes: [...def.catalog.scopes],
   };
 }
