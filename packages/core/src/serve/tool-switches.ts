@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createAuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
-import type { SwitchedOff } from '../pipeline/switched-off.ts';
+import type { SwitchedOff } from '../pipeline/call/switched-off.ts';
 
 /** A tool an operator has switched off, as stored. */
 export interface SwitchedOffTool {

@@ -3,10 +3,10 @@ import type { Sql } from '@bulkhead/db';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createServer } from '../serve/create-server.ts';
+import { createServer } from '../../serve/create-server.ts';
 import { callTool } from './call-tool.ts';
-import { defineTool, READ_ONLY } from './define-tool.ts';
-import { createRequestAudit, type EventSink } from './request-audit.ts';
+import { defineTool, READ_ONLY } from '../tool-definition/define-tool.ts';
+import { createRequestAudit, type EventSink } from '../observability/request-audit.ts';
 
 const def = createServer({
   name: 'pipeline-test',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { untrustedTextSchema } from './untrusted/wrap.ts';
+import { untrustedTextSchema } from '../text-safety/untrusted/wrap.ts';
 
 /**
  * What a gated tool returns when called: the call never acts, it files a

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createServer, defineTool } from '../index.ts';
+import { createServer, defineTool } from '../../index.ts';
 import { createProgressChannel, PROGRESS_INTERVAL_MS, type ProgressUpdate } from './progress.ts';
 import {
   connectTestClient,
@@ -10,7 +10,7 @@ import {
   rawRequest,
   startTestServer,
   type TestServer,
-} from '../testing/index.ts';
+} from '../../testing/index.ts';
 
 describe('the progress channel', () => {
   /** A channel on a clock the test moves; what it sends lands in `sent`. */

@@ -2,8 +2,8 @@ import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { getApproval, startApprovalExecutor } from '../approvals/index.ts';
-import { createServer, defineTool } from '../index.ts';
+import { getApproval, startApprovalExecutor } from '../../approvals/index.ts';
+import { createServer, defineTool } from '../../index.ts';
 import {
   connectTestClient,
   issueTestToken,
@@ -12,7 +12,7 @@ import {
   testApprover,
   type TestApprover,
   type TestServer,
-} from '../testing/index.ts';
+} from '../../testing/index.ts';
 
 const write = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
 const ro = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };

@@ -1,13 +1,13 @@
 import type { Sql } from '@bulkhead/db';
 import type { Access } from './access.ts';
-import type { AnyTool, Outbox, ToolContext } from './define-tool.ts';
-import { ToolError } from './errors.ts';
-import { guardedSql, openCallTransaction, type TransactionSql } from './guarded-sql.ts';
+import type { AnyTool, Outbox, ToolContext } from '../tool-definition/define-tool.ts';
+import { ToolError } from '../tool-definition/errors.ts';
+import { guardedSql, openCallTransaction, type TransactionSql } from '../database/guarded-sql.ts';
 import type { ProgressReporter } from './progress.ts';
-import type { ReadSettings } from './read-lanes.ts';
+import type { ReadSettings } from '../database/read-lanes.ts';
 import { Cancelled, TimeLimitExceeded, withTimeLimit } from './time-limit.ts';
-import { createUpstreamClient } from './upstream/client.ts';
-import { createUpstreams, type UpstreamRecord, type Upstreams } from './upstream/upstreams.ts';
+import { createUpstreamClient } from '../upstream/client.ts';
+import { createUpstreams, type UpstreamRecord, type Upstreams } from '../upstream/upstreams.ts';
 import type { Logger } from 'pino';
 
 const NO_UPSTREAMS = createUpstreams();

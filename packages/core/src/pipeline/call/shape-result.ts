@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/server';
-import type { AnyTool } from './define-tool.ts';
-import { scanUntrusted } from './untrusted/detect.ts';
-import { renderText } from './untrusted/render.ts';
+import type { AnyTool } from '../tool-definition/define-tool.ts';
+import { scanUntrusted } from '../text-safety/untrusted/detect.ts';
+import { renderText } from '../text-safety/untrusted/render.ts';
 
 /** A handler's value turned into what the client gets, plus what the audit log keeps of it. */
 export interface ShapedResult {

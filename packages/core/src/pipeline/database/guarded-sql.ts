@@ -1,7 +1,7 @@
 import { isConnectionError, type Sql } from '@bulkhead/db';
 import { proofSetting, timeoutSetting, type ReadLanes, type ReadSettings } from './read-lanes.ts';
-import { waitAtMost } from './time-limit.ts';
-import { activeSpan, inSpan, SpanKind, statementSummary } from './tracing.ts';
+import { waitAtMost } from '../call/time-limit.ts';
+import { activeSpan, inSpan, SpanKind, statementSummary } from '../observability/tracing.ts';
 
 /** postgres.js's transaction type, reached through `begin` so that core needs no direct dependency on postgres. */
 export type TransactionSql = Parameters<Parameters<Sql['begin']>[1]>[0];

@@ -1,9 +1,9 @@
 import { createSql, isConnectionError, type Sql } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { TokenProof } from './access.ts';
+import { TokenProof } from '../call/access.ts';
 import { createReadLanes, proofSetting, type ReadSettings } from './read-lanes.ts';
-import { NoConnectionInTime } from './time-limit.ts';
+import { NoConnectionInTime } from '../call/time-limit.ts';
 
 // Lanes share a connection between the calls of one customer: these tests hold them to never letting a
 // query run under another call's settings, however calls interleave.

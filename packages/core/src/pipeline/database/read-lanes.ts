@@ -1,5 +1,5 @@
 import { isConnectionError, type Sql } from '@bulkhead/db';
-import type { TokenProof } from './access.ts';
+import type { TokenProof } from '../call/access.ts';
 import {
   boundSession,
   checkedStatements,
@@ -11,7 +11,7 @@ import {
   type BoundSession,
   type CheckedStatements,
 } from './session-check.ts';
-import { waitAtMost } from './time-limit.ts';
+import { waitAtMost } from '../call/time-limit.ts';
 
 /**
  * The settings a read-only call runs under: its customer, the proof of the token the row policies derive

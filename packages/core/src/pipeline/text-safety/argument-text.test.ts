@@ -3,14 +3,14 @@ import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { findTextArgumentProblems, textArgumentError } from './argument-text.ts';
-import { createServer, defineTool, lineArg, secret } from '../index.ts';
+import { createServer, defineTool, lineArg, secret } from '../../index.ts';
 import {
   callFlat,
   connectTestClient,
   issueTestToken,
   startTestServer,
   type TestServer,
-} from '../testing/index.ts';
+} from '../../testing/index.ts';
 
 const TAIL = '. Nothing was done; call again with corrected arguments.';
 

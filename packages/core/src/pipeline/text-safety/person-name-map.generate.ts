@@ -1,6 +1,6 @@
 // Writes person-name-map.json, the one table both implementations of a person's key read: this kit's
 // TypeScript (person-name.ts) and the database's `bulkhead_person_key` (migration 0049 embeds the same
-// JSON). Run with `pnpm --filter @bulkhead/core exec tsx src/pipeline/person-name-map.generate.ts`;
+// JSON). Run with `pnpm --filter @bulkhead/core exec tsx src/pipeline/text-safety/person-name-map.generate.ts`;
 // a migration already applied keeps its copy, so a new table needs a new migration.
 //
 // For each code point of a decomposed (NFKD) name, what it becomes in the key: case-folded (upper then

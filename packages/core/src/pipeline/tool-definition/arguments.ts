@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ToolError } from './errors.ts';
-import { untrustedTextSchema } from './untrusted/wrap.ts';
+import { untrustedTextSchema } from '../text-safety/untrusted/wrap.ts';
 
 // The kit's generic arguments: pages, free text, dates. The same name means the same thing on every
 // server (limit, offset), and a sanity bound is enforced without being shown, since every tool would

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { AnyTool } from './define-tool.ts';
-import { untrustedTextSchema } from './untrusted/wrap.ts';
+import { untrustedTextSchema } from '../text-safety/untrusted/wrap.ts';
 
 /** The tools/list entry of one tool, computed once per process. */
 export interface ToolListing {

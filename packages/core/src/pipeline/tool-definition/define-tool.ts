@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { Sql } from '@bulkhead/db';
-import type { Access } from './access.ts';
-import type { ProgressReporter } from './progress.ts';
-import type { UpstreamClient } from './upstream/client.ts';
+import type { Access } from '../call/access.ts';
+import type { ProgressReporter } from '../call/progress.ts';
+import type { UpstreamClient } from '../upstream/client.ts';
 
 /** What a handler running an approved action may use for effects outside the database. */
 export interface Outbox {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
-import type { UntrustedText } from './untrusted/wrap.ts';
+import type { UntrustedText } from '../text-safety/untrusted/wrap.ts';
 
 /**
  * A failure the model can act on: its message is shown to the client as an

@@ -4,8 +4,8 @@ import { DEMO_INJECTION_TICKETS, generateDemoData, seedDemo } from '@bulkhead/de
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createServer, defineTool, ToolError } from '../../index.ts';
-import { issueTestToken, startTestServer, type TestServer } from '../../testing/index.ts';
+import { createServer, defineTool, ToolError } from '../../../index.ts';
+import { issueTestToken, startTestServer, type TestServer } from '../../../testing/index.ts';
 import { untrusted, untrustedTextSchema } from './wrap.ts';
 import { findHiddenCharacters } from './hidden.ts';
 import { detectInjection, scanUntrusted } from './detect.ts';

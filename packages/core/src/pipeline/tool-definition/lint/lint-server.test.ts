@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createServer } from '../../serve/create-server.ts';
+import { createServer } from '../../../serve/create-server.ts';
 import { defineTool } from '../define-tool.ts';
-import { untrustedTextSchema } from '../untrusted/wrap.ts';
+import { untrustedTextSchema } from '../../text-safety/untrusted/wrap.ts';
 import { lintServer } from './lint-tools.ts';
 
 const ro = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };

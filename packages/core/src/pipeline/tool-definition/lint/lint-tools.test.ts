@@ -919,7 +919,7 @@ describe('the rules', () => {
   });
 
   it('are the table of docs/model.md, row for row', () => {
-    const page = readFileSync(new URL('../../../../../docs/model.md', import.meta.url), 'utf8');
+    const page = readFileSync(new URL('../../../../../../docs/model.md', import.meta.url), 'utf8');
     const section = page.slice(page.indexOf('## The tool linter'), page.indexOf('## Database text is data'));
     const rows = section.split('\n').filter((line) => /^\| `[a-z-]+` \|/.test(line));
     expect(rows).toEqual(

@@ -1,6 +1,6 @@
-import { findHiddenCharacters, stripHidden } from '../untrusted/hidden.ts';
-import { findInstructions } from '../untrusted/detect.ts';
-import { codePointLabel } from '../visible.ts';
+import { findHiddenCharacters, stripHidden } from '../../text-safety/untrusted/hidden.ts';
+import { findInstructions } from '../../text-safety/untrusted/detect.ts';
+import { codePointLabel } from '../../text-safety/visible.ts';
 import type { RuleId } from './rules.ts';
 
 /** A problem in one string of a tool definition. */

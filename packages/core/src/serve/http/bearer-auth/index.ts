@@ -1,6 +1,6 @@
 import { isConnectionError } from '@bulkhead/db';
 import type { MiddlewareHandler } from 'hono';
-import { earlyStep } from '../../../pipeline/tracing.ts';
+import { earlyStep } from '../../../pipeline/observability/tracing.ts';
 import type { TokenVerifier } from '../../tokens.ts';
 import { Refusal } from '../refusal.ts';
 import type { McpEnv } from '../state.ts';

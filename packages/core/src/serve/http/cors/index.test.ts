@@ -3,8 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { chromiumLaunchOptions } from '../testing/browser.ts';
-import { addNumbersServer, issueTestToken, startTestServer, type TestServer } from '../testing/index.ts';
+import { chromiumLaunchOptions } from '../../../testing/browser.ts';
+import {
+  addNumbersServer,
+  issueTestToken,
+  startTestServer,
+  type TestServer,
+} from '../../../testing/index.ts';
 
 // A browser-based client (the Inspector's web UI and the like) on a page of an allowed origin calls
 // the server across origins: preflight, token, call, readable answer. A page of another origin gets nothing.

@@ -5,9 +5,14 @@ import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createServer, defineTool } from '../index.ts';
-import { revokeToken } from './tokens.ts';
-import { connectTestClient, issueTestToken, startTestServer, type TestServer } from '../testing/index.ts';
+import { createServer, defineTool } from '../../../index.ts';
+import { revokeToken } from '../../tokens.ts';
+import {
+  connectTestClient,
+  issueTestToken,
+  startTestServer,
+  type TestServer,
+} from '../../../testing/index.ts';
 
 // Findings of a run of hostile requests against the servers (issue 31, items 11, 12, 16 and 17).
 

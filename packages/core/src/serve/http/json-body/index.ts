@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { ARGUMENT_LIMITS, argumentsOverLimit } from '../../../pipeline/argument-limits.ts';
+import { ARGUMENT_LIMITS, argumentsOverLimit } from '../../../pipeline/call/argument-limits.ts';
 import { TASK_METHODS } from '../../../tasks/task-handlers.ts';
 import { bodyAborted } from '../aborted.ts';
 import { Refusal, rpcError } from '../refusal.ts';

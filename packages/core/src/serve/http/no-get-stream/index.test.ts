@@ -4,8 +4,8 @@ import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextp
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApp } from '../index.ts';
-import { addNumbersServer, issueTestToken, startTestServer } from '../testing/index.ts';
+import { createHttpApp } from '../../../index.ts';
+import { addNumbersServer, issueTestToken, startTestServer } from '../../../testing/index.ts';
 
 // `GET /mcp` asks for a standing event stream, which these stateless servers do not offer: every answer
 // is 405 with `Allow`, and no audit event — the first GET of every 2025-era client is housekeeping,

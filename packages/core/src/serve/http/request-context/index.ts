@@ -3,9 +3,9 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
 import type { AuditWriter } from '@bulkhead/audit';
-import { lazyChild } from '../../../pipeline/logger.ts';
-import { createRequestAudit } from '../../../pipeline/request-audit.ts';
-import { requestArrived } from '../../../pipeline/tracing.ts';
+import { lazyChild } from '../../../pipeline/observability/logger.ts';
+import { createRequestAudit } from '../../../pipeline/observability/request-audit.ts';
+import { requestArrived } from '../../../pipeline/observability/tracing.ts';
 import type { McpEnv } from '../state.ts';
 
 /** The client's address as the socket reports it; `unknown` where there is no socket (in-process requests). */
