@@ -16,7 +16,10 @@ async function layerFindings(path: string, code: string): Promise<string[]> {
 describe('eslint.config.js: layers point one way', () => {
   it('between packages: core imports no package above it', async () => {
     expect(
-      await layerFindings('packages/core/src/pipeline/call-tool.ts', `import { x } from '@bulkhead/domain';`),
+      await layerFindings(
+        'packages/core/src/pipeline/call/call-tool.ts',
+        `import { x } from '@bulkhead/domain';`,
+      ),
     ).toEqual([
       "no-restricted-imports: '@bulkhead/domain' import is restricted from being used by a pattern. core may not import this",
     ]);
@@ -49,20 +52,22 @@ describe('eslint.config.js: layers point one way', () => {
   });
 
   it('inside core: the call pipeline imports neither approvals/, tasks/ nor the assembly', async () => {
-    const path = 'packages/core/src/pipeline/call-tool.ts';
-    expect(await layerFindings(path, `import { x } from '../approvals/store.ts';`)).toEqual([
-      'bulkhead/core-layers: the call pipeline may not import ../approvals/store.ts, which is approvals',
+    const path = 'packages/core/src/pipeline/call/call-tool.ts';
+    expect(await layerFindings(path, `import { x } from '../../approvals/store.ts';`)).toEqual([
+      'bulkhead/core-layers: the call pipeline may not import ../../approvals/store.ts, which is approvals',
     ]);
-    expect(await layerFindings(path, `import { x } from '../tasks/task-state.ts';`)).toEqual([
-      'bulkhead/core-layers: the call pipeline may not import ../tasks/task-state.ts, which is approvals',
+    expect(await layerFindings(path, `import { x } from '../../tasks/task-state.ts';`)).toEqual([
+      'bulkhead/core-layers: the call pipeline may not import ../../tasks/task-state.ts, which is approvals',
     ]);
-    expect(await layerFindings(path, `import type { x } from '../serve/create-server.ts';`)).toEqual([
-      'bulkhead/core-layers: the call pipeline may not import ../serve/create-server.ts, which is the assembly',
+    expect(await layerFindings(path, `import type { x } from '../../serve/create-server.ts';`)).toEqual([
+      'bulkhead/core-layers: the call pipeline may not import ../../serve/create-server.ts, which is the assembly',
     ]);
-    expect(await layerFindings(path, `const x = () => import('../serve/http-app.ts');`)).toEqual([
-      'bulkhead/core-layers: the call pipeline may not import ../serve/http-app.ts, which is the assembly',
+    expect(await layerFindings(path, `const x = () => import('../../serve/http-app.ts');`)).toEqual([
+      'bulkhead/core-layers: the call pipeline may not import ../../serve/http-app.ts, which is the assembly',
     ]);
-    expect(await layerFindings(path, `import { x } from './server-definition.ts';`)).toEqual([]);
+    expect(await layerFindings(path, `import { x } from '../tool-definition/server-definition.ts';`)).toEqual(
+      [],
+    );
   });
 
   it('inside core: approvals/ and tasks/ import the pipeline, not the assembly', async () => {
@@ -85,7 +90,7 @@ describe('eslint.config.js: layers point one way', () => {
     expect(
       await layerFindings(
         'packages/core/src/approvals/executor.ts',
-        `import { x } from '../pipeline/call-tool.ts';\nimport { y } from './store.ts';\nconsole.log(y);`,
+        `import { x } from '../pipeline/call/call-tool.ts';\nimport { y } from './store.ts';\nconsole.log(y);`,
       ),
     ).toEqual([]);
   });

@@ -44,6 +44,8 @@ describe('eslint.config.js: no model-supplied pattern on the backtracking engine
     expect(await findings(TOOL, literals)).toEqual([]);
     const dynamic = 'export const f = (v: string) => new RegExp(v);';
     expect(await findings('servers/ops/src/silences.test.ts', dynamic)).toEqual([]);
-    expect(await findings('packages/core/src/pipeline/untrusted/patterns.ts', dynamic)).toEqual([]);
+    expect(await findings('packages/core/src/pipeline/text-safety/untrusted/patterns.ts', dynamic)).toEqual(
+      [],
+    );
   });
 });

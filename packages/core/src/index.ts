@@ -1,7 +1,7 @@
 // What a server author uses: tools, the server, running it, arguments, errors, untrusted text, config.
 // What the CLI and the approvers' console need besides is in `@bulkhead/core/operator`; test helpers
 // are in `@bulkhead/core/testing`.
-export type { Access } from './pipeline/access.ts';
+export type { Access } from './pipeline/call/access.ts';
 /** The database client a handler gets as `ctx.sql` (postgres.js), for a server's named query functions. */
 export type { Sql } from '@bulkhead/db';
 export {
@@ -15,25 +15,29 @@ export {
   type ToolDefinition,
   type ToolIcon,
   type ToolSpec,
-} from './pipeline/define-tool.ts';
+} from './pipeline/tool-definition/define-tool.ts';
 export { createServer } from './serve/create-server.ts';
-export { hasGatedTools, type ServerDefinition, type ServerOptions } from './pipeline/server-definition.ts';
-export { createCatalog, type ToolCatalog, type ToolListing } from './pipeline/catalog.ts';
+export {
+  hasGatedTools,
+  type ServerDefinition,
+  type ServerOptions,
+} from './pipeline/tool-definition/server-definition.ts';
+export { createCatalog, type ToolCatalog, type ToolListing } from './pipeline/tool-definition/catalog.ts';
 export {
   callTool,
   DEFAULT_TIMEOUT_MS,
   type ApprovalRequester,
   type CallKit,
   type CallRequest,
-} from './pipeline/call-tool.ts';
-export { PROGRESS_INTERVAL_MS, type ProgressReporter } from './pipeline/progress.ts';
+} from './pipeline/call/call-tool.ts';
+export { PROGRESS_INTERVAL_MS, type ProgressReporter } from './pipeline/call/progress.ts';
 export { TASKS_EXTENSION, type TaskWire } from './tasks/task-state.ts';
 export { createHttpApp, type HttpApp, type HttpAppOptions } from './serve/http-app.ts';
 export { bodyAborted } from './serve/http/aborted.ts';
 export { createRefusalLog, type RefusalLog } from './serve/http/refusal-log.ts';
 export { serveStdio, StartupError, type StdioOptions } from './serve/stdio.ts';
 export { readySchema, schemaBehind, type ReadySchemaOptions } from './serve/schema.ts';
-export { createReadLanes, type ReadLanes, type ReadSettings } from './pipeline/read-lanes.ts';
+export { createReadLanes, type ReadLanes, type ReadSettings } from './pipeline/database/read-lanes.ts';
 export { SESSIONS_SHARED } from './serve/pooler.ts';
 export { checkPooler, POOLER_NEEDS } from './serve/pooler.ts';
 export {
@@ -45,7 +49,7 @@ export {
   type StartUpEnv,
 } from './serve/start-up.ts';
 export { runServer, POOL_MAX, READ_POOL_MAX, SHUTDOWN_GRACE_MS, type RunOptions } from './serve/run.ts';
-export { ToolError } from './pipeline/errors.ts';
+export { ToolError } from './pipeline/tool-definition/errors.ts';
 export {
   compileModelPattern,
   MODEL_PATTERN_MAX_LENGTH,
@@ -54,9 +58,9 @@ export {
   ModelPatternError,
   type ModelPattern,
   type ModelPatternOptions,
-} from './pipeline/model-pattern.ts';
-export { secret } from './pipeline/secret.ts';
-export { untrusted, untrustedTextSchema, type UntrustedText } from './pipeline/untrusted/wrap.ts';
+} from './pipeline/text-safety/model-pattern.ts';
+export { secret } from './pipeline/text-safety/secret.ts';
+export { untrusted, untrustedTextSchema, type UntrustedText } from './pipeline/text-safety/untrusted/wrap.ts';
 export {
   dateArg,
   limitArg,
@@ -65,10 +69,10 @@ export {
   pageCheck,
   textArg,
   untrustedTextRef,
-} from './pipeline/arguments.ts';
-export { svgIcon } from './pipeline/icon.ts';
+} from './pipeline/tool-definition/arguments.ts';
+export { svgIcon } from './pipeline/tool-definition/icon.ts';
 /** For a gate's preview: a value from outside, in quotes it cannot close. */
-export { quoted } from './pipeline/quoted.ts';
+export { quoted } from './pipeline/text-safety/quoted.ts';
 export {
   ConfigError,
   boolEnv,
@@ -78,8 +82,8 @@ export {
   workspaceRoot,
   type ServerEnv,
 } from './serve/config.ts';
-export { createLogger, type Logger, type LoggerOptions } from './pipeline/logger.ts';
-export { shownUrl, withUrlsShown } from './pipeline/shown-url.ts';
+export { createLogger, type Logger, type LoggerOptions } from './pipeline/observability/logger.ts';
+export { shownUrl, withUrlsShown } from './pipeline/observability/shown-url.ts';
 /** For a handler's e-mail through `ctx.outbox`: a message checked for header injection. */
 export { addressProblem, emailMessage, type EmailInput } from './approvals/email.ts';
 /** Other systems a server reaches: declared in its manifest (`bulkhead.upstreams`), reached through `ctx.upstream('<name>')`. */

@@ -2,7 +2,7 @@
 // not: managing tokens, deciding and listing approvals, metrics, the tool linter, showing text as it
 // is. `@bulkhead/core/operator`.
 export { createMetrics, metricsRoute, type Metrics, type MetricsSources } from './serve/metrics.ts';
-export { sourceOf } from './serve/http/middleware/request-context.ts';
+export { sourceOf } from './serve/http/request-context/index.ts';
 export {
   createEventOwner,
   type ClientInfo,
@@ -10,7 +10,7 @@ export {
   type EventOwner,
   type EventOwnerOptions,
   type Party,
-} from './pipeline/request-audit.ts';
+} from './pipeline/observability/request-audit.ts';
 export {
   listSwitchedOffTools,
   switchToolOff,
@@ -18,7 +18,7 @@ export {
   type SwitchedOffTool,
   type ToolSwitchInput,
 } from './serve/tool-switches.ts';
-export { secretHash } from './pipeline/secret.ts';
+export { secretHash } from './pipeline/text-safety/secret.ts';
 export {
   codePointLabel,
   escapeJson,
@@ -26,10 +26,15 @@ export {
   isHiddenCodePoint,
   visible,
   visibleLines,
-} from './pipeline/visible.ts';
-export { mixedScriptWords, type MixedScriptWord } from './pipeline/mixed-script.ts';
-export { personKey, personNameProblem, samePerson, tidyPersonName } from './pipeline/person-name.ts';
-export { shownUrl, withUrlsShown } from './pipeline/shown-url.ts';
+} from './pipeline/text-safety/visible.ts';
+export { mixedScriptWords, type MixedScriptWord } from './pipeline/text-safety/mixed-script.ts';
+export {
+  personKey,
+  personNameProblem,
+  samePerson,
+  tidyPersonName,
+} from './pipeline/text-safety/person-name.ts';
+export { shownUrl, withUrlsShown } from './pipeline/observability/shown-url.ts';
 export {
   lintTools,
   lintServer,
@@ -39,8 +44,8 @@ export {
   type LintFinding,
   type LintOptions,
   type LintResult,
-} from './pipeline/lint/lint-tools.ts';
-export { RULES, type LintRule, type RuleId } from './pipeline/lint/rules.ts';
+} from './pipeline/tool-definition/lint/lint-tools.ts';
+export { RULES, type LintRule, type RuleId } from './pipeline/tool-definition/lint/rules.ts';
 export { clientConfigs } from './serve/client-configs.ts';
 export {
   createTokenVerifier,
@@ -86,5 +91,5 @@ export {
   type ApprovalStatus,
   type SmtpOptions,
 } from './approvals/index.ts';
-export { PENDING_NOTE } from './pipeline/pending-result.ts';
+export { PENDING_NOTE } from './pipeline/call/pending-result.ts';
 export { listCaughtMail, storeCaughtMail, type CaughtMail } from './approvals/caught-mail.ts';

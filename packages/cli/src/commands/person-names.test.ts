@@ -56,7 +56,7 @@ describe('a person’s key', () => {
 
   it('is the same in both implementations for every code point of the table and of the BMP', async () => {
     const map = JSON.parse(
-      readFileSync(join(repoRoot, 'packages/core/src/pipeline/person-name-map.json'), 'utf8'),
+      readFileSync(join(repoRoot, 'packages/core/src/pipeline/text-safety/person-name-map.json'), 'utf8'),
     ) as Record<string, string>;
     const names = [...Object.keys(map), ...Object.values(map), 'Zoë', 'ZOË', 'Straße', 'STRASSE', 'İlkay'];
     for (let cp = 1; cp < 0x10000; cp++) {

@@ -15,7 +15,7 @@ import {
   type TestApprover,
   type TestServer,
 } from '../testing/index.ts';
-import { PENDING_NOTE } from '../pipeline/pending-result.ts';
+import { PENDING_NOTE } from '../pipeline/call/pending-result.ts';
 import { ApprovalDecisionError, getApproval, startApprovalExecutor, type ApprovalExecutor } from './index.ts';
 
 const write = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { AnyTool, ApprovedValues, ToolContext } from '../pipeline/define-tool.ts';
-import { ToolError } from '../pipeline/errors.ts';
+import type { AnyTool, ApprovedValues, ToolContext } from '../pipeline/tool-definition/define-tool.ts';
+import { ToolError } from '../pipeline/tool-definition/errors.ts';
 import { storedForm } from './store.ts';
 
 // "Approved" means exactly what the person saw. A gated tool's effect often uses values its arguments

@@ -1,5 +1,5 @@
 import type { AuditEventInput, Outcome } from '@bulkhead/audit';
-import { createEventOwner, type EventDraft, type Party } from '../pipeline/request-audit.ts';
+import { createEventOwner, type EventDraft, type Party } from '../pipeline/observability/request-audit.ts';
 import type { ApprovalRecord } from './store.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
-import { samePerson } from '../pipeline/person-name.ts';
+import { samePerson } from '../pipeline/text-safety/person-name.ts';
 import { decisionEvent, expiryEvent } from './audit-trail.ts';
 import { APPROVAL_COLUMNS, APPROVAL_ID, argumentsHash, getApproval, type ApprovalRecord } from './store.ts';
 

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import type { Sql } from '@bulkhead/db';
-import { defineTool, READ_ONLY } from '../pipeline/define-tool.ts';
-import { svgIcon } from '../pipeline/icon.ts';
-import { ToolError } from '../pipeline/errors.ts';
-import { untrusted, untrustedTextSchema } from '../pipeline/untrusted/wrap.ts';
-import { previewSource } from '../pipeline/pending-result.ts';
+import { defineTool, READ_ONLY } from '../pipeline/tool-definition/define-tool.ts';
+import { svgIcon } from '../pipeline/tool-definition/icon.ts';
+import { ToolError } from '../pipeline/tool-definition/errors.ts';
+import { untrusted, untrustedTextSchema } from '../pipeline/text-safety/untrusted/wrap.ts';
+import { previewSource } from '../pipeline/call/pending-result.ts';
 import {
   APPROVAL_COLUMNS,
   APPROVAL_ID,

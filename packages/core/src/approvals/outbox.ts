@@ -1,7 +1,7 @@
 import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
-import type { Outbox } from '../pipeline/define-tool.ts';
-import { inSpan, linkTo, ROOT_CONTEXT, SpanKind } from '../pipeline/tracing.ts';
+import type { Outbox } from '../pipeline/tool-definition/define-tool.ts';
+import { inSpan, linkTo, ROOT_CONTEXT, SpanKind } from '../pipeline/observability/tracing.ts';
 import { assertEmailHeaders } from './email.ts';
 
 /** One row to deliver. */

@@ -1,14 +1,14 @@
 import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
-import type { ApprovalRequester } from '../pipeline/call-tool.ts';
-import { hasGatedTools, type ServerDefinition } from '../pipeline/server-definition.ts';
-import { redactArguments } from '../pipeline/secret.ts';
-import { untrusted } from '../pipeline/untrusted/wrap.ts';
-import { PENDING_NOTE, previewSource, type PendingApprovalResult } from '../pipeline/pending-result.ts';
+import type { ApprovalRequester } from '../pipeline/call/call-tool.ts';
+import { hasGatedTools, type ServerDefinition } from '../pipeline/tool-definition/server-definition.ts';
+import { redactArguments } from '../pipeline/text-safety/secret.ts';
+import { untrusted } from '../pipeline/text-safety/untrusted/wrap.ts';
+import { PENDING_NOTE, previewSource, type PendingApprovalResult } from '../pipeline/call/pending-result.ts';
 import { currentValues } from './approved-values.ts';
 import { APPROVAL_COLUMNS, argumentsHash, newApprovalId, storedForm, type ApprovalRecord } from './store.ts';
 import { APPROVAL_WEBHOOK, approvalWebhookPayload, consoleLink } from './webhook.ts';
-import { activeTraceparent } from '../pipeline/tracing.ts';
+import { activeTraceparent } from '../pipeline/observability/tracing.ts';
 
 /** Hours until an undecided approval lapses, unless the tool says otherwise. */
 export const DEFAULT_EXPIRY_HOURS = 72;

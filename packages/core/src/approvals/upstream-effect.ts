@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { createUpstreamClient, UpstreamError, type UpstreamResponse } from '../pipeline/upstream/client.ts';
 import type { UpstreamRecord, Upstreams } from '../pipeline/upstream/upstreams.ts';
-import { ToolError } from '../pipeline/errors.ts';
+import { ToolError } from '../pipeline/tool-definition/errors.ts';
 import { DeliveryError, OUTBOX_KEY_PREFIX, type Deliverer, type OutboxItem } from './outbox.ts';
 
 /** The outbox kind of an effect on a declared upstream. */

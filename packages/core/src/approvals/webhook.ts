@@ -1,4 +1,4 @@
-import { injectTraceHeaders } from '../pipeline/tracing.ts';
+import { injectTraceHeaders } from '../pipeline/observability/tracing.ts';
 import { DeliveryError, type Deliverer } from './outbox.ts';
 import type { ApprovalRecord } from './store.ts';
 

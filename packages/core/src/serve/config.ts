@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { addressProblem } from '../approvals/email.ts';
-import { shownUrl } from '../pipeline/shown-url.ts';
+import { shownUrl } from '../pipeline/observability/shown-url.ts';
 
 /** A bad environment: one line per problem, ready to print before exiting. */
 export class ConfigError extends Error {

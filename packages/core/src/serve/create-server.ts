@@ -1,6 +1,6 @@
-import { createCatalog } from '../pipeline/catalog.ts';
+import { createCatalog } from '../pipeline/tool-definition/catalog.ts';
 import { getApprovalStatus } from '../approvals/get-approval-status.ts';
-import type { ServerDefinition, ServerOptions } from '../pipeline/server-definition.ts';
+import type { ServerDefinition, ServerOptions } from '../pipeline/tool-definition/server-definition.ts';
 
 const SERVER_NAME = /^[a-z][a-z0-9-]{0,39}$/;
 

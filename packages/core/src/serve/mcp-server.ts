@@ -5,14 +5,14 @@ import {
   type Server,
   type ServerContext,
 } from '@modelcontextprotocol/server';
-import type { Access } from '../pipeline/access.ts';
-import type { ToolListing } from '../pipeline/catalog.ts';
+import type { Access } from '../pipeline/call/access.ts';
+import type { ToolListing } from '../pipeline/tool-definition/catalog.ts';
 import type { ApprovalRecord } from '../approvals/store.ts';
-import { callTool, type CallKit, type CallOutcome } from '../pipeline/call-tool.ts';
-import type { RequestAudit } from '../pipeline/request-audit.ts';
-import { traceMcpRequest } from '../pipeline/tracing.ts';
-import { hasGatedTools, type ServerDefinition } from '../pipeline/server-definition.ts';
-import { createProgressChannel, NO_PROGRESS } from '../pipeline/progress.ts';
+import { callTool, type CallKit, type CallOutcome } from '../pipeline/call/call-tool.ts';
+import type { RequestAudit } from '../pipeline/observability/request-audit.ts';
+import { traceMcpRequest } from '../pipeline/observability/tracing.ts';
+import { hasGatedTools, type ServerDefinition } from '../pipeline/tool-definition/server-definition.ts';
+import { createProgressChannel, NO_PROGRESS } from '../pipeline/call/progress.ts';
 import type { ResultWaits } from '../tasks/result-waits.ts';
 import { declaresTasks, registerTaskHandlers } from '../tasks/task-handlers.ts';
 import { KitServer, taskAnswer } from '../tasks/task-server.ts';

@@ -1,5 +1,5 @@
 import type { Sql } from '@bulkhead/db';
-import { inSpan, ROOT_CONTEXT } from '../pipeline/tracing.ts';
+import { inSpan, ROOT_CONTEXT } from '../pipeline/observability/tracing.ts';
 
 /** Per-token request limit, answered from memory and reconciled across replicas through Postgres. */
 export interface RateLimiter {

@@ -5,9 +5,13 @@ import { createSql, isConnectionError, type Sql } from '@bulkhead/db';
 import { ConfigError, type ServerEnv } from './config.ts';
 import { startApprovalExecutor } from '../approvals/executor.ts';
 import type { SmtpOptions } from '../approvals/smtp.ts';
-import { hasGatedTools, sendsEmail, type ServerDefinition } from '../pipeline/server-definition.ts';
+import {
+  hasGatedTools,
+  sendsEmail,
+  type ServerDefinition,
+} from '../pipeline/tool-definition/server-definition.ts';
 import { createHttpApp } from './http-app.ts';
-import { createLogger, type Logger } from '../pipeline/logger.ts';
+import { createLogger, type Logger } from '../pipeline/observability/logger.ts';
 import { parseOtlpHeaders, startTracing } from './tracing.ts';
 import { serveStdio, StartupError } from './stdio.ts';
 import { connectFailure, openOwnDatabase, prepareDatabase } from './start-up.ts';

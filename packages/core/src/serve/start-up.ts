@@ -8,7 +8,7 @@ import {
   type RoleSpec,
   type Sql,
 } from '@bulkhead/db';
-import type { Logger } from '../pipeline/logger.ts';
+import type { Logger } from '../pipeline/observability/logger.ts';
 import { checkPooler } from './pooler.ts';
 import { readySchema } from './schema.ts';
 import { StartupError } from './stdio.ts';

@@ -4,16 +4,16 @@ import { serveStdio as serveSdkStdio, type StdioServerHandle } from '@modelconte
 import { createAuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
-import type { ApprovalRequester, CallKit } from '../pipeline/call-tool.ts';
-import { createRequestAudit, type RequestAudit } from '../pipeline/request-audit.ts';
+import type { ApprovalRequester, CallKit } from '../pipeline/call/call-tool.ts';
+import { createRequestAudit, type RequestAudit } from '../pipeline/observability/request-audit.ts';
 import type { ApprovalRecord } from '../approvals/store.ts';
 import { approvalsFor } from '../approvals/requester.ts';
-import type { ServerDefinition } from '../pipeline/server-definition.ts';
+import type { ServerDefinition } from '../pipeline/tool-definition/server-definition.ts';
 import { buildMcpServer } from './mcp-server.ts';
 import { createTokenVerifier } from './tokens.ts';
 import { createToolSwitches } from './tool-switches.ts';
 import type { Upstreams } from '../pipeline/upstream/upstreams.ts';
-import { withUrlsShown } from '../pipeline/shown-url.ts';
+import { withUrlsShown } from '../pipeline/observability/shown-url.ts';
 
 /** What serving over stdio needs; the token comes from `BULKHEAD_TOKEN`. */
 export interface StdioOptions {

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Sql } from '@bulkhead/db';
-import { TokenProof, type Access } from '../pipeline/access.ts';
+import { TokenProof, type Access } from '../pipeline/call/access.ts';
 
 /** `mcp` tokens open an MCP server; `approver` tokens open the approvers' console. Neither opens the other. */
 export type TokenKind = 'mcp' | 'approver';

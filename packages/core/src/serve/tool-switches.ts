@@ -1,7 +1,7 @@
 import { createAuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
-import { createEventOwner } from '../pipeline/request-audit.ts';
-import type { SwitchedOff } from '../pipeline/switched-off.ts';
+import { createEventOwner } from '../pipeline/observability/request-audit.ts';
+import type { SwitchedOff } from '../pipeline/call/switched-off.ts';
 
 /** A tool an operator has switched off, as stored. */
 export interface SwitchedOffTool {

@@ -18,7 +18,7 @@ import {
   type TestApprover,
   type TestServer,
 } from '../testing/index.ts';
-import { createLogger } from '../pipeline/logger.ts';
+import { createLogger } from '../pipeline/observability/logger.ts';
 import { startTracing, type Tracing } from './tracing.ts';
 
 /** A span as OTLP/HTTP JSON carries it (ids in hex). */

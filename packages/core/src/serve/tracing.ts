@@ -12,7 +12,7 @@ import {
   TracerProvider,
   type Sampler,
 } from '@opentelemetry/sdk-trace';
-import { setTracingInstalled } from '../pipeline/tracing.ts';
+import { setTracingInstalled } from '../pipeline/observability/tracing.ts';
 
 /** Where a process sends its spans: the standard OpenTelemetry variables, as read by the deployable's config. */
 export interface TracingOptions {

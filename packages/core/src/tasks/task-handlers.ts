@@ -11,11 +11,11 @@ import {
 import type { AuditEventInput, Outcome } from '@bulkhead/audit';
 import { isConnectionError } from '@bulkhead/db';
 import { z } from 'zod';
-import type { Access } from '../pipeline/access.ts';
-import { internalError } from '../pipeline/errors.ts';
+import type { Access } from '../pipeline/call/access.ts';
+import { internalError } from '../pipeline/tool-definition/errors.ts';
 import type { ApprovalRecord } from '../approvals/store.ts';
-import type { CallKit } from '../pipeline/call-tool.ts';
-import type { EventSink, RequestAudit } from '../pipeline/request-audit.ts';
+import type { CallKit } from '../pipeline/call/call-tool.ts';
+import type { EventSink, RequestAudit } from '../pipeline/observability/request-audit.ts';
 import type { KitServer } from './task-server.ts';
 import {
   getTaskResult,
@@ -27,7 +27,7 @@ import {
 } from './task-state.ts';
 import type { ResultWaits } from './result-waits.ts';
 import { findTask, listTasks, withdrawTask, type TaskOwner } from './task-store.ts';
-import { traceMcpRequest } from '../pipeline/tracing.ts';
+import { traceMcpRequest } from '../pipeline/observability/tracing.ts';
 
 /** The task methods of both wires; every one is answered, and audited, by this module. */
 export const TASK_METHODS = [

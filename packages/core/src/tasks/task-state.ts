@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { effectiveStatus, type ApprovalRecord } from '../approvals/store.ts';
-import { scanUntrusted } from '../pipeline/untrusted/detect.ts';
-import { renderText } from '../pipeline/untrusted/render.ts';
+import { scanUntrusted } from '../pipeline/text-safety/untrusted/detect.ts';
+import { renderText } from '../pipeline/text-safety/untrusted/render.ts';
 
 /** The tasks extension of 2026-07-28 (SEP-2663), as clients and servers name it in their capabilities. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';

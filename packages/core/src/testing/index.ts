@@ -7,16 +7,16 @@ import { createSql, groupRole, type Sql } from '@bulkhead/db';
 import { manifestSchema } from '@bulkhead/deployables';
 import type { TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
-import type { ServerDefinition } from '../pipeline/server-definition.ts';
+import type { ServerDefinition } from '../pipeline/tool-definition/server-definition.ts';
 import { createHttpApp, type HttpAppOptions } from '../serve/http-app.ts';
-import { lintServer } from '../pipeline/lint/lint-tools.ts';
+import { lintServer } from '../pipeline/tool-definition/lint/lint-tools.ts';
 import { issueToken } from '../serve/tokens.ts';
 import { createAuditWriter } from '@bulkhead/audit';
 import { decideApproval } from '../approvals/decide.ts';
 import type { ApprovalRecord } from '../approvals/store.ts';
 import { TASKS_EXTENSION } from '../tasks/task-state.ts';
 import { z } from 'zod';
-import { defineTool } from '../pipeline/define-tool.ts';
+import { defineTool } from '../pipeline/tool-definition/define-tool.ts';
 import { createServer } from '../serve/create-server.ts';
 
 /**

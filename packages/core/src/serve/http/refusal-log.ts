@@ -1,6 +1,6 @@
 import type { AuditEventInput, AuditWriter, Outcome } from '@bulkhead/audit';
 import type { Logger } from 'pino';
-import { createEventOwner, type RequestAudit } from '../../pipeline/request-audit.ts';
+import { createEventOwner, type RequestAudit } from '../../pipeline/observability/request-audit.ts';
 
 /** Audits refusals; unauthenticated ones are limited per source address and summarised. */
 export interface RefusalLog {

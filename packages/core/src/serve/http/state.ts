@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { Access } from '../../pipeline/access.ts';
-import type { RequestAudit } from '../../pipeline/request-audit.ts';
+import type { Access } from '../../pipeline/call/access.ts';
+import type { RequestAudit } from '../../pipeline/observability/request-audit.ts';
 
 /** What one JSON-RPC message of the request asks for, as far as the guards need to know. */
 export interface RpcMessage {
