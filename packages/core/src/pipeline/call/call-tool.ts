@@ -121,6 +121,7 @@ export async function callTool<A>(kit: CallKit<A>, req: CallRequest): Promise<Ca
   }
 }
 
+/** The call's steps in order: its record opened, the tool resolved, its arguments validated, the call run. */
 async function answerCall<A>(
   kit: CallKit<A>,
   req: CallRequest,
