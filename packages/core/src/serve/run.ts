@@ -17,15 +17,11 @@ type ReservedSql = Awaited<ReturnType<Sql['reserve']>>;
 import { ConfigError, workspaceRoot, type ServerEnv } from './config.ts';
 import { startApprovalExecutor } from '../approvals/executor.ts';
 import type { SmtpOptions } from '../approvals/smtp.ts';
-import {
-  hasGatedTools,
-  sendsEmail,
-  type ServerDefinition,
-} from '../pipeline/tool-definition/server-definition.ts';
+import { hasGatedTools, sendsEmail, type ServerDefinition } from '../pipeline/server-definition.ts';
 import { createHttpApp } from './http-app.ts';
 import { readySchema } from './schema.ts';
 import { POOLER_NEEDS, SESSIONS_SHARED } from './pooler.ts';
-import { createLogger, type Logger } from '../pipeline/observability/logger.ts';
+import { createLogger, type Logger } from '../pipeline/logger.ts';
 import { parseOtlpHeaders, startTracing } from './tracing.ts';
 import { serveStdio, StartupError } from './stdio.ts';
 import type { UpstreamConfig, Upstreams } from '../pipeline/upstream/upstreams.ts';
