@@ -13,7 +13,9 @@ import {
   type TestServer,
 } from '../../../testing/index.ts';
 
-// Findings of a run of hostile requests against the servers (issue 31, items 11, 12, 16 and 17).
+// Findings of a run of hostile requests against the servers (issue 31): the body and its arguments held
+// to structural limits, and a body cut off mid-way. (The same run's batch units and refused tokens are
+// tested beside their guards, rate-limit/ and bearer-auth/.)
 
 const ro = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 const def = createServer({
