@@ -383,7 +383,7 @@ it('leaves every server up: each process runs and answers /healthz', async () =>
 // Housekeeping is not audited (docs/tests.md's list: initialize, ping, tools/list, server/discover,
 // notifications, a CORS preflight, and a GET for an event stream, which is answered 405); everything
 // else is one event, written by the request's audit owner
-// (core/src/pipeline/request-audit.ts) whatever path it took. Unauthenticated refusals past the
+// (core/src/pipeline/observability/request-audit.ts) whatever path it took. Unauthenticated refusals past the
 // per-source limit are counted into a summary event instead, written when the server stops.
 const HOUSEKEEPING =
   /^(?:OPTIONS|initialize|ping|tools\/list|server\/discover|subscriptions\/listen|notifications\/.*)$/;

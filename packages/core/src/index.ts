@@ -25,11 +25,11 @@ export {
 export { createCatalog, type ToolCatalog, type ToolListing } from './pipeline/tool-definition/catalog.ts';
 export {
   callTool,
-  DEFAULT_TIMEOUT_MS,
   type ApprovalRequester,
   type CallKit,
   type CallRequest,
 } from './pipeline/call/call-tool.ts';
+export { DEFAULT_TIMEOUT_MS } from './pipeline/call/time-limit.ts';
 export { PROGRESS_INTERVAL_MS, type ProgressReporter } from './pipeline/call/progress.ts';
 export { TASKS_EXTENSION, type TaskWire } from './tasks/task-state.ts';
 export { createHttpApp, type HttpApp, type HttpAppOptions } from './serve/http-app.ts';

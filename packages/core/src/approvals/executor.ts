@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { createAuditWriter, type AuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
-import { DEFAULT_TIMEOUT_MS } from '../pipeline/call/call-tool.ts';
+import { DEFAULT_TIMEOUT_MS } from '../pipeline/call/time-limit.ts';
 import type { ServerDefinition } from '../pipeline/tool-definition/server-definition.ts';
 import type { AnyTool } from '../pipeline/tool-definition/define-tool.ts';
 import { formatIssues, internalError } from '../pipeline/tool-definition/errors.ts';

@@ -1,3 +1,6 @@
+/** The default time limit of a tool call (a tool sets its own with `timeoutMs`). */
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
 /** A tool call or an approved action ran past its time limit. */
 export class TimeLimitExceeded extends Error {
   override readonly name = 'TimeLimitExceeded';

@@ -1,3 +1,6 @@
+// The database room: the connection a call runs on. guarded-sql (the handler's view of its transaction,
+// and `withReadConnection` for read-only calls), read-lanes (the read pool, shared by calls of no
+// customer) and session-check (a session-bound connection caught when a pooler moves it).
 import { isConnectionError, type Sql } from '@bulkhead/db';
 import { proofSetting, timeoutSetting, type ReadLanes, type ReadSettings } from './read-lanes.ts';
 import { waitAtMost } from '../call/time-limit.ts';

@@ -1,3 +1,6 @@
+// The observability room: what a call leaves behind. logger (pino, secrets and URLs masked), tracing
+// (OpenTelemetry spans), request-audit (the one owner of a request's audit event) and shown-url (a
+// URL as a log may show it).
 import pino, { type Logger } from 'pino';
 import { withUrlsShown } from './shown-url.ts';
 import { traceLogFields } from './tracing.ts';

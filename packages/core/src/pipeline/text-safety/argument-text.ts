@@ -1,3 +1,6 @@
+// The text-safety room: text that crosses a boundary. argument-text (what a model may send); visible, quoted
+// and mixed-script (outside text as a person sees it); person-name (one person, one name); secret (fields
+// kept out of logs); model-pattern (a model's regex, run by RE2); untrusted/ (outside text, delimited).
 import { codePointLabel } from './visible.ts';
 
 // Text a model sends is stored (Postgres text and jsonb refuse NUL and unpaired

@@ -1,3 +1,6 @@
+// The tool-definition room: what a tool and a server are. define-tool (a tool as data), server-definition,
+// catalog (tools/list, computed once), icon, arguments (argument types a tool may use), errors (the
+// ToolError a handler throws), and lint/ (the checks a server's tools pass before it starts).
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { Sql } from '@bulkhead/db';

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request, type Dispatcher } from 'undici';
 import type { Outcome } from '@bulkhead/audit';
-import { ToolError } from '../errors.ts';
-import { untrusted, type UntrustedText } from '../untrusted/wrap.ts';
+import { ToolError } from '../tool-definition/errors.ts';
+import { untrusted, type UntrustedText } from '../text-safety/untrusted/wrap.ts';
 import type { UpstreamConfig, UpstreamRecord, Upstreams } from './upstreams.ts';
-import { activeSpan, injectTraceHeaders, inSpan, SpanKind } from '../tracing.ts';
+import { activeSpan, injectTraceHeaders, inSpan, SpanKind } from '../observability/tracing.ts';
 
 /** A request the kit refused or an upstream that failed, as a sentence naming the system; the call answers `isError`. */
 export class UpstreamError extends ToolError {

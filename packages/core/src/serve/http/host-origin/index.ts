@@ -1,5 +1,9 @@
 import type { MiddlewareHandler } from 'hono';
-import { validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
+import {
+  localhostAllowedHostnames,
+  validateHostHeader,
+  validateOriginHeader,
+} from '@modelcontextprotocol/server';
 import { Refusal } from '../refusal.ts';
 import type { McpEnv } from '../state.ts';
 
@@ -28,4 +32,29 @@ export function hostAndOrigin(allowedHosts: string[], allowedOrigins: string[]):
       );
     await next();
   };
+}
+
+/** The Host names and Origin hostnames a request may carry: loopback, the public URL's, and those configured. */
+export function allowedHostsAndOrigins(
+  publicUrl: URL,
+  options: { allowedHosts?: string[] | undefined; allowedOrigins?: string[] | undefined },
+): { hosts: string[]; origins: string[] } {
+  const own = [...localhostAllowedHostnames(), hostnameOf(publicUrl)];
+  return {
+    hosts: [...new Set([...own, ...(options.allowedHosts ?? []).map((h) => h.toLowerCase())])],
+    origins: [...new Set([...own, ...(options.allowedOrigins ?? []).map((o) => originHostname(o)!)])],
+  };
+}
+
+/** Hostnames in the SDK's validators' form (IPv6 in brackets). */
+function hostnameOf(url: URL): string {
+  return url.hostname.toLowerCase();
+}
+
+function originHostname(origin: string): string | undefined {
+  try {
+    return new URL(origin).hostname.toLowerCase();
+  } catch {
+    return origin.toLowerCase();
+  }
 }
