@@ -1,10 +1,13 @@
 import { join } from 'node:path';
-import { baseEnvShape, boolEnv, parseEnv, workspaceRoot } from '@bulkhead/core';
+import { baseEnvShape, boolEnv, ownManifest, parseEnv, workspaceRoot } from '@bulkhead/core';
 import { z } from 'zod';
-import manifest from '../package.json' with { type: 'json' };
+import pkg from '../package.json' with { type: 'json' };
+
+/** This deployable's manifest (`bulkhead` in package.json), read through the one manifest schema. */
+const manifest = ownManifest(pkg);
 
 /** The port when `PORT` is unset: the manifest's (`bulkhead.port` in package.json), written nowhere else. */
-export const DEFAULT_PORT = manifest.bulkhead.port;
+export const DEFAULT_PORT = manifest.port;
 
 const schema = z
   .object({

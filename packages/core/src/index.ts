@@ -87,9 +87,9 @@ export { shownUrl, withUrlsShown } from './pipeline/observability/shown-url.ts';
 /** For a handler's e-mail through `ctx.outbox`: a message checked for header injection. */
 export { addressProblem, emailMessage, type EmailInput } from './approvals/email.ts';
 /** Other systems a server reaches: declared in its manifest (`bulkhead.upstreams`), reached through `ctx.upstream('<name>')`. */
-export { resolveUpstreams } from './serve/upstream-config.ts';
+export { ownManifest, resolveUpstreams } from './serve/upstream-config.ts';
 /** The manifest's schema is @bulkhead/deployables'; named here too for servers that import only the kit. */
-export { upstreamsManifestSchema, type UpstreamManifest } from '@bulkhead/deployables';
+export { upstreamsManifestSchema, type Manifest, type UpstreamManifest } from '@bulkhead/deployables';
 export {
   UpstreamError,
   type UpstreamClient,

@@ -1,17 +1,21 @@
 import {
+  ownManifest,
   parseEnv,
   resolveUpstreams,
   serverEnvSchema,
   type ServerEnv,
   type UpstreamConfig,
 } from '@bulkhead/core';
-import manifest from '../package.json' with { type: 'json' };
+import pkg from '../package.json' with { type: 'json' };
+
+/** This deployable's manifest (`bulkhead` in package.json), read through the one manifest schema. */
+const manifest = ownManifest(pkg);
 
 /** The port when `PORT` is unset: the manifest's (`bulkhead.port` in package.json), written nowhere else. */
-export const DEFAULT_PORT = manifest.bulkhead.port;
+export const DEFAULT_PORT = manifest.port;
 
 /** The systems this server may reach (`bulkhead.upstreams` in package.json): Alertmanager, written nowhere else. */
-export const UPSTREAMS = manifest.bulkhead.upstreams;
+export const UPSTREAMS = manifest.upstreams;
 
 /**
  * The one place this deployable reads the environment: the kit's variables, and Alertmanager's base

@@ -1,8 +1,25 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { manifestProblems, upstreamsManifestSchema } from '@bulkhead/deployables';
+import {
+  manifestProblems,
+  manifestSchema,
+  upstreamsManifestSchema,
+  type Manifest,
+} from '@bulkhead/deployables';
 import { ConfigError } from './config.ts';
 import type { UpstreamAuth, UpstreamConfig } from '../pipeline/upstream/upstreams.ts';
+
+/**
+ * A deployable's own manifest, the `bulkhead` field of the package.json its `env.ts` imports, read
+ * through the one manifest schema (@bulkhead/deployables): defaults filled in, and a field it would
+ * refuse named in a {@link ConfigError}, as discovery names it.
+ */
+export function ownManifest(pkg: { bulkhead?: unknown }): Manifest {
+  const parsed = manifestSchema.safeParse(pkg.bulkhead);
+  if (!parsed.success)
+    throw new ConfigError(manifestProblems(parsed.error).map((p) => `${p} (in package.json)`));
+  return parsed.data;
+}
 
 /**
  * Resolves `bulkhead.upstreams` against the environment a server's `env.ts` read: each base URL from
