@@ -101,19 +101,7 @@ async function proveApprover(
  * audited, unless the owner's switch allows it). The decider is whoever `proof` proves.
  */
 export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision): Promise<ApprovalRecord> {
-  const reason = d.reason?.trim() || null;
-  if (!APPROVAL_ID.test(d.id))
-    throw new ApprovalDecisionError(
-      `"${d.id}" is not an approval id (ap_ and 12 letters or digits)`,
-      'invalid',
-    );
-  if (d.decision === 'reject' && !reason)
-    throw new ApprovalDecisionError(
-      'a reason is required to reject: say why, the requester will see it',
-      'reason_required',
-    );
-  if (reason && reason.length > MAX_REASON)
-    throw new ApprovalDecisionError(`the reason is limited to ${MAX_REASON} characters`, 'invalid');
+  const reason = checkedReason(d);
   const verdict = await sql.begin(async (tx): Promise<Verdict> => {
     const { approver, allowSelf } = await proveApprover(tx, d);
     const decidedBy = `${d.via}:${approver.label}`;
@@ -122,24 +110,8 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
     const [a] = await tx<ApprovalRecord[]>`
       select ${tx.unsafe(APPROVAL_COLUMNS)} from bulkhead_approvals where id = ${d.id} for update`;
     if (!a) return { error: new ApprovalDecisionError(`approval ${d.id} does not exist`, 'unknown') };
-    if (a.status === 'withdrawn')
-      return {
-        error: new ApprovalDecisionError(
-          `approval ${d.id} was withdrawn by its requester (${a.requestedByLabel ?? 'unknown'}) on ${stamp(a.withdrawnAt!)} before anyone decided; it will never run`,
-          'withdrawn',
-        ),
-      };
-    if (a.status !== 'pending') {
-      const by = a.decidedBy ? ` by ${a.decidedBy} on ${stamp(a.decidedAt!)}` : '';
-      return {
-        error: new ApprovalDecisionError(
-          a.status === 'expired'
-            ? `approval ${d.id} expired undecided on ${stamp(a.expiresAt)}; it will never run`
-            : `approval ${d.id} was already decided (${a.status}${by})`,
-          a.status === 'expired' ? 'expired' : 'decided',
-        ),
-      };
-    }
+    const closed = notPending(a);
+    if (closed) return { error: closed };
     const [clock] = await tx<{ expired: boolean }[]>`select ${a.expiresAt} <= now() as expired`;
     if (clock!.expired) {
       // The database's clock decides expiry, not the decider's.
@@ -169,22 +141,8 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
         return { error };
       }
     }
-    // Arguments changed in storage after the request are never approved (the executor would refuse them
-    // later anyway); the request can still be rejected.
-    if (d.decision === 'approve' && argumentsHash(a.arguments) !== a.argumentsHash)
-      return {
-        error: new ApprovalDecisionError(
-          `approval ${d.id}: the stored arguments changed since the request — refused; reject it and ask for a new request`,
-          'changed',
-        ),
-      };
-    if (d.expectedHash && d.expectedHash !== a.argumentsHash)
-      return {
-        error: new ApprovalDecisionError(
-          `approval ${d.id} no longer has the arguments you were shown; review it again`,
-          'changed',
-        ),
-      };
+    const changed = changedArguments(a, d);
+    if (changed) return { error: changed };
     const status = d.decision === 'approve' ? 'approved' : 'rejected';
     // The event first: the database accepts a decision only with its event written before it in the same
     // transaction (the approvals guard looks it up by id), so a decision never exists unrecorded.
@@ -209,6 +167,60 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
   });
   if (verdict.error) throw verdict.error;
   return verdict.record ?? (await getApproval(sql, d.id))!;
+}
+
+/** The decision's reason, trimmed (null for none), once what needs no database is checked: the id and the reason. */
+function checkedReason(d: Decision): string | null {
+  const reason = d.reason?.trim() || null;
+  if (!APPROVAL_ID.test(d.id))
+    throw new ApprovalDecisionError(
+      `"${d.id}" is not an approval id (ap_ and 12 letters or digits)`,
+      'invalid',
+    );
+  if (d.decision === 'reject' && !reason)
+    throw new ApprovalDecisionError(
+      'a reason is required to reject: say why, the requester will see it',
+      'reason_required',
+    );
+  if (reason && reason.length > MAX_REASON)
+    throw new ApprovalDecisionError(`the reason is limited to ${MAX_REASON} characters`, 'invalid');
+  return reason;
+}
+
+/** Why an approval that is no longer pending (withdrawn, decided, expired as stored) cannot be decided; null while pending. */
+function notPending(a: ApprovalRecord): ApprovalDecisionError | null {
+  if (a.status === 'withdrawn')
+    return new ApprovalDecisionError(
+      `approval ${a.id} was withdrawn by its requester (${a.requestedByLabel ?? 'unknown'}) on ${stamp(a.withdrawnAt!)} before anyone decided; it will never run`,
+      'withdrawn',
+    );
+  if (a.status === 'pending') return null;
+  const by = a.decidedBy ? ` by ${a.decidedBy} on ${stamp(a.decidedAt!)}` : '';
+  return new ApprovalDecisionError(
+    a.status === 'expired'
+      ? `approval ${a.id} expired undecided on ${stamp(a.expiresAt)}; it will never run`
+      : `approval ${a.id} was already decided (${a.status}${by})`,
+    a.status === 'expired' ? 'expired' : 'decided',
+  );
+}
+
+/**
+ * Why the arguments may not be decided on as they are: changed in storage after the request (never
+ * approved; the executor would refuse them later anyway, but the request can still be rejected), or
+ * not those the decider was shown. Null when they are.
+ */
+function changedArguments(a: ApprovalRecord, d: Decision): ApprovalDecisionError | null {
+  if (d.decision === 'approve' && argumentsHash(a.arguments) !== a.argumentsHash)
+    return new ApprovalDecisionError(
+      `approval ${d.id}: the stored arguments changed since the request — refused; reject it and ask for a new request`,
+      'changed',
+    );
+  if (d.expectedHash && d.expectedHash !== a.argumentsHash)
+    return new ApprovalDecisionError(
+      `approval ${d.id} no longer has the arguments you were shown; review it again`,
+      'changed',
+    );
+  return null;
 }
 
 /**
