@@ -31,12 +31,12 @@ const FAILURE_OUTCOME: Record<string, Outcome> = {
   refused: 'forbidden',
 };
 
-function base(a: ApprovalRecord, server: string) {
+function base(approval: ApprovalRecord, server: string) {
   return {
     server,
-    tool: a.tool,
-    arguments: a.argumentsRedacted,
-    approvalId: a.id,
+    tool: approval.tool,
+    arguments: approval.argumentsRedacted,
+    approvalId: approval.id,
     requestId: randomUUID(),
     durationMs: 0,
   };
@@ -44,13 +44,13 @@ function base(a: ApprovalRecord, server: string) {
 
 /** The event of a decision (or of a decision refused), written by the console role. */
 export function decisionEvent(
-  a: ApprovalRecord,
+  approval: ApprovalRecord,
   decider: { tokenId: string | null; label: string },
   outcome: 'approved' | 'rejected' | 'forbidden',
   extra: Record<string, unknown> = {},
 ): AuditEventInput {
   return {
-    ...base(a, 'console'),
+    ...base(approval, 'console'),
     method: APPROVAL_METHODS.decide,
     outcome,
     tokenId: decider.tokenId,
@@ -58,38 +58,41 @@ export function decisionEvent(
     resultSummary: {
       status: outcome,
       decided_by: decider.label,
-      reason: a.decisionReason,
-      arguments_hash: a.argumentsHash,
+      reason: approval.decisionReason,
+      arguments_hash: approval.argumentsHash,
       ...extra,
     },
   };
 }
 
 /** The event of a request that lapsed undecided. */
-export function expiryEvent(a: ApprovalRecord, server: string): AuditEventInput {
+export function expiryEvent(approval: ApprovalRecord, server: string): AuditEventInput {
   return {
-    ...base(a, server),
-    tokenId: a.requestedByTokenId,
-    tokenLabel: a.requestedByLabel,
+    ...base(approval, server),
+    tokenId: approval.requestedByTokenId,
+    tokenLabel: approval.requestedByLabel,
     method: APPROVAL_METHODS.expire,
     outcome: 'expired',
-    resultSummary: { status: 'expired', expires_at: a.expiresAt.toISOString() },
+    resultSummary: { status: 'expired', expires_at: approval.expiresAt.toISOString() },
   };
 }
 
 /** The event of an approved action's run, written by the owning server with the outcome in one transaction. */
-export function executionEvent(a: ApprovalRecord): AuditEventInput {
+export function executionEvent(approval: ApprovalRecord): AuditEventInput {
   return {
-    ...base(a, a.server),
-    tokenId: a.requestedByTokenId,
-    tokenLabel: a.requestedByLabel,
+    ...base(approval, approval.server),
+    tokenId: approval.requestedByTokenId,
+    tokenLabel: approval.requestedByLabel,
     method: APPROVAL_METHODS.execute,
-    outcome: a.status === 'executed' ? 'executed' : FAILURE_OUTCOME[a.failure ?? 'internal_error']!,
-    durationMs: a.durationMs ?? 0,
+    outcome:
+      approval.status === 'executed' ? 'executed' : FAILURE_OUTCOME[approval.failure ?? 'internal_error']!,
+    durationMs: approval.durationMs ?? 0,
     resultSummary: {
-      status: a.status,
-      executed_by: a.executedBy,
-      ...(a.status === 'executed' ? { result: summarise(a.result) } : { error: a.error }),
+      status: approval.status,
+      executed_by: approval.executedBy,
+      ...(approval.status === 'executed'
+        ? { result: summarise(approval.result) }
+        : { error: approval.error }),
     },
   };
 }

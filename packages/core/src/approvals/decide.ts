@@ -188,19 +188,19 @@ function checkedReason(d: Decision): string | null {
 }
 
 /** Why an approval that is no longer pending (withdrawn, decided, expired as stored) cannot be decided; null while pending. */
-function notPending(a: ApprovalRecord): ApprovalDecisionError | null {
-  if (a.status === 'withdrawn')
+function notPending(approval: ApprovalRecord): ApprovalDecisionError | null {
+  if (approval.status === 'withdrawn')
     return new ApprovalDecisionError(
-      `approval ${a.id} was withdrawn by its requester (${a.requestedByLabel ?? 'unknown'}) on ${stamp(a.withdrawnAt!)} before anyone decided; it will never run`,
+      `approval ${approval.id} was withdrawn by its requester (${approval.requestedByLabel ?? 'unknown'}) on ${stamp(approval.withdrawnAt!)} before anyone decided; it will never run`,
       'withdrawn',
     );
-  if (a.status === 'pending') return null;
-  const by = a.decidedBy ? ` by ${a.decidedBy} on ${stamp(a.decidedAt!)}` : '';
+  if (approval.status === 'pending') return null;
+  const by = approval.decidedBy ? ` by ${approval.decidedBy} on ${stamp(approval.decidedAt!)}` : '';
   return new ApprovalDecisionError(
-    a.status === 'expired'
-      ? `approval ${a.id} expired undecided on ${stamp(a.expiresAt)}; it will never run`
-      : `approval ${a.id} was already decided (${a.status}${by})`,
-    a.status === 'expired' ? 'expired' : 'decided',
+    approval.status === 'expired'
+      ? `approval ${approval.id} expired undecided on ${stamp(approval.expiresAt)}; it will never run`
+      : `approval ${approval.id} was already decided (${approval.status}${by})`,
+    approval.status === 'expired' ? 'expired' : 'decided',
   );
 }
 
@@ -209,13 +209,13 @@ function notPending(a: ApprovalRecord): ApprovalDecisionError | null {
  * approved; the executor would refuse them later anyway, but the request can still be rejected), or
  * not those the decider was shown. Null when they are.
  */
-function changedArguments(a: ApprovalRecord, d: Decision): ApprovalDecisionError | null {
-  if (d.decision === 'approve' && argumentsHash(a.arguments) !== a.argumentsHash)
+function changedArguments(approval: ApprovalRecord, d: Decision): ApprovalDecisionError | null {
+  if (d.decision === 'approve' && argumentsHash(approval.arguments) !== approval.argumentsHash)
     return new ApprovalDecisionError(
       `approval ${d.id}: the stored arguments changed since the request — refused; reject it and ask for a new request`,
       'changed',
     );
-  if (d.expectedHash && d.expectedHash !== a.argumentsHash)
+  if (d.expectedHash && d.expectedHash !== approval.argumentsHash)
     return new ApprovalDecisionError(
       `approval ${d.id} no longer has the arguments you were shown; review it again`,
       'changed',
