@@ -122,15 +122,15 @@ export const SEAL_COLUMNS = `seal_no as "sealNo", sealed_at as "sealedAt", first
   open_ranges as "openRanges", waiting_for as "waitingFor", pending::text[] as pending, made_before as "madeBefore",
   body_format as "bodyFormat"`;
 
-export function toSeal(r: SealRow): Seal {
+export function toSeal(row: SealRow): Seal {
   return {
-    ...r,
-    sealNo: Number(r.sealNo),
-    firstSeq: Number(r.firstSeq),
-    lastSeq: Number(r.lastSeq),
-    seqs: r.seqs.map(Number),
-    pending: r.pending === null ? null : r.pending.map(Number),
-    madeBefore: r.madeBefore === null ? null : Number(r.madeBefore),
+    ...row,
+    sealNo: Number(row.sealNo),
+    firstSeq: Number(row.firstSeq),
+    lastSeq: Number(row.lastSeq),
+    seqs: row.seqs.map(Number),
+    pending: row.pending === null ? null : row.pending.map(Number),
+    madeBefore: row.madeBefore === null ? null : Number(row.madeBefore),
   };
 }
 

@@ -54,13 +54,13 @@ const digestOf = (text: string) =>
   `jsonb_build_object('sha256', encode(sha256(convert_to(${text}, 'UTF8')), 'hex'), 'bytes', octet_length(${text}))`;
 
 /** One column's value in the sealed body of `format`. */
-function sealedValue(c: AuditColumn, format: BodyFormat): string {
-  if (format === 1) return `e.${c}`;
-  if (JSONB_COLUMNS.includes(c))
-    return `case when octet_length(e.${c}::text) > ${DIGESTED_ABOVE_BYTES} then ${digestOf(`e.${c}::text`)} else e.${c} end`;
-  if (TEXT_COLUMNS.includes(c))
-    return `case when octet_length(e.${c}) > ${DIGESTED_ABOVE_BYTES} then ${digestOf(`e.${c}`)} else to_jsonb(e.${c}) end`;
-  return `e.${c}`;
+function sealedValue(column: AuditColumn, format: BodyFormat): string {
+  if (format === 1) return `e.${column}`;
+  if (JSONB_COLUMNS.includes(column))
+    return `case when octet_length(e.${column}::text) > ${DIGESTED_ABOVE_BYTES} then ${digestOf(`e.${column}::text`)} else e.${column} end`;
+  if (TEXT_COLUMNS.includes(column))
+    return `case when octet_length(e.${column}) > ${DIGESTED_ABOVE_BYTES} then ${digestOf(`e.${column}`)} else to_jsonb(e.${column}) end`;
+  return `e.${column}`;
 }
 
 /**

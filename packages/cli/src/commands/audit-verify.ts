@@ -21,27 +21,27 @@ function ago(d: Date | null): string {
 }
 
 /** The JSON of a verify report; `chains` keeps the per-server shape scripts read before the log was sealed. */
-function reportJson(r: LogReport, server?: string) {
-  const breaks = r.breaks.filter((b) => !server || b.server === server || b.server === null);
-  const servers = r.servers.filter((t) => !server || t.server === server);
+function reportJson(report: LogReport, server?: string) {
+  const breaks = report.breaks.filter((b) => !server || b.server === server || b.server === null);
+  const servers = report.servers.filter((t) => !server || t.server === server);
   return {
-    ok: r.ok,
-    seals: r.seals,
-    sealed_through: r.sealedThrough,
-    newest_seal_at: r.newestSealAt?.toISOString() ?? null,
-    checkpoint: r.checkpoint,
+    ok: report.ok,
+    seals: report.seals,
+    sealed_through: report.sealedThrough,
+    newest_seal_at: report.newestSealAt?.toISOString() ?? null,
+    checkpoint: report.checkpoint,
     servers,
     breaks,
-    more_breaks: r.moreBreaks,
-    unsealed: { count: r.unsealed.count, oldest_at: r.unsealed.oldestAt?.toISOString() ?? null },
-    warnings: r.warnings,
+    more_breaks: report.moreBreaks,
+    unsealed: { count: report.unsealed.count, oldest_at: report.unsealed.oldestAt?.toISOString() ?? null },
+    warnings: report.warnings,
     chains: servers.map((t) => {
       const first =
         breaks.find((b) => b.server === t.server) ?? (t.present < t.sealed ? breaks[0] : undefined);
       return {
         server: t.server,
         events: t.present,
-        checkpoint: r.checkpoint?.sealNo ?? null,
+        checkpoint: report.checkpoint?.sealNo ?? null,
         break: first ? { seq: first.seq, reason: first.reason } : null,
       };
     }),

@@ -55,14 +55,16 @@ function filterFrom(values: {
 }
 
 /** One readable line; everything a client chose (tool name, client name, arguments) is shown, never sent raw. */
-function line(e: AuditEvent): string {
-  const who = e.tokenId ? `${e.tokenId} "${e.tokenLabel ?? ''}"` : 'no token';
-  const client = e.clientName ? ` via ${e.clientName}${e.clientVersion ? `/${e.clientVersion}` : ''}` : '';
-  const args = e.arguments === null ? '' : ` ${JSON.stringify(e.arguments)}`;
-  const extra = e.approvalId ? ` approval ${e.approvalId}` : '';
-  const flag = e.injectionSuspected ? ' [injection suspected]' : '';
+function line(event: AuditEvent): string {
+  const who = event.tokenId ? `${event.tokenId} "${event.tokenLabel ?? ''}"` : 'no token';
+  const client = event.clientName
+    ? ` via ${event.clientName}${event.clientVersion ? `/${event.clientVersion}` : ''}`
+    : '';
+  const args = event.arguments === null ? '' : ` ${JSON.stringify(event.arguments)}`;
+  const extra = event.approvalId ? ` approval ${event.approvalId}` : '';
+  const flag = event.injectionSuspected ? ' [injection suspected]' : '';
   return visible(
-    `${when(e.at)}  #${e.seq}  ${e.server}  ${e.tool ?? e.method}  ${e.outcome}  ${e.durationMs}ms  ${who}${client}${extra}${flag}${args}`,
+    `${when(event.at)}  #${event.seq}  ${event.server}  ${event.tool ?? event.method}  ${event.outcome}  ${event.durationMs}ms  ${who}${client}${extra}${flag}${args}`,
   );
 }
 
@@ -94,7 +96,8 @@ Options:
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
       throw new UsageError('--limit: a whole number from 1 to 1000');
     const filter = filterFrom(values);
-    const print = (e: AuditEvent) => io.out(values.json ? escapeJson(JSON.stringify(eventJson(e))) : line(e));
+    const print = (event: AuditEvent) =>
+      io.out(values.json ? escapeJson(JSON.stringify(eventJson(event))) : line(event));
     return withDatabase(env, io, async ({ sql }) => {
       // Following, Ctrl-C ends the loop below: heard from the start, so that one pressed while the recent
       // events are read still ends the command with 0 rather than killing it.

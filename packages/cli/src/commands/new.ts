@@ -94,7 +94,7 @@ then), 2 usage error (an unknown operationId among them).`;
  * resolves the kit from the CLI's own dependencies (the new package is not installed yet), and
  * returns its README with the measured figures, exactly as `pnpm figures` writes them.
  */
-async function measuredReadme(s: NewServer, files: Record<string, string>): Promise<string> {
+async function measuredReadme(server: NewServer, files: Record<string, string>): Promise<string> {
   // From the repository, not from this file: the CLI also runs bundled (packages/cli/dist).
   const cli = join(repoRoot, 'packages', 'cli');
   const scratch = join(
@@ -102,7 +102,7 @@ async function measuredReadme(s: NewServer, files: Record<string, string>): Prom
     'node_modules',
     '.cache',
     'bulkhead-new-server',
-    `${s.name}-${randomBytes(4).toString('hex')}`,
+    `${server.name}-${randomBytes(4).toString('hex')}`,
   );
   try {
     const def = await loadDraft(files, scratch);
@@ -159,8 +159,8 @@ function listing(api: ApiDocument, io: { out(line: string): void }, json: boolea
 }
 
 /** What a draft leaves to its author, tool by tool. */
-function stillToDecide(d: Drafted, server: NewServer, io: { out(line: string): void }): void {
-  const { tools, probe } = d.openapi;
+function stillToDecide(drafted: Drafted, server: NewServer, io: { out(line: string): void }): void {
+  const { tools, probe } = drafted.openapi;
   io.out('');
   io.out('Still to decide (the tools are drafts):');
   io.out(`  Descriptions to sharpen for the model: ${tools.map((t) => t.name).join(', ')}.`);
@@ -183,7 +183,7 @@ function stillToDecide(d: Drafted, server: NewServer, io: { out(line: string): v
   );
   const u = server.upstream!;
   io.out(
-    `  Upstream ${u.name}: base URL from ${u.baseUrlEnv}, auth ${JSON.stringify(u.auth)}${d.authNote ? ` (${d.authNote})` : ''}.`,
+    `  Upstream ${u.name}: base URL from ${u.baseUrlEnv}, auth ${JSON.stringify(u.auth)}${drafted.authNote ? ` (${drafted.authNote})` : ''}.`,
   );
   if (tools.some((t) => t.gated))
     io.out('  Gated tools: check each approval preview says what a person needs to decide.');

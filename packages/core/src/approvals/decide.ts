@@ -67,18 +67,18 @@ type Tx = Parameters<Parameters<Sql['begin']>[1]>[0];
  */
 async function proveApprover(
   tx: Tx,
-  d: Decision,
+  decision: Decision,
 ): Promise<{ approver: { tokenId: string; label: string; owner: string | null }; allowSelf: boolean }> {
   const [me] = await tx<{ tokenId: string; label: string; owner: string | null; selfApproval: boolean }[]>`
     select token_id as "tokenId", label, owner, self_approval as "selfApproval"
-    from bulkhead_console_prove(${d.proof})`.catch((err: unknown) => {
+    from bulkhead_console_prove(${decision.proof})`.catch((err: unknown) => {
     if ((err as { code?: string }).code !== '42501') throw err;
     throw new ApprovalDecisionError(
       'your approver token or console session is unknown, expired or revoked: sign in again',
       'unauthorized',
     );
   });
-  const owned = Boolean(d.asRole && d.allowSelfApproval);
+  const owned = Boolean(decision.asRole && decision.allowSelfApproval);
   if (owned)
     await tx`update bulkhead_console_proofs set self_approval = true where xact = pg_current_xact_id()`;
   return {
@@ -100,55 +100,60 @@ async function proveApprover(
  * request filed with a token issued to the approver's own person (refused and
  * audited, unless the owner's switch allows it). The decider is whoever `proof` proves.
  */
-export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision): Promise<ApprovalRecord> {
-  const reason = checkedReason(d);
+export async function decideApproval(
+  sql: Sql,
+  audit: AuditWriter,
+  decision: Decision,
+): Promise<ApprovalRecord> {
+  const reason = checkedReason(decision);
   const verdict = await sql.begin(async (tx): Promise<Verdict> => {
-    const { approver, allowSelf } = await proveApprover(tx, d);
-    const decidedBy = `${d.via}:${approver.label}`;
+    const { approver, allowSelf } = await proveApprover(tx, decision);
+    const decidedBy = `${decision.via}:${approver.label}`;
     const decider = { tokenId: approver.tokenId, label: decidedBy };
-    if (d.asRole) await tx`set local role ${tx(d.asRole)}`;
-    const [a] = await tx<ApprovalRecord[]>`
-      select ${tx.unsafe(APPROVAL_COLUMNS)} from bulkhead_approvals where id = ${d.id} for update`;
-    if (!a) return { error: new ApprovalDecisionError(`approval ${d.id} does not exist`, 'unknown') };
-    const closed = notPending(a);
+    if (decision.asRole) await tx`set local role ${tx(decision.asRole)}`;
+    const [approval] = await tx<ApprovalRecord[]>`
+      select ${tx.unsafe(APPROVAL_COLUMNS)} from bulkhead_approvals where id = ${decision.id} for update`;
+    if (!approval)
+      return { error: new ApprovalDecisionError(`approval ${decision.id} does not exist`, 'unknown') };
+    const closed = notPending(approval);
     if (closed) return { error: closed };
-    const [clock] = await tx<{ expired: boolean }[]>`select ${a.expiresAt} <= now() as expired`;
+    const [clock] = await tx<{ expired: boolean }[]>`select ${approval.expiresAt} <= now() as expired`;
     if (clock!.expired) {
       // The database's clock decides expiry, not the decider's.
       const [expired] = await tx<ApprovalRecord[]>`
-        update bulkhead_approvals set status = 'expired' where id = ${a.id}
+        update bulkhead_approvals set status = 'expired' where id = ${approval.id}
         returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
       await audit.appendIn(tx, expiryEvent(expired!, 'console'));
       return {
         error: new ApprovalDecisionError(
-          `approval ${d.id} expired undecided on ${stamp(a.expiresAt)}; it will never run`,
+          `approval ${decision.id} expired undecided on ${stamp(approval.expiresAt)}; it will never run`,
           'expired',
         ),
       };
     }
-    if (d.decision === 'approve' && !allowSelf && approver.owner && a.requestedByTokenId) {
+    if (decision.decision === 'approve' && !allowSelf && approver.owner && approval.requestedByTokenId) {
       const [requester] = await tx<{ owner: string | null }[]>`
-        select bulkhead_token_owner(${a.requestedByTokenId}) as owner`;
+        select bulkhead_token_owner(${approval.requestedByTokenId}) as owner`;
       if (requester?.owner && samePerson(requester.owner, approver.owner)) {
         const error = new ApprovalDecisionError(
-          `approval ${d.id} was requested with a token issued to ${approver.owner}, who may not approve it too: another approver must decide (separation of duties)`,
+          `approval ${decision.id} was requested with a token issued to ${approver.owner}, who may not approve it too: another approver must decide (separation of duties)`,
           'self_approval',
         );
         await audit.appendIn(
           tx,
-          decisionEvent(a, decider, 'forbidden', { reason: 'self_approval', person: approver.owner }),
+          decisionEvent(approval, decider, 'forbidden', { reason: 'self_approval', person: approver.owner }),
         );
         return { error };
       }
     }
-    const changed = changedArguments(a, d);
+    const changed = changedArguments(approval, decision);
     if (changed) return { error: changed };
-    const status = d.decision === 'approve' ? 'approved' : 'rejected';
+    const status = decision.decision === 'approve' ? 'approved' : 'rejected';
     // The event first: the database accepts a decision only with its event written before it in the same
     // transaction (the approvals guard looks it up by id), so a decision never exists unrecorded.
     const event = {
       ...decisionEvent(
-        { ...a, decisionReason: reason },
+        { ...approval, decisionReason: reason },
         decider,
         status,
         allowSelf ? { self_approval_allowed: true } : {},
@@ -159,25 +164,25 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
     const [decided] = await tx<ApprovalRecord[]>`
       update bulkhead_approvals set status = ${status},
         decided_by = ${decidedBy}, decided_by_token_id = ${approver.tokenId}, decision_reason = ${reason},
-        decided_arguments_hash = ${d.decision === 'approve' ? a.argumentsHash : null},
+        decided_arguments_hash = ${decision.decision === 'approve' ? approval.argumentsHash : null},
         decision_event_id = ${event.id}
-      where id = ${a.id}
+      where id = ${approval.id}
       returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
     return { error: null, record: decided! };
   });
   if (verdict.error) throw verdict.error;
-  return verdict.record ?? (await getApproval(sql, d.id))!;
+  return verdict.record ?? (await getApproval(sql, decision.id))!;
 }
 
 /** The decision's reason, trimmed (null for none), once what needs no database is checked: the id and the reason. */
-function checkedReason(d: Decision): string | null {
-  const reason = d.reason?.trim() || null;
-  if (!APPROVAL_ID.test(d.id))
+function checkedReason(decision: Decision): string | null {
+  const reason = decision.reason?.trim() || null;
+  if (!APPROVAL_ID.test(decision.id))
     throw new ApprovalDecisionError(
-      `"${d.id}" is not an approval id (ap_ and 12 letters or digits)`,
+      `"${decision.id}" is not an approval id (ap_ and 12 letters or digits)`,
       'invalid',
     );
-  if (d.decision === 'reject' && !reason)
+  if (decision.decision === 'reject' && !reason)
     throw new ApprovalDecisionError(
       'a reason is required to reject: say why, the requester will see it',
       'reason_required',
@@ -209,15 +214,15 @@ function notPending(approval: ApprovalRecord): ApprovalDecisionError | null {
  * approved; the executor would refuse them later anyway, but the request can still be rejected), or
  * not those the decider was shown. Null when they are.
  */
-function changedArguments(approval: ApprovalRecord, d: Decision): ApprovalDecisionError | null {
-  if (d.decision === 'approve' && argumentsHash(approval.arguments) !== approval.argumentsHash)
+function changedArguments(approval: ApprovalRecord, decision: Decision): ApprovalDecisionError | null {
+  if (decision.decision === 'approve' && argumentsHash(approval.arguments) !== approval.argumentsHash)
     return new ApprovalDecisionError(
-      `approval ${d.id}: the stored arguments changed since the request — refused; reject it and ask for a new request`,
+      `approval ${decision.id}: the stored arguments changed since the request — refused; reject it and ask for a new request`,
       'changed',
     );
-  if (d.expectedHash && d.expectedHash !== approval.argumentsHash)
+  if (decision.expectedHash && decision.expectedHash !== approval.argumentsHash)
     return new ApprovalDecisionError(
-      `approval ${d.id} no longer has the arguments you were shown; review it again`,
+      `approval ${decision.id} no longer has the arguments you were shown; review it again`,
       'changed',
     );
   return null;
