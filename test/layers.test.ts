@@ -1,14 +1,11 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
+import { lintAs } from './eslint-without-types.ts';
 import { root } from './helpers.ts';
-
-const eslint = new ESLint({ cwd: root });
 
 /** The layer findings eslint.config.js reports for `code` as if it were the file at `path`. */
 async function layerFindings(path: string, code: string): Promise<string[]> {
-  const [result] = await eslint.lintText(`${code}\nexport const used = x;\n`, { filePath: `${root}${path}` });
-  return result!.messages
+  return (await lintAs(path, `${code}\nexport const used = x;\n`))
     .filter((m) => m.ruleId === 'bulkhead/core-layers' || m.ruleId === 'no-restricted-imports')
     .map((m) => `${m.ruleId}: ${m.message.slice(0, m.message.indexOf(':'))}`);
 }
@@ -125,24 +122,45 @@ describe('eslint.config.js: layers point one way', () => {
   });
 });
 
-describe('eslint.config.js: no function over 120 lines without a reason', () => {
-  const body = (lines: number) =>
-    Array.from({ length: lines - 2 }, (_, i) => `  const v${i} = ${i};`).join('\n');
-  const longFunction = (lines: number) => `export function long() {\n${body(lines)}\n}\n`;
-  const findings = async (path: string, code: string) => {
-    const [result] = await eslint.lintText(code, { filePath: `${root}${path}` });
-    return result!.messages.filter((m) => m.ruleId === 'max-lines-per-function').map((m) => m.message);
-  };
+describe('eslint.config.js: no function over 100 lines, no file over 400, without a reason', () => {
+  const statements = (lines: number, name = 'v') =>
+    Array.from({ length: lines }, (_, i) => `  const ${name}${i} = ${i};`).join('\n');
+  const longFunction = (lines: number) => `export function long() {\n${statements(lines - 2)}\n}\n`;
+  /** A file of `lines` lines of code in functions of 50 lines each (under the function limit). */
+  const longFile = (lines: number, extra = '') =>
+    Array.from(
+      { length: lines / 50 },
+      (_, f) => `export function f${f}() {\n${statements(48, `v${f}_`)}\n}${extra}`,
+    ).join('\n');
+  const findings = async (path: string, code: string) =>
+    (await lintAs(path, code))
+      .filter((m) => m.ruleId === 'max-lines-per-function' || m.ruleId === 'max-lines')
+      .map((m) => m.message);
 
-  it('reports a function of 121 lines in production code, not one of 120', async () => {
-    expect(await findings('packages/core/src/pipeline/x.ts', longFunction(121))).toEqual([
-      "Function 'long' has too many lines (121). Maximum allowed is 120.",
+  it('reports a function of 101 lines in production code, not one of 100', async () => {
+    expect(await findings('packages/core/src/pipeline/x.ts', longFunction(101))).toEqual([
+      "Function 'long' has too many lines (101). Maximum allowed is 100.",
     ]);
-    expect(await findings('servers/admin/src/x.ts', longFunction(120))).toEqual([]);
+    expect(await findings('servers/admin/src/x.ts', longFunction(100))).toEqual([]);
   });
 
-  it('lets tests be long, and a function whose comment says why it must be', async () => {
+  it('reports a file of 401 lines of code, not one of 400 however many blank lines and comments it has', async () => {
+    expect(await findings('packages/audit/src/x.ts', `${longFile(400)}\nexport const one = 1;\n`)).toEqual([
+      'File has too many lines (401). Maximum allowed is 400.',
+    ]);
+    expect(await findings('apps/console/src/x.ts', `${longFile(400, '\n\n// why it is so\n')}\n`)).toEqual(
+      [],
+    );
+  });
+
+  it('does not count blank lines and comments in a function', async () => {
+    const commented = longFunction(100).replace('{\n', '{\n  // why it is so\n\n');
+    expect(await findings('packages/core/src/pipeline/x.ts', commented)).toEqual([]);
+  });
+
+  it('lets tests be long, and a function or a file whose comment says why it must be', async () => {
     expect(await findings('packages/core/src/pipeline/x.test.ts', longFunction(200))).toEqual([]);
+    expect(await findings('packages/core/src/testing/x.ts', longFile(500))).toEqual([]);
     const reasoned = `// eslint-disable-next-line max-lines-per-function -- one table, read top to bottom\n${longFunction(200)}`;
     expect(await findings('packages/core/src/pipeline/x.ts', reasoned)).toEqual([]);
   });

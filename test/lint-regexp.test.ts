@@ -1,13 +1,9 @@
-import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
-import { root } from './helpers.ts';
-
-const eslint = new ESLint({ cwd: root });
+import { lintAs } from './eslint-without-types.ts';
 
 /** What `bulkhead/no-dynamic-regexp` reports for `code` as if it were the file at `path`. */
 async function findings(path: string, code: string): Promise<string[]> {
-  const [result] = await eslint.lintText(`${code}\n`, { filePath: `${root}${path}` });
-  return result!.messages
+  return (await lintAs(path, `${code}\n`))
     .filter((m) => m.ruleId === 'bulkhead/no-dynamic-regexp')
     .map((m) => m.message.slice(0, m.message.indexOf(':')));
 }

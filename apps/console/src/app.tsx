@@ -89,7 +89,7 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
     tokenCache: verifier.stats,
     approvals: true,
   });
-  const audit = metrics.audited(options.audit ?? createAuditWriter(sql));
+  const audit = metrics.countingAuditWriter(options.audit ?? createAuditWriter(sql));
   // Anyone can post from another site: the first refusals of a minute per source are audited one
   // by one, the rest summed up, as the MCP servers do with requests that carry no valid token.
   const refusals = createRefusalLog(audit, 'console', logger);

@@ -4,7 +4,8 @@ import type { Sql } from '@bulkhead/db';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { eventSealStatus } from './event-seal.ts';
 import { FIELD_LIMITS, jsonbTextBytes, MAX_JSON_BYTES, MAX_ROW_BYTES, normaliseEvent } from './normalise.ts';
-import { DIGESTED_ABOVE_BYTES, eventDigest, readBodies, sealLog, sealMac, type Seal } from './seal.ts';
+import { sealLog, sealMac, type Seal } from './seal.ts';
+import { DIGESTED_ABOVE_BYTES, eventDigest, readBodies } from './sealed-body.ts';
 import { verifyLog } from './verify.ts';
 import { createAuditWriter } from './writer.ts';
 

@@ -60,11 +60,11 @@ export const AUDIT_COLUMN_NAMES: readonly AuditColumn[] = FIELDS.map((f) => AUDI
 export const STORED_COLUMN_NAMES: readonly AuditColumn[] = STORED_FIELDS.map((f) => AUDIT_COLUMNS[f]);
 
 /** An event as its row. */
-export function eventRow(e: AuditEvent): AuditEventRow {
-  return Object.fromEntries(FIELDS.map((f) => [AUDIT_COLUMNS[f], e[f]])) as AuditEventRow;
+export function eventRow(event: AuditEvent): AuditEventRow {
+  return Object.fromEntries(FIELDS.map((f) => [AUDIT_COLUMNS[f], event[f]])) as AuditEventRow;
 }
 
 /** The row the writer inserts for an event. */
-export function storedRow(e: StoredEventFields): StoredEventRow {
-  return Object.fromEntries(STORED_FIELDS.map((f) => [AUDIT_COLUMNS[f], e[f]])) as StoredEventRow;
+export function storedRow(event: StoredEventFields): StoredEventRow {
+  return Object.fromEntries(STORED_FIELDS.map((f) => [AUDIT_COLUMNS[f], event[f]])) as StoredEventRow;
 }

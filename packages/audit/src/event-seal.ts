@@ -1,16 +1,7 @@
 import type { Sql } from '@bulkhead/db';
 import { same } from './hash.ts';
-import {
-  BODY_FORMAT,
-  eventDigest,
-  readBodiesIn,
-  readCheckpoint,
-  SEAL_COLUMNS,
-  sealHead,
-  sealMac,
-  toSeal,
-  type Seal,
-} from './seal.ts';
+import { readCheckpoint, SEAL_COLUMNS, sealHead, sealMac, toSeal, type Seal } from './seal.ts';
+import { BODY_FORMAT, eventDigest, readBodiesIn } from './sealed-body.ts';
 
 /** postgres.js's transaction type. */
 type TransactionSql = Parameters<Parameters<Sql['begin']>[1]>[0];

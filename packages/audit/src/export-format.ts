@@ -25,8 +25,14 @@ const EXPORT_COLUMNS = [
 ] as const;
 
 /** The JSON form of an event for scripts (snake_case, ISO time). */
-export function eventJson(e: AuditEvent): Record<string, unknown> {
-  const row = { ...eventRow(e), at: e.at.toISOString(), chain_seq: null, prev_hash: null, hash: null };
+export function eventJson(event: AuditEvent): Record<string, unknown> {
+  const row = {
+    ...eventRow(event),
+    at: event.at.toISOString(),
+    chain_seq: null,
+    prev_hash: null,
+    hash: null,
+  };
   return Object.fromEntries(EXPORT_COLUMNS.map((c) => [c, row[c]]));
 }
 
@@ -52,8 +58,8 @@ export function exportHeader(format: ExportFormat): string {
 }
 
 /** One event as a line of an export, line break included. */
-export function exportLine(e: AuditEvent, format: ExportFormat): string {
-  const row = eventJson(e);
+export function exportLine(event: AuditEvent, format: ExportFormat): string {
+  const row = eventJson(event);
   return format === 'csv'
     ? `${EXPORT_COLUMNS.map((c) => csvCell(row[c])).join(',')}\n`
     : `${JSON.stringify(row)}\n`;

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { createSql, ensureLogin, type Sql } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { horizon, sealLog, settled } from './seal.ts';
+import { horizon, settled } from './horizon.ts';
+import { sealLog } from './seal.ts';
 import { createAuditWriter } from './writer.ts';
 
 /**

@@ -40,18 +40,16 @@ export {
   sealLog,
   sealUpTo,
   startSealer,
-  horizon,
-  settled,
   sealHead,
   GENESIS_MAC,
   SETTLE_MS,
   UNSEALED_LIMIT_MS,
-  type Horizon,
   type Seal,
   type SealHead,
   type SealPass,
   type Sealer,
 } from './seal.ts';
+export { horizon, settled, type Horizon } from './horizon.ts';
 export { verifyLog, type LogBreak, type LogReport, type LogWarning, type ServerTally } from './verify.ts';
 export { LEASE_MS } from './lease.ts';
 export { pruneLog, type PruneResult } from './prune.ts';

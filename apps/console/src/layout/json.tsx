@@ -1,5 +1,5 @@
 /** @jsxImportSource hono/jsx */
-import { Shown } from '../shown.tsx';
+import { Shown } from '../visible-text.tsx';
 
 /** A value as indented JSON, every character shown for what it is. */
 export function Json({ value }: { value: unknown }) {

@@ -4,7 +4,7 @@ import { html } from 'hono/html';
 import type { Child } from 'hono/jsx';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import type { Approver } from '../sessions.ts';
-import { Shown } from '../shown.tsx';
+import { Shown } from '../visible-text.tsx';
 import { CSS } from './styles.ts';
 
 /** Answers with `element` as a whole HTML document. */

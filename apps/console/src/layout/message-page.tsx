@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 import type { Approver } from '../sessions.ts';
-import { Shown } from '../shown.tsx';
+import { Shown } from '../visible-text.tsx';
 import { Layout } from './layout.tsx';
 
 /** A short page for refusals and missing things. */

@@ -24,11 +24,11 @@ export interface CheckedRequest {
 async function checkClient(
   c: Context,
   ctx: OAuthContext,
-  q: Record<string, string | undefined>,
+  query: Record<string, string | undefined>,
   started: number,
 ): Promise<{ ok: true; client: OAuthClient; redirectUri: string } | Refused> {
   const { sql, record, logger } = ctx;
-  const clientId = q.client_id ?? '';
+  const clientId = query.client_id ?? '';
   let client: OAuthClient;
   try {
     if (!clientId) throw new ClientMetadataError('invalid_client', 'the request names no client_id');
@@ -53,7 +53,7 @@ async function checkClient(
       ),
     };
   }
-  const redirectUri = q.redirect_uri ?? (client.redirectUris.length === 1 ? client.redirectUris[0]! : '');
+  const redirectUri = query.redirect_uri ?? (client.redirectUris.length === 1 ? client.redirectUris[0]! : '');
   if (!redirectUri || !registeredRedirect(client, redirectUri)) {
     await record(
       c,
@@ -84,7 +84,7 @@ async function checkClient(
 function refuser(
   c: Context,
   ctx: OAuthContext,
-  q: Record<string, string | undefined>,
+  query: Record<string, string | undefined>,
   started: number,
   client: OAuthClient,
   redirectUri: string,
@@ -93,7 +93,7 @@ function refuser(
     const url = new URL(redirectUri);
     url.searchParams.set('error', error);
     url.searchParams.set('error_description', description);
-    if (q.state) url.searchParams.set('state', q.state);
+    if (query.state) url.searchParams.set('state', query.state);
     url.searchParams.set('iss', ctx.issuer);
     return c.redirect(url.toString(), 303);
   };
@@ -105,7 +105,7 @@ function refuser(
       'bad_request',
       started,
       { reason, redirected: trusted },
-      { clientId: q.client_id ?? '' },
+      { clientId: query.client_id ?? '' },
     );
     if (trusted) return { ok: false as const, response: back(error, description) };
     return {
@@ -131,29 +131,31 @@ function refuser(
 export async function checkRequest(
   c: Context,
   ctx: OAuthContext,
-  q: Record<string, string | undefined>,
+  query: Record<string, string | undefined>,
 ): Promise<CheckedRequest | Refused> {
   const started = performance.now();
-  const known = await checkClient(c, ctx, q, started);
+  const known = await checkClient(c, ctx, query, started);
   if (!known.ok) return known;
   const { client, redirectUri } = known;
-  const refuse = refuser(c, ctx, q, started, client, redirectUri);
-  if (q.response_type !== 'code')
+  const refuse = refuser(c, ctx, query, started, client, redirectUri);
+  if (query.response_type !== 'code')
     return refuse('unsupported_response_type', 'Only response_type=code is served.', 'response_type');
-  if (q.code_challenge_method !== 'S256' || !/^[A-Za-z0-9_-]{43}$/.test(q.code_challenge ?? ''))
+  if (query.code_challenge_method !== 'S256' || !/^[A-Za-z0-9_-]{43}$/.test(query.code_challenge ?? ''))
     return refuse(
       'invalid_request',
       'PKCE is required: code_challenge with code_challenge_method=S256.',
       'pkce',
     );
-  const server = q.resource ? ctx.servers.find((s) => sameResource(s.resource, q.resource!)) : undefined;
+  const server = query.resource
+    ? ctx.servers.find((s) => sameResource(s.resource, query.resource!))
+    : undefined;
   if (!server)
     return refuse(
       'invalid_target',
       'Name the MCP server in resource (its URL, as its protected-resource metadata says).',
       'resource',
     );
-  const asked = (q.scope ?? '').split(' ').filter(Boolean);
+  const asked = (query.scope ?? '').split(' ').filter(Boolean);
   const unknown = asked.filter((s) => !server.scopes.includes(s));
   if (unknown.length)
     return refuse('invalid_scope', `${server.name} has no scope ${unknown.join(', ')}.`, 'scope');
@@ -164,11 +166,11 @@ export async function checkRequest(
     server,
     scopes,
     request: {
-      client_id: q.client_id ?? '',
+      client_id: query.client_id ?? '',
       redirect_uri: redirectUri,
-      code_challenge: q.code_challenge!,
+      code_challenge: query.code_challenge!,
       code_challenge_method: 'S256',
-      state: q.state ?? '',
+      state: query.state ?? '',
       scope: scopes.join(' '),
       resource: server.resource,
     },

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 import { Layout } from '../layout/layout.tsx';
 import type { Approver } from '../sessions.ts';
-import { Shown } from '../shown.tsx';
+import { Shown } from '../visible-text.tsx';
 
 /** The request being consented to, echoed in the form so that the POST can check it all again. */
 export interface AuthorizationRequest {

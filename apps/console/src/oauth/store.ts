@@ -36,12 +36,12 @@ export interface NewGrant {
  * Records a grant and its authorization code through `bulkhead_oauth_grant`, which checks the approver's
  * proof and right to grant; returns the code (only its hash is kept).
  */
-export async function createGrant(sql: Sql, g: NewGrant): Promise<{ grantId: string; code: string }> {
+export async function createGrant(sql: Sql, grant: NewGrant): Promise<{ grantId: string; code: string }> {
   const grantId = `g_${randomBytes(12).toString('base64url')}`;
   const code = `bhc_${randomBytes(32).toString('base64url')}`;
   await sql`
-    select bulkhead_oauth_grant(${g.proof}, ${grantId}, ${g.clientId}, ${g.server}, ${g.scopes}, ${g.customerId},
-      ${code}, ${g.redirectUri}, ${g.codeChallenge}, ${g.resource}, ${CODE_SECONDS})`;
+    select bulkhead_oauth_grant(${grant.proof}, ${grantId}, ${grant.clientId}, ${grant.server}, ${grant.scopes}, ${grant.customerId},
+      ${code}, ${grant.redirectUri}, ${grant.codeChallenge}, ${grant.resource}, ${CODE_SECONDS})`;
   return { grantId, code };
 }
 

@@ -22,30 +22,30 @@ import { age, table, when } from '../format.ts';
 import { CliError, UsageError, type Io } from '../io.ts';
 
 /** The JSON form of an approval for scripts: snake_case, ISO times, redacted arguments only. */
-export function approvalJson(a: ApprovalRecord) {
+export function approvalJson(approval: ApprovalRecord) {
   return {
-    id: a.id,
-    server: a.server,
-    tool: a.tool,
-    status: effectiveStatus(a),
-    preview: a.preview,
-    arguments: a.argumentsRedacted,
-    arguments_hash: a.argumentsHash,
-    requested_at: a.requestedAt.toISOString(),
-    requested_by: a.requestedByLabel,
-    requested_by_token_id: a.requestedByTokenId,
-    customer_id: a.customerId,
-    expires_at: a.expiresAt.toISOString(),
-    decided_at: a.decidedAt?.toISOString() ?? null,
-    decided_by: a.decidedBy,
-    reason: a.decisionReason,
-    executed_at: a.executedAt?.toISOString() ?? null,
-    executed_by: a.executedBy,
-    duration_ms: a.durationMs,
-    result: a.result ?? null,
-    error: a.error,
-    as_task: a.asTask,
-    withdrawn_at: a.withdrawnAt?.toISOString() ?? null,
+    id: approval.id,
+    server: approval.server,
+    tool: approval.tool,
+    status: effectiveStatus(approval),
+    preview: approval.preview,
+    arguments: approval.argumentsRedacted,
+    arguments_hash: approval.argumentsHash,
+    requested_at: approval.requestedAt.toISOString(),
+    requested_by: approval.requestedByLabel,
+    requested_by_token_id: approval.requestedByTokenId,
+    customer_id: approval.customerId,
+    expires_at: approval.expiresAt.toISOString(),
+    decided_at: approval.decidedAt?.toISOString() ?? null,
+    decided_by: approval.decidedBy,
+    reason: approval.decisionReason,
+    executed_at: approval.executedAt?.toISOString() ?? null,
+    executed_by: approval.executedBy,
+    duration_ms: approval.durationMs,
+    result: approval.result ?? null,
+    error: approval.error,
+    as_task: approval.asTask,
+    withdrawn_at: approval.withdrawnAt?.toISOString() ?? null,
   };
 }
 
@@ -68,34 +68,38 @@ function indent(text: string, by = 14): string {
 
 // Previews, arguments, labels and errors carry customer text: every value printed goes through visible()
 // (JSON through visibleLines, whose line breaks are layout), so no escape sequence reaches the terminal.
-function printApproval(io: Io, a: ApprovalRecord) {
+function printApproval(io: Io, approval: ApprovalRecord) {
   const row = (name: string, value: string) => io.out(`  ${name.padEnd(11)} ${visible(value)}`);
   const rows = (name: string, json: unknown) =>
     io.out(`  ${name.padEnd(11)} ${indent(visibleLines(JSON.stringify(json, null, 2)))}`);
-  io.out(`Approval ${a.id} — ${effectiveStatus(a)}`);
-  row('server', a.server);
-  row('tool', a.tool);
-  row('preview', a.preview);
-  rows('arguments', a.argumentsRedacted);
-  row('hash', `sha256:${a.argumentsHash}`);
+  io.out(`Approval ${approval.id} — ${effectiveStatus(approval)}`);
+  row('server', approval.server);
+  row('tool', approval.tool);
+  row('preview', approval.preview);
+  rows('arguments', approval.argumentsRedacted);
+  row('hash', `sha256:${approval.argumentsHash}`);
   // What the effect will use besides the arguments, as read when filed; the run refuses if it differs.
-  if (a.approvedValues) rows('values', a.approvedValues);
+  if (approval.approvedValues) rows('values', approval.approvedValues);
   row(
     'requested',
-    `${when(a.requestedAt)} UTC by "${a.requestedByLabel ?? 'unknown'}" (token ${a.requestedByTokenId ?? '-'})${a.customerId ? `, customer ${a.customerId}` : ''}`,
+    `${when(approval.requestedAt)} UTC by "${approval.requestedByLabel ?? 'unknown'}" (token ${approval.requestedByTokenId ?? '-'})${approval.customerId ? `, customer ${approval.customerId}` : ''}`,
   );
-  if (a.asTask) row('as task', 'requested as an MCP task: the approval id is its task id');
-  row('expires', `${when(a.expiresAt)} UTC`);
-  if (a.withdrawnAt)
-    row('withdrawn', `${when(a.withdrawnAt)} UTC by the requester, before anyone decided; it will never run`);
-  if (a.decidedAt)
+  if (approval.asTask) row('as task', 'requested as an MCP task: the approval id is its task id');
+  row('expires', `${when(approval.expiresAt)} UTC`);
+  if (approval.withdrawnAt)
+    row(
+      'withdrawn',
+      `${when(approval.withdrawnAt)} UTC by the requester, before anyone decided; it will never run`,
+    );
+  if (approval.decidedAt)
     row(
       'decided',
-      `${when(a.decidedAt)} UTC by ${a.decidedBy}${a.decisionReason ? ` — "${a.decisionReason}"` : ''}`,
+      `${when(approval.decidedAt)} UTC by ${approval.decidedBy}${approval.decisionReason ? ` — "${approval.decisionReason}"` : ''}`,
     );
-  if (a.executedAt) row('ran', `${when(a.executedAt)} UTC on ${a.executedBy} in ${a.durationMs} ms`);
-  if (a.result !== null && a.result !== undefined) rows('result', a.result);
-  if (a.error) row('error', a.error);
+  if (approval.executedAt)
+    row('ran', `${when(approval.executedAt)} UTC on ${approval.executedBy} in ${approval.durationMs} ms`);
+  if (approval.result !== null && approval.result !== undefined) rows('result', approval.result);
+  if (approval.error) row('error', approval.error);
 }
 
 const STATUS_HELP = `pending (default), approved, rejected, executed, expired, failed, withdrawn or all`;
@@ -240,8 +244,8 @@ and its notifications and other deliveries.`,
 async function settle(sql: Sql, id: string, timeoutMs: number): Promise<ApprovalRecord> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const a = (await getApproval(sql, id))!;
-    if (a.status !== 'approved' || Date.now() > deadline) return a;
+    const approval = (await getApproval(sql, id))!;
+    if (approval.status !== 'approved' || Date.now() > deadline) return approval;
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -306,9 +310,9 @@ Options:
           throw new CliError(
             'the approver token is not valid: it is unknown, expired, revoked, or not an approver token (MCP tokens never decide)',
           );
-        let a: ApprovalRecord;
+        let approval: ApprovalRecord;
         try {
-          a = await decideApproval(sql, createAuditWriter(sql), {
+          approval = await decideApproval(sql, createAuditWriter(sql), {
             id,
             decision: kind,
             reason: values.reason,
@@ -326,29 +330,38 @@ Options:
             );
           throw err;
         }
-        if ((values as { wait?: boolean }).wait) a = await settle(sql, id, 30_000);
+        if ((values as { wait?: boolean }).wait) approval = await settle(sql, id, 30_000);
         if (values.json) {
-          io.out(escapeJson(JSON.stringify(approvalJson(a))));
+          io.out(escapeJson(JSON.stringify(approvalJson(approval))));
           return 0;
         }
-        if (!approve) {
-          io.out(`Rejected ${a.id} (${visible(a.tool)} on ${visible(a.server)}): it will never run.`);
-          return 0;
-        }
-        io.out(`Approved ${a.id} (${visible(a.tool)} on ${visible(a.server)}): ${visible(a.preview)}`);
-        if (a.status === 'executed')
-          io.out(`Executed on ${visible(a.executedBy ?? '-')} in ${a.durationMs} ms.`);
-        else if (a.status === 'failed') {
-          io.out(`It failed: ${visible(a.error ?? '')}`);
-          return 1;
-        } else
-          io.out(
-            `The ${visible(a.server)} server runs it within a second (or at its next start); \`bulkhead approvals show ${a.id}\` shows the outcome.`,
-          );
-        return 0;
+        return printDecided(io, approval, approve);
       });
     },
   };
+}
+
+/** What a decision came to, for a reader; the exit code is 1 when the approved action failed. */
+function printDecided(io: Io, approval: ApprovalRecord, approved: boolean): number {
+  if (!approved) {
+    io.out(
+      `Rejected ${approval.id} (${visible(approval.tool)} on ${visible(approval.server)}): it will never run.`,
+    );
+    return 0;
+  }
+  io.out(
+    `Approved ${approval.id} (${visible(approval.tool)} on ${visible(approval.server)}): ${visible(approval.preview)}`,
+  );
+  if (approval.status === 'executed')
+    io.out(`Executed on ${visible(approval.executedBy ?? '-')} in ${approval.durationMs} ms.`);
+  else if (approval.status === 'failed') {
+    io.out(`It failed: ${visible(approval.error ?? '')}`);
+    return 1;
+  } else
+    io.out(
+      `The ${visible(approval.server)} server runs it within a second (or at its next start); \`bulkhead approvals show ${approval.id}\` shows the outcome.`,
+    );
+  return 0;
 }
 
 export const approvalsCommand = group('approvals', 'List, inspect, approve and reject gated actions.', [

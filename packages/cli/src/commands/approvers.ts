@@ -50,11 +50,11 @@ function json(record: TokenRecord, token?: string) {
 }
 
 /** What an approver token may do besides deciding: `approve`, `+grant`, `+operate`. */
-function rights(t: TokenRecord): string {
+function rights(token: TokenRecord): string {
   return [
     'approve',
-    ...(t.scopes.includes('grants:issue') ? ['grant'] : []),
-    ...(t.scopes.includes('tokens:manage') ? ['operate'] : []),
+    ...(token.scopes.includes('grants:issue') ? ['grant'] : []),
+    ...(token.scopes.includes('tokens:manage') ? ['operate'] : []),
   ].join('+');
 }
 

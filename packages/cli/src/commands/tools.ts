@@ -38,13 +38,13 @@ function requiredTool(tool: string | undefined, server: ServerManifest, known: s
   return tool;
 }
 
-function json(t: SwitchedOffTool) {
+function json(tool: SwitchedOffTool) {
   return {
-    server: t.server,
-    tool: t.tool,
-    reason: t.reason,
-    switched_by: t.switchedBy,
-    switched_at: t.switchedAt.toISOString(),
+    server: tool.server,
+    tool: tool.tool,
+    reason: tool.reason,
+    switched_by: tool.switchedBy,
+    switched_at: tool.switchedAt.toISOString(),
   };
 }
 

@@ -97,18 +97,19 @@ function composeUpstreamLines(upstreams: UpstreamDeployment[]): string[] {
  */
 export function composeWithServer(
   compose: string,
-  s: NewServer,
-  upstreams: UpstreamManifest | undefined = templateUpstreams(s),
+  server: NewServer,
+  upstreams: UpstreamManifest | undefined = templateUpstreams(server),
 ): string {
-  const login = loginRole(s.name);
-  const secret = `${snake(s.name)}_db_password`;
+  const login = loginRole(server.name);
+  const secret = `${snake(server.name)}_db_password`;
   const before = parseDocument(compose).toJS() as { services?: Record<string, unknown> };
-  if (before.services?.[s.name]) throw new ComposeShapeError(`it has a service named ${s.name} already`);
+  if (before.services?.[server.name])
+    throw new ComposeShapeError(`it has a service named ${server.name} already`);
   let lines = compose.split('\n');
   lines = insertBefore(
     lines,
     /^ {6}- sealer=bulkhead_sealer_login:/,
-    [`      - ${s.name}=${login}:/run/secrets/${secret}`],
+    [`      - ${server.name}=${login}:/run/secrets/${secret}`],
     "the sealer's login role in setup's command",
   );
   lines = insertBefore(lines, /^ {6}- sealer_db_password$/, [`      - ${secret}`], "setup's secrets");
@@ -124,20 +125,20 @@ export function composeWithServer(
   let at = secrets;
   while (at > 0 && lines[at - 1]!.startsWith('#')) at -= 1;
   const service = [
-    `  ${s.name}:`,
+    `  ${server.name}:`,
     '    <<: *server',
-    `    image: localhost/bulkhead-${s.name}`,
-    `    build: { context: ../.., dockerfile: infra/docker/Dockerfile, target: server, args: { SERVER: ${s.name} } }`,
+    `    image: localhost/bulkhead-${server.name}`,
+    `    build: { context: ../.., dockerfile: infra/docker/Dockerfile, target: server, args: { SERVER: ${server.name} } }`,
     '    environment:',
     '      DATABASE_URL: postgres://postgres:5432/bulkhead',
     `      PGUSER: ${login}`,
     `      PGPASSWORD_FILE: /run/secrets/${secret}`,
-    `      PORT: '${s.port}'`,
-    `      BULKHEAD_PUBLIC_URL: http://127.0.0.1:${s.port}`,
+    `      PORT: '${server.port}'`,
+    `      BULKHEAD_PUBLIC_URL: http://127.0.0.1:${server.port}`,
     '      BULKHEAD_AUTHORIZATION_SERVER: http://127.0.0.1:3100',
     ...composeUpstreamLines(upstreamDeployments(upstreams)),
     `    secrets: [${secret}]`,
-    `    ports: ['127.0.0.1:${s.port}:${s.port}']`,
+    `    ports: ['127.0.0.1:${server.port}:${server.port}']`,
     '',
   ];
   lines = [...lines.slice(0, at), ...service, ...lines.slice(at)];
@@ -145,17 +146,17 @@ export function composeWithServer(
   const after = parseDocument(out, { merge: true }).toJS() as {
     services?: Record<string, { environment?: Record<string, string> }>;
   };
-  if (after.services?.[s.name]?.environment?.PORT !== String(s.port))
-    throw new ComposeShapeError(`the service ${s.name} did not land under services:`);
+  if (after.services?.[server.name]?.environment?.PORT !== String(server.port))
+    throw new ComposeShapeError(`the service ${server.name} did not land under services:`);
   return out;
 }
 
 /** The overlay's file of one NetworkPolicy per upstream: this deployable's server pods may reach it, on its port. */
-function upstreamEgress(s: NewServer, upstreams: UpstreamDeployment[]): string {
+function upstreamEgress(server: NewServer, upstreams: UpstreamDeployment[]): string {
   return upstreams
     .map((u) => {
       const { url, port } = upstreamPlaceholder(u);
-      return `# ${s.name}'s server pods may reach ${u.name} (${u.baseUrlEnv}, now ${url}), on its port, and nothing
+      return `# ${server.name}'s server pods may reach ${u.name} (${u.baseUrlEnv}, now ${url}), on its port, and nothing
 # else beyond bulkhead-egress's PostgreSQL and DNS. Write its address in \`to\`: an ipBlock of its
 # address for a system outside the cluster, or a namespaceSelector and podSelector (matchExpressions)
 # for one inside; and keep \`port\` the port of ${u.baseUrlEnv} (infra/ci/check-k8s.ts compares them).
@@ -184,32 +185,32 @@ spec:
  * its base URL, its secrets from the Secret bulkhead-<server>-upstream-<upstream> and its egress rule.
  */
 export function k8sOverlay(
-  s: NewServer,
-  upstreams: UpstreamManifest | undefined = templateUpstreams(s),
+  server: NewServer,
+  upstreams: UpstreamManifest | undefined = templateUpstreams(server),
 ): Record<string, string> {
   const ups = upstreamDeployments(upstreams);
   const upstreamNote = ups
     .map((u) => {
       const secrets = u.secrets.length
-        ? `\n# Its credentials: the Secret ${upstreamSecretName(s.name, u.name)} (${u.secrets.map((x) => `key ${x.key}: its ${x.what}`).join(', ')};\n# optional keys, so that the server, not the kubelet, says at start which one is missing).`
+        ? `\n# Its credentials: the Secret ${upstreamSecretName(server.name, u.name)} (${u.secrets.map((x) => `key ${x.key}: its ${x.what}`).join(', ')};\n# optional keys, so that the server, not the kubelet, says at start which one is missing).`
         : '';
       return `\n# Upstream ${u.name}: set ${u.baseUrlEnv} below to its address, and the same address and port in\n# upstream-egress.yaml.${secrets}`;
     })
     .join('');
   const files: Record<string, string> = {
-    'kustomization.yaml': `# bulkhead-${s.name}: kubectl apply -k infra/k8s/overlays/${s.name}
-# Needs, in namespace bulkhead: the Secret bulkhead-${s.name}-db (type kubernetes.io/basic-auth:
+    'kustomization.yaml': `# bulkhead-${server.name}: kubectl apply -k infra/k8s/overlays/${server.name}
+# Needs, in namespace bulkhead: the Secret bulkhead-${server.name}-db (type kubernetes.io/basic-auth:
 # username = this deployable's login role, password), the Secret bulkhead-db-admin (the
 # database administrator, which creates the login role in the login Job), and the migration Job of infra/k8s/jobs run once.
 # Written by \`bulkhead new server\`; set BULKHEAD_PUBLIC_URL to the address clients use, and add
-# ${s.name}=<that address> to the console's BULKHEAD_SERVER_URLS so that it grants OAuth access to it.${upstreamNote}
+# ${server.name}=<that address> to the console's BULKHEAD_SERVER_URLS so that it grants OAuth access to it.${upstreamNote}
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 namespace: bulkhead
-nameSuffix: -${s.name}
+nameSuffix: -${server.name}
 labels:
   - pairs:
-      app.kubernetes.io/name: bulkhead-${s.name}
+      app.kubernetes.io/name: bulkhead-${server.name}
       app.kubernetes.io/part-of: bulkhead
     includeSelectors: true
 resources:
@@ -217,22 +218,22 @@ resources:
 components:
   - ../../components/autoscale
 images:
-  - { name: bulkhead-server, newName: registry.example.com/bulkhead/${s.name}, newTag: 0.1.0 }
+  - { name: bulkhead-server, newName: registry.example.com/bulkhead/${server.name}, newTag: 0.1.0 }
   - { name: bulkhead-jobs, newName: registry.example.com/bulkhead/jobs, newTag: 0.1.0 }
 configMapGenerator:
   - name: bulkhead-config
     literals:
-      - BULKHEAD_DEPLOYABLE=${s.name}
+      - BULKHEAD_DEPLOYABLE=${server.name}
       - HOST=0.0.0.0
-      - PORT=${s.port}
+      - PORT=${server.port}
       - BULKHEAD_MIGRATE=false
-      - BULKHEAD_PUBLIC_URL=https://${s.name}.mcp.example.com
+      - BULKHEAD_PUBLIC_URL=https://${server.name}.mcp.example.com
       - BULKHEAD_AUTHORIZATION_SERVER=https://approvals.example.com
       - LOG_LEVEL=info
 ${ups.map((u) => `      - ${u.baseUrlEnv}=${upstreamPlaceholder(u).url}\n`).join('')}patches:
   - path: secrets-and-port.yaml
 `,
-    'secrets-and-port.yaml': `# This deployable's port (its manifest's, servers/${s.name}/package.json) and its Secrets.
+    'secrets-and-port.yaml': `# This deployable's port (its manifest's, servers/${server.name}/package.json) and its Secrets.
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -243,17 +244,17 @@ spec:
       containers:
         - name: server
           ports:
-            - { name: http, containerPort: ${s.port}, protocol: TCP }
+            - { name: http, containerPort: ${server.port}, protocol: TCP }
           env:
             - name: PGUSER
-              valueFrom: { secretKeyRef: { name: bulkhead-${s.name}-db, key: username } }
+              valueFrom: { secretKeyRef: { name: bulkhead-${server.name}-db, key: username } }
             - name: PGPASSWORD
-              valueFrom: { secretKeyRef: { name: bulkhead-${s.name}-db, key: password } }
+              valueFrom: { secretKeyRef: { name: bulkhead-${server.name}-db, key: password } }
 ${ups
   .flatMap((u) =>
     u.secrets.map(
       (x) => `            - name: ${x.env}
-              valueFrom: { secretKeyRef: { name: ${upstreamSecretName(s.name, u.name)}, key: ${x.key}, optional: true } }
+              valueFrom: { secretKeyRef: { name: ${upstreamSecretName(server.name, u.name)}, key: ${x.key}, optional: true } }
 `,
     ),
   )
@@ -269,12 +270,12 @@ spec:
         - name: db-login
           env:
             - name: LOGIN_ROLE
-              valueFrom: { secretKeyRef: { name: bulkhead-${s.name}-db, key: username } }
+              valueFrom: { secretKeyRef: { name: bulkhead-${server.name}-db, key: username } }
       volumes:
         - name: login
-          secret: { secretName: bulkhead-${s.name}-db }
+          secret: { secretName: bulkhead-${server.name}-db }
 `,
   };
-  if (ups.length) files['upstream-egress.yaml'] = upstreamEgress(s, ups);
+  if (ups.length) files['upstream-egress.yaml'] = upstreamEgress(server, ups);
   return files;
 }

@@ -36,36 +36,36 @@ const FAILURE_OUTCOME: Record<string, Outcome> = {
  * `requestId` (a console request that decides), else a request of its own.
  */
 function approvalEvent(
-  a: ApprovalRecord,
+  approval: ApprovalRecord,
   server: string,
   by: Party,
   draft: Omit<EventDraft, 'tool' | 'arguments' | 'approvalId'>,
   requestId?: string,
 ): AuditEventInput {
   return createEventOwner({ server, by, requestId }).event({
-    tool: a.tool,
-    arguments: a.argumentsRedacted,
-    approvalId: a.id,
+    tool: approval.tool,
+    arguments: approval.argumentsRedacted,
+    approvalId: approval.id,
     durationMs: 0,
     ...draft,
   });
 }
 
-/** The person who asked for `a`: the token its request came with. */
-function requester(a: ApprovalRecord): Party {
-  return { tokenId: a.requestedByTokenId, label: a.requestedByLabel };
+/** The person who asked for `approval`: the token its request came with. */
+function requester(approval: ApprovalRecord): Party {
+  return { tokenId: approval.requestedByTokenId, label: approval.requestedByLabel };
 }
 
 /** The event of a decision (or of a decision refused), written by the console role. */
 export function decisionEvent(
-  a: ApprovalRecord,
+  approval: ApprovalRecord,
   decider: { tokenId: string | null; label: string },
   outcome: 'approved' | 'rejected' | 'forbidden',
   extra: Record<string, unknown> = {},
   requestId?: string,
 ): AuditEventInput {
   return approvalEvent(
-    a,
+    approval,
     'console',
     decider,
     {
@@ -74,8 +74,8 @@ export function decisionEvent(
       resultSummary: {
         status: outcome,
         decided_by: decider.label,
-        reason: a.decisionReason,
-        arguments_hash: a.argumentsHash,
+        reason: approval.decisionReason,
+        arguments_hash: approval.argumentsHash,
         ...extra,
       },
     },
@@ -84,30 +84,33 @@ export function decisionEvent(
 }
 
 /** The event of a request that lapsed undecided. */
-export function expiryEvent(a: ApprovalRecord, server: string, requestId?: string): AuditEventInput {
+export function expiryEvent(approval: ApprovalRecord, server: string, requestId?: string): AuditEventInput {
   return approvalEvent(
-    a,
+    approval,
     server,
-    requester(a),
+    requester(approval),
     {
       method: APPROVAL_METHODS.expire,
       outcome: 'expired',
-      resultSummary: { status: 'expired', expires_at: a.expiresAt.toISOString() },
+      resultSummary: { status: 'expired', expires_at: approval.expiresAt.toISOString() },
     },
     requestId,
   );
 }
 
 /** The event of an approved action's run, written by the owning server with the outcome in one transaction. */
-export function executionEvent(a: ApprovalRecord): AuditEventInput {
-  return approvalEvent(a, a.server, requester(a), {
+export function executionEvent(approval: ApprovalRecord): AuditEventInput {
+  return approvalEvent(approval, approval.server, requester(approval), {
     method: APPROVAL_METHODS.execute,
-    outcome: a.status === 'executed' ? 'executed' : FAILURE_OUTCOME[a.failure ?? 'internal_error']!,
-    durationMs: a.durationMs ?? 0,
+    outcome:
+      approval.status === 'executed' ? 'executed' : FAILURE_OUTCOME[approval.failure ?? 'internal_error']!,
+    durationMs: approval.durationMs ?? 0,
     resultSummary: {
-      status: a.status,
-      executed_by: a.executedBy,
-      ...(a.status === 'executed' ? { result: summarise(a.result) } : { error: a.error }),
+      status: approval.status,
+      executed_by: approval.executedBy,
+      ...(approval.status === 'executed'
+        ? { result: summarise(approval.result) }
+        : { error: approval.error }),
     },
   });
 }

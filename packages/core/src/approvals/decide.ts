@@ -69,18 +69,18 @@ type Tx = Parameters<Parameters<Sql['begin']>[1]>[0];
  */
 async function proveApprover(
   tx: Tx,
-  d: Decision,
+  decision: Decision,
 ): Promise<{ approver: { tokenId: string; label: string; owner: string | null }; allowSelf: boolean }> {
   const [me] = await tx<{ tokenId: string; label: string; owner: string | null; selfApproval: boolean }[]>`
     select token_id as "tokenId", label, owner, self_approval as "selfApproval"
-    from bulkhead_console_prove(${d.proof})`.catch((err: unknown) => {
+    from bulkhead_console_prove(${decision.proof})`.catch((err: unknown) => {
     if ((err as { code?: string }).code !== '42501') throw err;
     throw new ApprovalDecisionError(
       'your approver token or console session is unknown, expired or revoked: sign in again',
       'unauthorized',
     );
   });
-  const owned = Boolean(d.asRole && d.allowSelfApproval);
+  const owned = Boolean(decision.asRole && decision.allowSelfApproval);
   if (owned)
     await tx`update bulkhead_console_proofs set self_approval = true where xact = pg_current_xact_id()`;
   return {
@@ -102,107 +102,70 @@ async function proveApprover(
  * request filed with a token issued to the approver's own person (refused and
  * audited, unless the owner's switch allows it). The decider is whoever `proof` proves.
  */
-export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision): Promise<ApprovalRecord> {
-  const reason = d.reason?.trim() || null;
-  if (!APPROVAL_ID.test(d.id))
-    throw new ApprovalDecisionError(
-      `"${d.id}" is not an approval id (ap_ and 12 letters or digits)`,
-      'invalid',
-    );
-  if (d.decision === 'reject' && !reason)
-    throw new ApprovalDecisionError(
-      'a reason is required to reject: say why, the requester will see it',
-      'reason_required',
-    );
-  if (reason && reason.length > MAX_REASON)
-    throw new ApprovalDecisionError(`the reason is limited to ${MAX_REASON} characters`, 'invalid');
+export async function decideApproval(
+  sql: Sql,
+  audit: AuditWriter,
+  decision: Decision,
+): Promise<ApprovalRecord> {
+  const reason = checkedReason(decision);
   const verdict = await sql.begin(async (tx): Promise<Verdict> => {
-    const { approver, allowSelf } = await proveApprover(tx, d);
-    const decidedBy = `${d.via}:${approver.label}`;
+    const { approver, allowSelf } = await proveApprover(tx, decision);
+    const decidedBy = `${decision.via}:${approver.label}`;
     const decider = { tokenId: approver.tokenId, label: decidedBy };
-    if (d.asRole) await tx`set local role ${tx(d.asRole)}`;
-    const [a] = await tx<ApprovalRecord[]>`
-      select ${tx.unsafe(APPROVAL_COLUMNS)} from bulkhead_approvals where id = ${d.id} for update`;
-    if (!a) return { error: new ApprovalDecisionError(`approval ${d.id} does not exist`, 'unknown') };
-    if (a.status === 'withdrawn')
-      return {
-        error: new ApprovalDecisionError(
-          `approval ${d.id} was withdrawn by its requester (${a.requestedByLabel ?? 'unknown'}) on ${stamp(a.withdrawnAt!)} before anyone decided; it will never run`,
-          'withdrawn',
-        ),
-      };
-    if (a.status !== 'pending') {
-      const by = a.decidedBy ? ` by ${a.decidedBy} on ${stamp(a.decidedAt!)}` : '';
-      return {
-        error: new ApprovalDecisionError(
-          a.status === 'expired'
-            ? `approval ${d.id} expired undecided on ${stamp(a.expiresAt)}; it will never run`
-            : `approval ${d.id} was already decided (${a.status}${by})`,
-          a.status === 'expired' ? 'expired' : 'decided',
-        ),
-      };
-    }
-    const [clock] = await tx<{ expired: boolean }[]>`select ${a.expiresAt} <= now() as expired`;
+    if (decision.asRole) await tx`set local role ${tx(decision.asRole)}`;
+    const [approval] = await tx<ApprovalRecord[]>`
+      select ${tx.unsafe(APPROVAL_COLUMNS)} from bulkhead_approvals where id = ${decision.id} for update`;
+    if (!approval)
+      return { error: new ApprovalDecisionError(`approval ${decision.id} does not exist`, 'unknown') };
+    const closed = notPending(approval);
+    if (closed) return { error: closed };
+    const [clock] = await tx<{ expired: boolean }[]>`select ${approval.expiresAt} <= now() as expired`;
     if (clock!.expired) {
       // The database's clock decides expiry, not the decider's.
       const [expired] = await tx<ApprovalRecord[]>`
-        update bulkhead_approvals set status = 'expired' where id = ${a.id}
+        update bulkhead_approvals set status = 'expired' where id = ${approval.id}
         returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
-      await audit.appendIn(tx, expiryEvent(expired!, 'console', d.requestId));
+      await audit.appendIn(tx, expiryEvent(expired!, 'console', decision.requestId));
       return {
         error: new ApprovalDecisionError(
-          `approval ${d.id} expired undecided on ${stamp(a.expiresAt)}; it will never run`,
+          `approval ${decision.id} expired undecided on ${stamp(approval.expiresAt)}; it will never run`,
           'expired',
         ),
       };
     }
-    if (d.decision === 'approve' && !allowSelf && approver.owner && a.requestedByTokenId) {
+    if (decision.decision === 'approve' && !allowSelf && approver.owner && approval.requestedByTokenId) {
       const [requester] = await tx<{ owner: string | null }[]>`
-        select bulkhead_token_owner(${a.requestedByTokenId}) as owner`;
+        select bulkhead_token_owner(${approval.requestedByTokenId}) as owner`;
       if (requester?.owner && samePerson(requester.owner, approver.owner)) {
         const error = new ApprovalDecisionError(
-          `approval ${d.id} was requested with a token issued to ${approver.owner}, who may not approve it too: another approver must decide (separation of duties)`,
+          `approval ${decision.id} was requested with a token issued to ${approver.owner}, who may not approve it too: another approver must decide (separation of duties)`,
           'self_approval',
         );
         await audit.appendIn(
           tx,
           decisionEvent(
-            a,
+            approval,
             decider,
             'forbidden',
             { reason: 'self_approval', person: approver.owner },
-            d.requestId,
+            decision.requestId,
           ),
         );
         return { error };
       }
     }
-    // Arguments changed in storage after the request are never approved (the executor would refuse them
-    // later anyway); the request can still be rejected.
-    if (d.decision === 'approve' && argumentsHash(a.arguments) !== a.argumentsHash)
-      return {
-        error: new ApprovalDecisionError(
-          `approval ${d.id}: the stored arguments changed since the request — refused; reject it and ask for a new request`,
-          'changed',
-        ),
-      };
-    if (d.expectedHash && d.expectedHash !== a.argumentsHash)
-      return {
-        error: new ApprovalDecisionError(
-          `approval ${d.id} no longer has the arguments you were shown; review it again`,
-          'changed',
-        ),
-      };
-    const status = d.decision === 'approve' ? 'approved' : 'rejected';
+    const changed = changedArguments(approval, decision);
+    if (changed) return { error: changed };
+    const status = decision.decision === 'approve' ? 'approved' : 'rejected';
     // The event first: the database accepts a decision only with its event written before it in the same
     // transaction (the approvals guard looks it up by id), so a decision never exists unrecorded.
     const event = {
       ...decisionEvent(
-        { ...a, decisionReason: reason },
+        { ...approval, decisionReason: reason },
         decider,
         status,
         allowSelf ? { self_approval_allowed: true } : {},
-        d.requestId,
+        decision.requestId,
       ),
       id: randomUUID(),
     };
@@ -210,14 +173,68 @@ export async function decideApproval(sql: Sql, audit: AuditWriter, d: Decision):
     const [decided] = await tx<ApprovalRecord[]>`
       update bulkhead_approvals set status = ${status},
         decided_by = ${decidedBy}, decided_by_token_id = ${approver.tokenId}, decision_reason = ${reason},
-        decided_arguments_hash = ${d.decision === 'approve' ? a.argumentsHash : null},
+        decided_arguments_hash = ${decision.decision === 'approve' ? approval.argumentsHash : null},
         decision_event_id = ${event.id}
-      where id = ${a.id}
+      where id = ${approval.id}
       returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
     return { error: null, record: decided! };
   });
   if (verdict.error) throw verdict.error;
-  return verdict.record ?? (await getApproval(sql, d.id))!;
+  return verdict.record ?? (await getApproval(sql, decision.id))!;
+}
+
+/** The decision's reason, trimmed (null for none), once what needs no database is checked: the id and the reason. */
+function checkedReason(decision: Decision): string | null {
+  const reason = decision.reason?.trim() || null;
+  if (!APPROVAL_ID.test(decision.id))
+    throw new ApprovalDecisionError(
+      `"${decision.id}" is not an approval id (ap_ and 12 letters or digits)`,
+      'invalid',
+    );
+  if (decision.decision === 'reject' && !reason)
+    throw new ApprovalDecisionError(
+      'a reason is required to reject: say why, the requester will see it',
+      'reason_required',
+    );
+  if (reason && reason.length > MAX_REASON)
+    throw new ApprovalDecisionError(`the reason is limited to ${MAX_REASON} characters`, 'invalid');
+  return reason;
+}
+
+/** Why an approval that is no longer pending (withdrawn, decided, expired as stored) cannot be decided; null while pending. */
+function notPending(approval: ApprovalRecord): ApprovalDecisionError | null {
+  if (approval.status === 'withdrawn')
+    return new ApprovalDecisionError(
+      `approval ${approval.id} was withdrawn by its requester (${approval.requestedByLabel ?? 'unknown'}) on ${stamp(approval.withdrawnAt!)} before anyone decided; it will never run`,
+      'withdrawn',
+    );
+  if (approval.status === 'pending') return null;
+  const by = approval.decidedBy ? ` by ${approval.decidedBy} on ${stamp(approval.decidedAt!)}` : '';
+  return new ApprovalDecisionError(
+    approval.status === 'expired'
+      ? `approval ${approval.id} expired undecided on ${stamp(approval.expiresAt)}; it will never run`
+      : `approval ${approval.id} was already decided (${approval.status}${by})`,
+    approval.status === 'expired' ? 'expired' : 'decided',
+  );
+}
+
+/**
+ * Why the arguments may not be decided on as they are: changed in storage after the request (never
+ * approved; the executor would refuse them later anyway, but the request can still be rejected), or
+ * not those the decider was shown. Null when they are.
+ */
+function changedArguments(approval: ApprovalRecord, decision: Decision): ApprovalDecisionError | null {
+  if (decision.decision === 'approve' && argumentsHash(approval.arguments) !== approval.argumentsHash)
+    return new ApprovalDecisionError(
+      `approval ${decision.id}: the stored arguments changed since the request — refused; reject it and ask for a new request`,
+      'changed',
+    );
+  if (decision.expectedHash && decision.expectedHash !== approval.argumentsHash)
+    return new ApprovalDecisionError(
+      `approval ${decision.id} no longer has the arguments you were shown; review it again`,
+      'changed',
+    );
+  return null;
 }
 
 /**

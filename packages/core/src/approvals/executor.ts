@@ -120,7 +120,7 @@ export function startApprovalExecutor(
   const { sql } = options;
   const server = def.name;
   const stopping = new AbortController();
-  const x: ExecutorContext = {
+  const executor: ExecutorContext = {
     def,
     server,
     sql,
@@ -130,13 +130,13 @@ export function startApprovalExecutor(
     upstreams: options.upstreams,
     stopping: stopping.signal,
   };
-  const { logger } = x;
+  const { logger } = executor;
   const sweepMs = options.sweepIntervalMs ?? 5_000;
 
   // Approved actions and deliveries run in separate loops: a slow or hanging receiver delays the
   // next delivery, never an approved action.
-  const outbox = outboxLoop(x, options, sweepMs);
-  const approvals = approvalLoop(x, outbox.kick);
+  const outbox = outboxLoop(executor, options, sweepMs);
+  const approvals = approvalLoop(executor, outbox.kick);
 
   const wake = (kick: () => void) => (payload: string) => {
     if (payload === server) kick();
@@ -165,7 +165,7 @@ export function startApprovalExecutor(
   ready.catch((err: unknown) => logger.error({ err }, 'approval executor could not LISTEN'));
 
   return {
-    instanceId: x.instanceId,
+    instanceId: executor.instanceId,
     ready,
     drain,
     async stop() {
@@ -180,10 +180,11 @@ export function startApprovalExecutor(
 }
 
 /** Expires overdue requests, then runs approved actions until none is left; `executed` kicks the outbox after each. */
-function approvalLoop(x: ExecutorContext, executed: () => void): Worker {
-  return worker(x, 'approval', async () => {
-    await expireOverdue(x.sql, x.audit, x.server);
-    for (let id = await runNext(x); id && !x.stopping.aborted; id = await runNext(x)) executed();
+function approvalLoop(executor: ExecutorContext, executed: () => void): Worker {
+  return worker(executor, 'approval', async () => {
+    await expireOverdue(executor.sql, executor.audit, executor.server);
+    for (let id = await runNext(executor); id && !executor.stopping.aborted; id = await runNext(executor))
+      executed();
   });
 }
 
@@ -192,7 +193,7 @@ function approvalLoop(x: ExecutorContext, executed: () => void): Worker {
  * timer kicks the next pass at the first one's due time (at most a sweep away).
  */
 function outboxLoop(
-  x: ExecutorContext,
+  executor: ExecutorContext,
   options: ApprovalExecutorOptions,
   sweepMs: number,
 ): Worker & { stopRetrying(): void } {
@@ -206,14 +207,21 @@ function outboxLoop(
     ...options.deliverers,
   };
   let retryTimer: NodeJS.Timeout | undefined;
-  const outbox = worker(x, 'outbox', async () => {
-    const { more, nextDueAt } = await dispatchOutbox(x.sql, x.server, deliverers, x.logger, retry, {
-      max: deliveriesPerPass,
-      leaseMs,
-      signal: x.stopping,
-    });
+  const outbox = worker(executor, 'outbox', async () => {
+    const { more, nextDueAt } = await dispatchOutbox(
+      executor.sql,
+      executor.server,
+      deliverers,
+      executor.logger,
+      retry,
+      {
+        max: deliveriesPerPass,
+        leaseMs,
+        signal: executor.stopping,
+      },
+    );
     clearTimeout(retryTimer);
-    if (nextDueAt && !more && !x.stopping.aborted) {
+    if (nextDueAt && !more && !executor.stopping.aborted) {
       retryTimer = setTimeout(
         outbox.kick,
         Math.min(Math.max(nextDueAt.getTime() - Date.now(), 0) + 20, sweepMs),
@@ -229,11 +237,11 @@ function outboxLoop(
  * One worker: a kick starts a pass, or asks for one more when a pass is
  * running, so that work signalled meanwhile is never missed.
  */
-function worker(x: ExecutorContext, name: string, pass: () => Promise<boolean | void>): Worker {
+function worker(executor: ExecutorContext, name: string, pass: () => Promise<boolean | void>): Worker {
   let running: Promise<void> | null = null;
   let again = false;
   const kick = (): void => {
-    if (x.stopping.aborted) return;
+    if (executor.stopping.aborted) return;
     if (running) {
       again = true;
       return;
@@ -244,9 +252,9 @@ function worker(x: ExecutorContext, name: string, pass: () => Promise<boolean | 
         try {
           if (await pass()) again = true;
         } catch (err) {
-          x.logger.error({ err }, `${name} pass failed; retrying at the next sweep`);
+          executor.logger.error({ err }, `${name} pass failed; retrying at the next sweep`);
         }
-      } while (again && !x.stopping.aborted);
+      } while (again && !executor.stopping.aborted);
       running = null;
     })();
   };
@@ -257,31 +265,35 @@ function worker(x: ExecutorContext, name: string, pass: () => Promise<boolean | 
 }
 
 /** Claims and runs the oldest runnable approval; returns its id, or null when there is none. */
-async function runNext(x: ExecutorContext): Promise<string | null> {
-  return x.sql.begin(async (tx) => {
-    const [a] = await tx<ApprovalRecord[]>`
+async function runNext(executor: ExecutorContext): Promise<string | null> {
+  return executor.sql.begin(async (tx) => {
+    const [approval] = await tx<ApprovalRecord[]>`
       select ${tx.unsafe(APPROVAL_COLUMNS)} from bulkhead_approvals
-      where server = ${x.server} and status = 'approved'
+      where server = ${executor.server} and status = 'approved'
       order by decided_at, id limit 1
       for update skip locked`;
-    if (!a) return null;
+    if (!approval) return null;
     // A trace of its own, linked to the call that filed it: the approval may run days later.
     return inSpan(
-      `execute_approval ${a.tool}`,
+      `execute_approval ${approval.tool}`,
       {
-        attributes: { 'gen_ai.tool.name': a.tool, 'bulkhead.approval.id': a.id },
-        links: linkTo(a.filedInTrace),
+        attributes: { 'gen_ai.tool.name': approval.tool, 'bulkhead.approval.id': approval.id },
+        links: linkTo(approval.filedInTrace),
       },
-      () => execute(x, tx, a),
+      () => execute(executor, tx, approval),
       ROOT_CONTEXT,
     );
   });
 }
 
 /** Runs a claimed approval and records how it ended, in the claiming transaction; returns its id. */
-async function execute(x: ExecutorContext, tx: TransactionSql, a: ApprovalRecord): Promise<string> {
+async function execute(
+  executor: ExecutorContext,
+  tx: TransactionSql,
+  approval: ApprovalRecord,
+): Promise<string> {
   const started = performance.now();
-  const verdict = check(x, a);
+  const verdict = check(executor, approval);
   const outcome: Outcome =
     'refused' in verdict
       ? {
@@ -290,9 +302,9 @@ async function execute(x: ExecutorContext, tx: TransactionSql, a: ApprovalRecord
           failure: 'refused',
           error: `Refused: ${verdict.refused} Nothing was done.`,
         }
-      : await run(x, tx, a, verdict.tool, verdict.args);
-  await record(x, tx, a, outcome, Math.round(performance.now() - started));
-  return a.id;
+      : await run(executor, tx, approval, verdict.tool, verdict.args);
+  await record(executor, tx, approval, outcome, Math.round(performance.now() - started));
+  return approval.id;
 }
 
 /**
@@ -300,21 +312,22 @@ async function execute(x: ExecutorContext, tx: TransactionSql, a: ApprovalRecord
  * role set `approved`), naming this approval's arguments hash, which the stored arguments still have.
  */
 function check(
-  x: ExecutorContext,
-  a: ApprovalRecord,
+  executor: ExecutorContext,
+  approval: ApprovalRecord,
 ): { refused: string } | { tool: AnyTool; args: unknown } {
-  const tool = x.def.catalog.byName.get(a.tool);
-  if (!tool?.approval) return { refused: `${a.tool} is no longer a gated tool of ${x.server}.` };
-  if (!a.decidedByTokenId || !a.decidedArgumentsHash)
+  const tool = executor.def.catalog.byName.get(approval.tool);
+  if (!tool?.approval)
+    return { refused: `${approval.tool} is no longer a gated tool of ${executor.server}.` };
+  if (!approval.decidedByTokenId || !approval.decidedArgumentsHash)
     return { refused: 'The approval carries no decision by an approver token.' };
-  if (argumentsHash(a.arguments) !== a.argumentsHash)
+  if (argumentsHash(approval.arguments) !== approval.argumentsHash)
     return {
       refused: 'The stored arguments no longer match their hash: they were changed after the request.',
     };
-  if (a.decidedArgumentsHash !== a.argumentsHash)
+  if (approval.decidedArgumentsHash !== approval.argumentsHash)
     return { refused: 'The arguments differ from those the approver approved.' };
-  const parsed = tool.input.safeParse(a.arguments);
-  if (!parsed.success) return { refused: formatIssues(parsed.error, a.arguments) };
+  const parsed = tool.input.safeParse(approval.arguments);
+  if (!parsed.success) return { refused: formatIssues(parsed.error, approval.arguments) };
   return { tool, args: parsed.data };
 }
 
@@ -323,48 +336,52 @@ function check(
  * value held to the tool's output), in a savepoint of the claiming transaction.
  */
 async function run(
-  x: ExecutorContext,
+  executor: ExecutorContext,
   tx: TransactionSql,
-  a: ApprovalRecord,
+  approval: ApprovalRecord,
   tool: AnyTool,
   args: unknown,
 ): Promise<Outcome> {
-  const { server } = x;
-  const log = x.logger.child({ approvalId: a.id, tool: a.tool, requestId: a.requestId });
+  const { server } = executor;
+  const log = executor.logger.child({
+    approvalId: approval.id,
+    tool: approval.tool,
+    requestId: approval.requestId,
+  });
   const timeoutMs = tool.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   try {
     const value = await tx.savepoint((sp) =>
       runHandler({
         tool,
         q: sp,
-        open: { customerId: a.customerId, approvalId: a.id, timeoutMs },
+        open: { customerId: approval.customerId, approvalId: approval.id, timeoutMs },
         timeLimitMs: timeoutMs,
         context: {
           access: {
-            tokenId: a.requestedByTokenId ?? 'unknown',
-            label: a.requestedByLabel ?? 'unknown',
+            tokenId: approval.requestedByTokenId ?? 'unknown',
+            label: approval.requestedByLabel ?? 'unknown',
             server,
-            scopes: a.requestedScopes,
-            customerId: a.customerId,
+            scopes: approval.requestedScopes,
+            customerId: approval.customerId,
           },
           logger: log,
           server,
-          requestId: a.requestId,
+          requestId: approval.requestId,
           // Nobody listens: the client that asked is not connected to an approved run.
           progress: NO_PROGRESS.report,
           // Reads only: an effect on an upstream is queued in the outbox, delivered after the commit.
-          upstreams: { declared: x.upstreams, records: [], readOnly: true },
-          outbox: (guarded) => createOutbox(guarded, server, a.id),
+          upstreams: { declared: executor.upstreams, records: [], readOnly: true },
+          outbox: (guarded) => createOutbox(guarded, server, approval.id),
           approval: {
-            id: a.id,
-            decidedBy: a.decidedBy ?? 'unknown',
-            preview: a.preview,
-            values: a.approvedValues,
+            id: approval.id,
+            decidedBy: approval.decidedBy ?? 'unknown',
+            preview: approval.preview,
+            values: approval.approvedValues,
           },
         },
         work: async (ctx) => {
           // The world may have changed since the person looked: run only what they approved.
-          await checkApprovedValues(tool, args, ctx, a.approvedValues);
+          await checkApprovedValues(tool, args, ctx, approval.approvedValues);
           return callHandler(tool, args, ctx);
         },
       }),
@@ -401,27 +418,27 @@ async function run(
 
 /** Records the outcome of approval `a`, which took `ms`, with its audit event, in the claiming transaction. */
 async function record(
-  x: ExecutorContext,
+  executor: ExecutorContext,
   tx: TransactionSql,
-  a: ApprovalRecord,
+  approval: ApprovalRecord,
   outcome: Outcome,
   ms: number,
 ) {
   const [done] = await tx<ApprovalRecord[]>`
-    update bulkhead_approvals set status = ${outcome.status}, executed_at = now(), executed_by = ${x.instanceId},
+    update bulkhead_approvals set status = ${outcome.status}, executed_at = now(), executed_by = ${executor.instanceId},
       duration_ms = ${ms}, result = ${outcome.result === null ? null : tx.json(outcome.result as never)},
       error = ${outcome.error}, failure = ${outcome.failure}
-    where id = ${a.id}
+    where id = ${approval.id}
     returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
   // The outcome and its event commit together: the story in the log is never behind the row.
-  await tracedSink(x.audit).appendIn(tx, executionEvent(done!));
+  await tracedSink(executor.audit).appendIn(tx, executionEvent(done!));
   const line = {
-    approvalId: a.id,
-    tool: a.tool,
+    approvalId: approval.id,
+    tool: approval.tool,
     status: outcome.status,
     durationMs: ms,
-    instanceId: x.instanceId,
+    instanceId: executor.instanceId,
   };
-  if (outcome.status === 'executed') x.logger.info(line, 'approved action executed');
-  else x.logger.warn({ ...line, error: outcome.error }, 'approved action failed');
+  if (outcome.status === 'executed') executor.logger.info(line, 'approved action executed');
+  else executor.logger.warn({ ...line, error: outcome.error }, 'approved action failed');
 }

@@ -28,24 +28,24 @@ export function slackEscape(text: string): string {
  * shows a readable message without any adapter. Every value in `text` is
  * escaped ({@link slackEscape}); the only markup is the console link.
  */
-export function approvalWebhookPayload(a: ApprovalRecord, consoleUrl: string | undefined) {
-  const url = consoleLink(consoleUrl, a.id);
+export function approvalWebhookPayload(approval: ApprovalRecord, consoleUrl: string | undefined) {
+  const url = consoleLink(consoleUrl, approval.id);
   const e = slackEscape;
   return {
     type: 'approval.requested',
-    text: `Approval needed on ${e(a.server)}: ${e(a.preview)}\nRequested by ${e(a.requestedByLabel ?? 'unknown')} with ${e(a.tool)}; expires ${a.expiresAt.toISOString()}.\n<${e(url)}|Review ${e(a.id)} in the console>`,
+    text: `Approval needed on ${e(approval.server)}: ${e(approval.preview)}\nRequested by ${e(approval.requestedByLabel ?? 'unknown')} with ${e(approval.tool)}; expires ${approval.expiresAt.toISOString()}.\n<${e(url)}|Review ${e(approval.id)} in the console>`,
     url,
     approval: {
-      id: a.id,
-      server: a.server,
-      tool: a.tool,
-      status: a.status,
-      preview: a.preview,
-      arguments: a.argumentsRedacted,
-      arguments_hash: a.argumentsHash,
-      requested_by: a.requestedByLabel,
-      requested_at: a.requestedAt.toISOString(),
-      expires_at: a.expiresAt.toISOString(),
+      id: approval.id,
+      server: approval.server,
+      tool: approval.tool,
+      status: approval.status,
+      preview: approval.preview,
+      arguments: approval.argumentsRedacted,
+      arguments_hash: approval.argumentsHash,
+      requested_by: approval.requestedByLabel,
+      requested_at: approval.requestedAt.toISOString(),
+      expires_at: approval.expiresAt.toISOString(),
     },
   };
 }

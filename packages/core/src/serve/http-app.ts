@@ -130,7 +130,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     approvals: hasGatedTools(def),
   });
   // Every request yields one audit event: counting them gives requests by tool and outcome.
-  const audit = metrics.audited(options.audit ?? createAuditWriter(sql));
+  const audit = metrics.countingAuditWriter(options.audit ?? createAuditWriter(sql));
   const limiter = createRateLimiter(sql, options.rateLimitPerMinute ?? 600, {
     ...(options.rateLimitSyncMs ? { syncIntervalMs: options.rateLimitSyncMs } : {}),
   });

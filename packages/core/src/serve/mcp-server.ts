@@ -15,7 +15,7 @@ import { hasGatedTools, type ServerDefinition } from '../pipeline/tool-definitio
 import { createProgressChannel, NO_PROGRESS } from '../pipeline/call/progress.ts';
 import type { ResultWaits } from '../tasks/result-waits.ts';
 import { declaresTasks, registerTaskHandlers } from '../tasks/task-handlers.ts';
-import { KitServer, taskAnswer } from '../tasks/task-server.ts';
+import { TaskAwareServer, taskAnswer } from '../tasks/task-server.ts';
 import { createTaskResult, type TaskWire } from '../tasks/task-state.ts';
 
 /** Who a protocol instance serves, and how its calls report back to the request that carries them. */
@@ -70,7 +70,7 @@ export function buildMcpServer(def: ServerDefinition, kit: CallKit<ApprovalRecor
   const who = (audit: RequestAudit) =>
     typeof access === 'function' ? access(audit) : Promise.resolve(access);
   const runsTasks = hasGatedTools(def) && kit.approvals !== undefined;
-  const server = new KitServer(
+  const server = new TaskAwareServer(
     {
       name: def.name,
       version: def.version,

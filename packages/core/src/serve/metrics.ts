@@ -15,7 +15,7 @@ import type { UpstreamRecord } from '../pipeline/upstream/upstreams.ts';
 export interface Metrics {
   registry: Registry;
   /** The audit writer, counting every event it writes: one per request, so requests by server, tool and outcome. */
-  audited(audit: AuditWriter): AuditWriter;
+  countingAuditWriter(audit: AuditWriter): AuditWriter;
   /** Counts one request to an upstream: by upstream and status, errors and refusals apart, and its latency. */
   upstream(record: UpstreamRecord): void;
 }
@@ -58,7 +58,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
   return {
     registry,
     upstream,
-    audited: (audit) => {
+    countingAuditWriter: (audit) => {
       hold(audit.held);
       return {
         ...audit,

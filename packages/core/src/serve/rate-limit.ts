@@ -32,6 +32,86 @@ interface Window {
   remote: number;
 }
 
+/** Each token's windows, by the millisecond their minute starts. */
+type Windows = Map<string, Map<number, Window>>;
+
+/** What this process admitted and has not sent yet: `n` requests of `token` in the window from `start`. */
+interface Delta {
+  token: string;
+  start: number;
+  n: number;
+}
+
+/** A token's total in one window, across all replicas, as the database has it. */
+interface ExchangedCount {
+  token: string;
+  start: number;
+  count: number;
+}
+
+/** The window of `tokenId` that starts at `start`, empty when it is new. */
+function windowOf(tokens: Windows, tokenId: string, start: number): Window {
+  let windows = tokens.get(tokenId);
+  if (!windows) {
+    windows = new Map();
+    tokens.set(tokenId, windows);
+  }
+  let w = windows.get(start);
+  if (!w) {
+    w = { local: 0, unsynced: 0, remote: 0 };
+    windows.set(start, w);
+  }
+  return w;
+}
+
+/**
+ * The counts not sent yet, taken out of `unsynced` (the caller puts them back when the exchange
+ * fails). Windows before the previous minute count no more: they are dropped on the way, and a token
+ * left without any with them.
+ */
+function takeUnsynced(tokens: Windows, current: number): Delta[] {
+  const deltas: Delta[] = [];
+  for (const [token, windows] of tokens) {
+    for (const [start, w] of windows) {
+      if (start < current - MINUTE) {
+        windows.delete(start);
+        continue;
+      }
+      if (w.unsynced > 0) deltas.push({ token, start, n: w.unsynced });
+    }
+    if (windows.size === 0) tokens.delete(token);
+  }
+  for (const d of deltas) windowOf(tokens, d.token, d.start).unsynced -= d.n;
+  return deltas;
+}
+
+/**
+ * Adds `deltas` to the shared counts and reads back the totals of `ids` since `since`, in one
+ * statement, through the function that alone touches the table (no server role holds a privilege
+ * on it). Off the request path (a request is answered from memory): a trace of its own each time.
+ */
+function exchangeCounts(
+  sql: Sql,
+  deltas: Delta[],
+  ids: string[],
+  since: number,
+  cleanup: boolean,
+): Promise<ExchangedCount[]> {
+  const attributes = { 'bulkhead.rate_limit.tokens': ids.length };
+  return inSpan(
+    'rate limit sync',
+    { attributes },
+    () =>
+      sql<ExchangedCount[]>`
+        select token_id as token, window_start_ms as start, count
+        from bulkhead_rate_limit_exchange(${deltas.map((d) => d.token)}::text[], ${deltas.map((d) => d.start)}::float8[],
+          ${deltas.map((d) => d.n)}::int[], ${ids}::text[], to_timestamp(${since / 1000}), ${cleanup})`.then(
+        (r) => r,
+      ),
+    ROOT_CONTEXT,
+  );
+}
+
 /**
  * A sliding-window limit of `perMinute` requests per token: the count of the
  * current minute plus the previous minute's count weighted by how much of it
@@ -57,55 +137,18 @@ export function createRateLimiter(
   let syncing: Promise<void> | undefined;
   let lastCleanup = 0;
 
-  const window = (tokenId: string, start: number): Window => {
-    let windows = tokens.get(tokenId);
-    if (!windows) {
-      windows = new Map();
-      tokens.set(tokenId, windows);
-    }
-    let w = windows.get(start);
-    if (!w) {
-      w = { local: 0, unsynced: 0, remote: 0 };
-      windows.set(start, w);
-    }
-    return w;
-  };
+  const window = (tokenId: string, start: number) => windowOf(tokens, tokenId, start);
 
   const doSync = async () => {
     const t = now();
     const current = Math.floor(t / MINUTE) * MINUTE;
-    const deltas: { token: string; start: number; n: number; sentLocal: number }[] = [];
-    for (const [token, windows] of tokens) {
-      for (const [start, w] of windows) {
-        if (start < current - MINUTE) {
-          windows.delete(start);
-          continue;
-        }
-        if (w.unsynced > 0) deltas.push({ token, start, n: w.unsynced, sentLocal: w.local });
-      }
-      if (windows.size === 0) tokens.delete(token);
-    }
-    for (const d of deltas) window(d.token, d.start).unsynced -= d.n;
+    const deltas = takeUnsynced(tokens, current);
     const ids = [...tokens.keys()];
     if (!ids.length) return;
     const cleanup = t - lastCleanup > 10 * MINUTE;
-    let rows: { token: string; start: number; count: number }[];
+    let rows: ExchangedCount[];
     try {
-      // One statement, through the function that alone touches the table (no server role holds a privilege on it).
-      // Off the request path (a request is answered from memory): a trace of its own each time.
-      const attributes = { 'bulkhead.rate_limit.tokens': ids.length };
-      rows = await inSpan(
-        'rate limit sync',
-        { attributes },
-        () =>
-          sql<{ token: string; start: number; count: number }[]>`
-        select token_id as token, window_start_ms as start, count
-        from bulkhead_rate_limit_exchange(${deltas.map((d) => d.token)}::text[], ${deltas.map((d) => d.start)}::float8[],
-          ${deltas.map((d) => d.n)}::int[], ${ids}::text[], to_timestamp(${(current - MINUTE) / 1000}), ${cleanup})`.then(
-            (r) => r,
-          ),
-        ROOT_CONTEXT,
-      );
+      rows = await exchangeCounts(sql, deltas, ids, current - MINUTE, cleanup);
     } catch (err) {
       for (const d of deltas) window(d.token, d.start).unsynced += d.n;
       throw err;

@@ -77,17 +77,17 @@ const COLUMNS = `id, kind, server, label, scopes, customer_id as "customerId", c
 /** Creates a token and returns it with its secret: the only time the secret exists outside the client. */
 export async function issueToken(
   sql: Sql,
-  o: IssueTokenOptions,
+  options: IssueTokenOptions,
 ): Promise<{ token: string; record: TokenRecord }> {
   const id = newId();
   const secret = randomBytes(32).toString('base64url');
   const [record] = await sql<TokenRecord[]>`
     insert into bulkhead_tokens (id, kind, server, label, scopes, customer_id, secret_hash, created_by, expires_at,
       rotated_from, owner)
-    values (${id}, ${o.kind ?? 'mcp'}, ${o.server}, ${o.label}, ${o.scopes}, ${o.customerId ?? null}, ${hashSecret(secret)},
-      ${o.createdBy}, ${o.expiresAt}, ${o.rotatedFrom ?? null}, ${o.owner ?? null})
+    values (${id}, ${options.kind ?? 'mcp'}, ${options.server}, ${options.label}, ${options.scopes}, ${options.customerId ?? null}, ${hashSecret(secret)},
+      ${options.createdBy}, ${options.expiresAt}, ${options.rotatedFrom ?? null}, ${options.owner ?? null})
     returning ${sql.unsafe(COLUMNS)}`;
-  return { token: `bh_${o.server}_${id}_${secret}`, record: record! };
+  return { token: `bh_${options.server}_${id}_${secret}`, record: record! };
 }
 
 /**
@@ -100,15 +100,15 @@ export async function issueToken(
 export async function issueTokenAsOperator(
   sql: Sql,
   operatorProof: string,
-  o: Omit<IssueTokenOptions, 'kind' | 'rotatedFrom' | 'createdBy'>,
+  options: Omit<IssueTokenOptions, 'kind' | 'rotatedFrom' | 'createdBy'>,
 ): Promise<{ token: string; id: string; createdAt: Date; expiresAt: Date | null }> {
   const id = newId();
   const secret = randomBytes(32).toString('base64url');
   const [row] = await sql<{ createdAt: Date; expiresAt: Date | null }[]>`
     select created_at as "createdAt", expires_at as "expiresAt"
-    from bulkhead_operator_issue_token(${operatorProof}, ${id}, ${hashSecret(secret)}, ${o.server}, ${o.label},
-      ${o.scopes}, ${o.customerId ?? null}, ${o.owner ?? null}, ${o.expiresAt})`;
-  return { token: `bh_${o.server}_${id}_${secret}`, id, ...row! };
+    from bulkhead_operator_issue_token(${operatorProof}, ${id}, ${hashSecret(secret)}, ${options.server}, ${options.label},
+      ${options.scopes}, ${options.customerId ?? null}, ${options.owner ?? null}, ${options.expiresAt})`;
+  return { token: `bh_${options.server}_${id}_${secret}`, id, ...row! };
 }
 
 /** What opens a grant's next tokens: its authorization code with the PKCE verifier, or a refresh token. */

@@ -156,7 +156,7 @@ export function createToolSwitches(
     },
   );
   listening.catch(() => {});
-  const timer = setInterval(() => refresh().catch(() => {}), options.refreshMs ?? 1000);
+  const timer = setInterval(() => void refresh().catch(() => {}), options.refreshMs ?? 1000);
   timer.unref();
 
   return {

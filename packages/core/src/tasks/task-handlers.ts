@@ -16,7 +16,7 @@ import { internalError } from '../pipeline/tool-definition/errors.ts';
 import type { ApprovalRecord } from '../approvals/store.ts';
 import type { CallKit } from '../pipeline/call/call-tool.ts';
 import type { EventSink, RequestAudit } from '../pipeline/observability/request-audit.ts';
-import type { KitServer } from './task-server.ts';
+import type { TaskAwareServer } from './task-server.ts';
 import {
   getTaskResult,
   RELATED_TASK,
@@ -135,7 +135,7 @@ const ANY_PARAMS = z.looseObject({});
  * since an approved action runs exactly once). A server without gated tools runs no tasks and
  * answers every task method -32601, audited too.
  */
-export function registerTaskHandlers(server: KitServer, options: TaskHandlerOptions): void {
+export function registerTaskHandlers(server: TaskAwareServer, options: TaskHandlerOptions): void {
   for (const method of TASK_METHODS)
     server.setRequestHandler(method, { params: ANY_PARAMS }, (params, ctx) =>
       traceMcpRequest(server, { method, meta: (params as { _meta?: unknown })._meta, ctx }, () =>
@@ -157,7 +157,7 @@ interface RunInput {
   event: (
     outcome: Outcome,
     summary: Record<string, unknown>,
-    a?: ApprovalRecord,
+    approval?: ApprovalRecord,
     withApproval?: boolean,
   ) => AuditEventInput;
 }
@@ -178,7 +178,7 @@ const RUN: Record<TaskMethod, (input: RunInput) => Promise<Answer>> = {
  * is committed.
  */
 async function answerTaskRequest(
-  server: KitServer,
+  server: TaskAwareServer,
   options: TaskHandlerOptions,
   method: TaskMethod,
   params: Record<string, unknown>,
@@ -308,7 +308,7 @@ async function found(method: string, input: RunInput): Promise<ApprovalRecord> {
 }
 
 /** A place for one open `tasks/result` wait; past a cap, a refusal that says to poll instead. */
-function enterWait(input: RunInput, a: ApprovalRecord): (() => void) | undefined {
+function enterWait(input: RunInput, approval: ApprovalRecord): (() => void) | undefined {
   const waits = input.resultWaits;
   if (!waits) return undefined;
   const place = waits.enter(input.owner.tokenId);
@@ -321,16 +321,16 @@ function enterWait(input: RunInput, a: ApprovalRecord): (() => void) | undefined
   throw new TaskRefusal(
     new ProtocolError(
       RESULT_WAITS_FULL,
-      `Task ${a.id} is still ${taskState(a, input.wire).status}, and ${cap}. Poll tasks/get for its status (every few seconds) and ask tasks/result once it is completed, failed or cancelled.`,
-      { taskId: a.id, retryWith: 'tasks/get' },
+      `Task ${approval.id} is still ${taskState(approval, input.wire).status}, and ${cap}. Poll tasks/get for its status (every few seconds) and ask tasks/result once it is completed, failed or cancelled.`,
+      { taskId: approval.id, retryWith: 'tasks/get' },
     ),
     'rate_limited',
-    { reason: 'result_waits', full: place.full, ...summaryOf(a, input.wire) },
+    { reason: 'result_waits', full: place.full, ...summaryOf(approval, input.wire) },
   );
 }
 
-function summaryOf(a: ApprovalRecord, wire: TaskWire) {
-  return { task_status: taskState(a, wire).status, approval_status: a.status };
+function summaryOf(approval: ApprovalRecord, wire: TaskWire) {
+  return { task_status: taskState(approval, wire).status, approval_status: approval.status };
 }
 
 async function taskGet(input: RunInput): Promise<Answer> {

@@ -38,7 +38,7 @@ class TaskCreated extends Error {
  * `capabilities.tasks` in a 2025-11-25 `initialize`, the `io.modelcontextprotocol/tasks`
  * extension in a 2026-07-28 `server/discover` — and only on a server that runs tasks.
  */
-export class KitServer extends Server {
+export class TaskAwareServer extends Server {
   /** Set after construction: the base constructor calls the overrides below before fields exist. */
   protected runsTasks = false;
 

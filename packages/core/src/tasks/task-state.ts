@@ -81,16 +81,16 @@ export function executedResult(stored: unknown): CallToolResult {
  * 2025-11-25, which counts a tool error as a failure, and `completed` with `isError: true` on
  * 2026-07-28, which keeps `failed` for JSON-RPC errors only.
  */
-export function taskState(a: ApprovalRecord, wire: TaskWire, now = new Date()): TaskState {
-  const base = { taskId: a.id, createdAt: a.requestedAt };
-  const by = a.decidedBy ?? 'an approver';
-  switch (effectiveStatus(a, now)) {
+export function taskState(approval: ApprovalRecord, wire: TaskWire, now = new Date()): TaskState {
+  const base = { taskId: approval.id, createdAt: approval.requestedAt };
+  const by = approval.decidedBy ?? 'an approver';
+  switch (effectiveStatus(approval, now)) {
     case 'pending':
       return {
         ...base,
         status: 'working',
-        statusMessage: `Waiting for a person to approve ${a.tool} (approval ${a.id}); nothing has been done yet. Undecided, it lapses at ${iso(a.expiresAt)}.`,
-        lastUpdatedAt: a.requestedAt,
+        statusMessage: `Waiting for a person to approve ${approval.tool} (approval ${approval.id}); nothing has been done yet. Undecided, it lapses at ${iso(approval.expiresAt)}.`,
+        lastUpdatedAt: approval.requestedAt,
         pollMs: WAITING_POLL_MS,
         final: false,
         result: undefined,
@@ -99,8 +99,8 @@ export function taskState(a: ApprovalRecord, wire: TaskWire, now = new Date()): 
       return {
         ...base,
         status: 'working',
-        statusMessage: `Approved by ${by}; ${a.tool} runs now, exactly once.`,
-        lastUpdatedAt: a.decidedAt ?? a.requestedAt,
+        statusMessage: `Approved by ${by}; ${approval.tool} runs now, exactly once.`,
+        lastUpdatedAt: approval.decidedAt ?? approval.requestedAt,
         pollMs: RUNNING_POLL_MS,
         final: false,
         result: undefined,
@@ -110,42 +110,42 @@ export function taskState(a: ApprovalRecord, wire: TaskWire, now = new Date()): 
         ...base,
         status: 'completed',
         statusMessage: `Approved by ${by} and carried out.`,
-        lastUpdatedAt: a.executedAt ?? a.decidedAt ?? a.requestedAt,
+        lastUpdatedAt: approval.executedAt ?? approval.decidedAt ?? approval.requestedAt,
         pollMs: undefined,
         final: true,
-        result: executedResult(a.result),
+        result: executedResult(approval.result),
       };
     case 'failed': {
-      const error = a.error ?? 'it did not complete';
+      const error = approval.error ?? 'it did not complete';
       return {
         ...base,
         status: wire === '2025-11-25' ? 'failed' : 'completed',
         statusMessage: `Approved by ${by}, but it did not complete: ${error}`,
-        lastUpdatedAt: a.executedAt ?? a.decidedAt ?? a.requestedAt,
+        lastUpdatedAt: approval.executedAt ?? approval.decidedAt ?? approval.requestedAt,
         pollMs: undefined,
         final: true,
         result: errorResult(error),
       };
     }
     case 'rejected': {
-      const text = `Rejected by ${by}; nothing was done and it will never run.${a.decisionReason ? ` Reason: ${a.decisionReason}` : ''}`;
+      const text = `Rejected by ${by}; nothing was done and it will never run.${approval.decisionReason ? ` Reason: ${approval.decisionReason}` : ''}`;
       return {
         ...base,
         status: 'cancelled',
         statusMessage: text,
-        lastUpdatedAt: a.decidedAt ?? a.requestedAt,
+        lastUpdatedAt: approval.decidedAt ?? approval.requestedAt,
         pollMs: undefined,
         final: true,
         result: errorResult(text),
       };
     }
     case 'expired': {
-      const text = `Nobody decided before ${iso(a.expiresAt)}; nothing was done and it will never run.`;
+      const text = `Nobody decided before ${iso(approval.expiresAt)}; nothing was done and it will never run.`;
       return {
         ...base,
         status: 'cancelled',
         statusMessage: text,
-        lastUpdatedAt: a.expiresAt,
+        lastUpdatedAt: approval.expiresAt,
         pollMs: undefined,
         final: true,
         result: errorResult(text),
@@ -157,7 +157,7 @@ export function taskState(a: ApprovalRecord, wire: TaskWire, now = new Date()): 
         ...base,
         status: 'cancelled',
         statusMessage: text,
-        lastUpdatedAt: a.withdrawnAt ?? a.requestedAt,
+        lastUpdatedAt: approval.withdrawnAt ?? approval.requestedAt,
         pollMs: undefined,
         final: true,
         result: errorResult(text),
@@ -191,15 +191,15 @@ export function wireTask(state: TaskState, wire: TaskWire): Record<string, unkno
 }
 
 /** The sentence a 2025-11-25 host may give the model while the task waits (the call did nothing yet). */
-export function immediateResponse(a: ApprovalRecord): string {
-  return `Nothing has been done yet: a person must approve this ${a.tool} request first (approval ${a.id}, lapsing undecided at ${iso(a.expiresAt)}). Its result arrives with task ${a.id}.`;
+export function immediateResponse(approval: ApprovalRecord): string {
+  return `Nothing has been done yet: a person must approve this ${approval.tool} request first (approval ${approval.id}, lapsing undecided at ${iso(approval.expiresAt)}). Its result arrives with task ${approval.id}.`;
 }
 
 /** The answer to a gated `tools/call` made as a task: the task just created, in the wire's shape. */
-export function createTaskResult(a: ApprovalRecord, wire: TaskWire): Record<string, unknown> {
-  const task = wireTask(taskState(a, wire), wire);
+export function createTaskResult(approval: ApprovalRecord, wire: TaskWire): Record<string, unknown> {
+  const task = wireTask(taskState(approval, wire), wire);
   if (wire === '2026-07-28') return { resultType: 'task', ...task };
-  return { task, _meta: { [MODEL_IMMEDIATE_RESPONSE]: immediateResponse(a) } };
+  return { task, _meta: { [MODEL_IMMEDIATE_RESPONSE]: immediateResponse(approval) } };
 }
 
 /**
@@ -207,8 +207,8 @@ export function createTaskResult(a: ApprovalRecord, wire: TaskWire): Record<stri
  * carries the tool call's result (a failed one would carry its JSON-RPC error; Bulkhead's never
  * fail that way).
  */
-export function getTaskResult(a: ApprovalRecord, wire: TaskWire): Record<string, unknown> {
-  const state = taskState(a, wire);
+export function getTaskResult(approval: ApprovalRecord, wire: TaskWire): Record<string, unknown> {
+  const state = taskState(approval, wire);
   const task = wireTask(state, wire);
   if (wire === '2026-07-28' && state.status === 'completed' && state.result) task.result = state.result;
   return task;

@@ -75,7 +75,7 @@ export async function withdrawTask(
   audit: Pick<AuditWriter, 'appendIn'>,
   owner: TaskOwner,
   id: string,
-  event: (a: ApprovalRecord) => AuditEventInput,
+  event: (approval: ApprovalRecord) => AuditEventInput,
 ): Promise<Withdrawal | undefined> {
   if (!APPROVAL_ID.test(id)) return undefined;
   return sql.begin(async (tx) => {

@@ -1,7 +1,13 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { type Sql } from '@bulkhead/db';
-import { deleteDocuments, listDocumentStates, lockKnowledgeIngest, upsertDocument } from './documents.ts';
+import {
+  deleteDocuments,
+  listDocumentStates,
+  lockKnowledgeIngest,
+  upsertDocument,
+  type KbDocumentState,
+} from './documents.ts';
 import { parseDocument } from './front-matter.ts';
 
 /** What {@link ingestFolder} does besides adding and updating. */
@@ -106,28 +112,11 @@ export async function ingestFolder(
         continue;
       }
       const { doc } = parsed;
-      const twin = seen.get(doc.id);
-      if (twin) {
-        report.invalid++;
-        report.problems.push({
-          file,
-          field: 'file name',
-          message: `doc id ${doc.id} is already used by ${twin}`,
-        });
-        continue;
-      }
       const before = stored.get(doc.id);
-      // Ids are file names, unique across folders: the same name in another folder is
-      // another document, and replacing it would look like an ordinary update.
-      if (before?.sourcePath && !before.sourcePath.startsWith(root + sep)) {
+      const taken = idTaken(doc.id, seen.get(doc.id), before, root);
+      if (taken) {
         report.invalid++;
-        report.problems.push({
-          file,
-          field: 'file name',
-          message:
-            `doc id ${doc.id} already comes from ${before.sourcePath}, outside this folder — rename this file, ` +
-            `or remove that document first (delete its file, then kb ingest ${dirname(before.sourcePath)} --prune)`,
-        });
+        report.problems.push({ file, field: 'file name', message: taken });
         continue;
       }
       seen.set(doc.id, file);
@@ -154,24 +143,56 @@ export async function ingestFolder(
     const gone = [...stored.values()].filter(
       (s) => s.sourcePath?.startsWith(root + sep) && !present.has(s.sourcePath) && !seen.has(s.id),
     );
-    if (!options.prune) {
-      report.stale = gone.map((s) => s.id);
-      return;
-    }
-    for (const s of gone)
-      report.changes.push({
-        docId: s.id,
-        file: relative(root, s.sourcePath!).split(sep).join('/'),
-        action: 'removed',
-      });
-    report.removed = options.dryRun
-      ? gone.length
-      : await deleteDocuments(
-          tx,
-          gone.map((s) => s.id),
-        );
+    await pruneGone(tx, gone, root, options, report);
   });
   return report;
+}
+
+/**
+ * Why a document's id cannot be stored from this file (undefined when it can): another file of this
+ * run has it (`twin`), or it is stored from a file outside the folder. Ids are file names, unique
+ * across folders: the same name in another folder is another document, and replacing it would look
+ * like an ordinary update.
+ */
+function idTaken(
+  id: string,
+  twin: string | undefined,
+  before: KbDocumentState | undefined,
+  root: string,
+): string | undefined {
+  if (twin) return `doc id ${id} is already used by ${twin}`;
+  if (before?.sourcePath && !before.sourcePath.startsWith(root + sep))
+    return (
+      `doc id ${id} already comes from ${before.sourcePath}, outside this folder — rename this file, ` +
+      `or remove that document first (delete its file, then kb ingest ${dirname(before.sourcePath)} --prune)`
+    );
+  return undefined;
+}
+
+/** The documents of this folder whose file is gone: removed with `prune`, else reported as stale. */
+async function pruneGone(
+  tx: Sql,
+  gone: KbDocumentState[],
+  root: string,
+  options: IngestOptions,
+  report: IngestReport,
+): Promise<void> {
+  if (!options.prune) {
+    report.stale = gone.map((s) => s.id);
+    return;
+  }
+  for (const s of gone)
+    report.changes.push({
+      docId: s.id,
+      file: relative(root, s.sourcePath!).split(sep).join('/'),
+      action: 'removed',
+    });
+  report.removed = options.dryRun
+    ? gone.length
+    : await deleteDocuments(
+        tx,
+        gone.map((s) => s.id),
+      );
 }
 
 /** Every `.md` file under `dir`, sorted, as absolute paths. */

@@ -28,18 +28,18 @@ export const alertShape = z.object({
 });
 
 /** An alert of Alertmanager's as the model reads it: its labels and annotations untrusted (alert sources write them). */
-export function alertView(a: AmAlert): z.output<typeof alertShape> {
-  const at = `alert ${a.fingerprint}`;
+export function alertView(alert: AmAlert): z.output<typeof alertShape> {
+  const at = `alert ${alert.fingerprint}`;
   return {
-    fingerprint: a.fingerprint,
-    alertname: untrusted(a.labels.alertname ?? '', { source: `${at} alertname` }),
-    state: alertState(a),
-    labels: labelText(a.labels, `${at} labels`),
-    annotations: annotationText(a.annotations, `${at} annotations`),
-    starts_at: a.startsAt,
-    receivers: a.receivers.map((r) => r.name),
-    silenced_by: a.status.silencedBy,
-    inhibited_by: a.status.inhibitedBy,
+    fingerprint: alert.fingerprint,
+    alertname: untrusted(alert.labels.alertname ?? '', { source: `${at} alertname` }),
+    state: alertState(alert),
+    labels: labelText(alert.labels, `${at} labels`),
+    annotations: annotationText(alert.annotations, `${at} annotations`),
+    starts_at: alert.startsAt,
+    receivers: alert.receivers.map((r) => r.name),
+    silenced_by: alert.status.silencedBy,
+    inhibited_by: alert.status.inhibitedBy,
   };
 }
 

@@ -29,9 +29,13 @@ interface Issuable {
 }
 
 /** The grant an authorization code opens; any code presented twice revokes it. */
-async function codeGrant(ctx: OAuthContext, f: FormField, clientId: string | undefined): Promise<Issuable> {
+async function codeGrant(
+  ctx: OAuthContext,
+  field: FormField,
+  clientId: string | undefined,
+): Promise<Issuable> {
   const { sql } = ctx;
-  const code = f('code');
+  const code = field('code');
   if (!code) throw new OAuthRefusal('invalid_request', 'The code is missing.', 'code_missing');
   const stored = await consumeCode(sql, code);
   if (!stored) throw new OAuthRefusal('invalid_grant', 'The code is unknown.', 'unknown_code');
@@ -48,13 +52,13 @@ async function codeGrant(ctx: OAuthContext, f: FormField, clientId: string | und
   if (stored.grantRevoked) throw new OAuthRefusal('invalid_grant', 'The grant was revoked.', 'grant_revoked');
   if (clientId !== stored.clientId)
     throw new OAuthRefusal('invalid_grant', 'The code was issued to another client.', 'client_mismatch');
-  if (f('redirect_uri') !== stored.redirectUri)
+  if (field('redirect_uri') !== stored.redirectUri)
     throw new OAuthRefusal(
       'invalid_grant',
       'redirect_uri differs from the authorization request.',
       'redirect_uri_mismatch',
     );
-  const verifier = f('code_verifier');
+  const verifier = field('code_verifier');
   if (!verifier)
     throw new OAuthRefusal('invalid_grant', 'The PKCE code_verifier is missing.', 'pkce_verifier_missing');
   if (!pkceMatches(verifier, stored.codeChallenge))
@@ -63,7 +67,7 @@ async function codeGrant(ctx: OAuthContext, f: FormField, clientId: string | und
       'The PKCE code_verifier does not match.',
       'pkce_verifier_mismatch',
     );
-  const resource = f('resource');
+  const resource = field('resource');
   if (resource !== undefined && !sameResource(resource, stored.resource))
     throw new OAuthRefusal(
       'invalid_target',
@@ -76,11 +80,11 @@ async function codeGrant(ctx: OAuthContext, f: FormField, clientId: string | und
 /** The grant a refresh token continues; rotation means a refresh token used twice revokes it. */
 async function refreshGrant(
   ctx: OAuthContext,
-  f: FormField,
+  field: FormField,
   clientId: string | undefined,
 ): Promise<Issuable> {
   const { sql, servers } = ctx;
-  const token = f('refresh_token');
+  const token = field('refresh_token');
   if (!token) throw new OAuthRefusal('invalid_request', 'The refresh_token is missing.', 'refresh_missing');
   const stored = await consumeRefresh(sql, token);
   if (!stored?.matches)
@@ -106,7 +110,7 @@ async function refreshGrant(
       'client_mismatch',
     );
   const server = servers.find((s) => s.name === stored.server);
-  const resource = f('resource');
+  const resource = field('resource');
   if (resource !== undefined && (!server || !sameResource(resource, server.resource)))
     throw new OAuthRefusal('invalid_target', 'The grant is for another resource.', 'resource_mismatch');
   return { stored, secret: { refreshToken: token }, more: { rotated_from: stored.id } };
@@ -121,13 +125,13 @@ export async function token(c: Context, ctx: OAuthContext): Promise<Response> {
   const started = performance.now();
   c.header('Access-Control-Allow-Origin', '*');
   const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
-  const f: FormField = (name) => (typeof form[name] === 'string' ? (form[name] as string) : undefined);
-  const clientId = f('client_id');
+  const field: FormField = (name) => (typeof form[name] === 'string' ? (form[name] as string) : undefined);
+  const clientId = field('client_id');
   try {
-    const grantType = f('grant_type');
+    const grantType = field('grant_type');
     let grant: Issuable;
-    if (grantType === 'authorization_code') grant = await codeGrant(ctx, f, clientId);
-    else if (grantType === 'refresh_token') grant = await refreshGrant(ctx, f, clientId);
+    if (grantType === 'authorization_code') grant = await codeGrant(ctx, field, clientId);
+    else if (grantType === 'refresh_token') grant = await refreshGrant(ctx, field, clientId);
     else
       throw new OAuthRefusal(
         'unsupported_grant_type',
@@ -158,7 +162,7 @@ export async function token(c: Context, ctx: OAuthContext): Promise<Response> {
       'token',
       err.outcome,
       started,
-      { reason: err.reason, grant_type: f('grant_type') ?? null },
+      { reason: err.reason, grant_type: field('grant_type') ?? null },
       { clientId: clientId ?? null },
     );
     logger.info({ reason: err.reason, clientId }, 'oauth token request refused');

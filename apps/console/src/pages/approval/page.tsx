@@ -20,7 +20,7 @@ import {
   Shown,
   type ArgumentRow,
   type TextFindings,
-} from '../../shown.tsx';
+} from '../../visible-text.tsx';
 
 /**
  * What the decision came to, shown after the decision redirects back here. The sentence comes from the

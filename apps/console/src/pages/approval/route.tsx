@@ -14,7 +14,7 @@ import { field } from '../../form-field.ts';
 import { page } from '../../layout/layout.tsx';
 import { MessagePage } from '../../layout/message-page.tsx';
 import { countPending } from '../../sessions.ts';
-import { argumentRows } from '../../shown.tsx';
+import { argumentRows } from '../../visible-text.tsx';
 import { DetailPage } from './page.tsx';
 
 /** The approval's page, with a refused decision's error and reason when there is one. */

@@ -3,7 +3,7 @@ import { AUDIT_COLUMN_NAMES, eventRow, type AuditEvent, type EventSealStatus } f
 import { Json } from '../../layout/json.tsx';
 import { Layout } from '../../layout/layout.tsx';
 import type { Approver } from '../../sessions.ts';
-import { Shown } from '../../shown.tsx';
+import { Shown } from '../../visible-text.tsx';
 import { stamp } from './page.tsx';
 
 /** Columns that hold JSON as stored, shown as JSON. */

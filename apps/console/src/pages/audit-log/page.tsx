@@ -2,7 +2,7 @@
 import { OUTCOMES, type AuditEvent } from '@bulkhead/audit';
 import { Layout } from '../../layout/layout.tsx';
 import type { Approver } from '../../sessions.ts';
-import { Shown } from '../../shown.tsx';
+import { Shown } from '../../visible-text.tsx';
 import { localTime, searchQuery, TEXT_FILTERS, type AuditSearch } from './search.ts';
 
 /** `2026-12-04 10:03:27 UTC`: an audit log is read to the second. */

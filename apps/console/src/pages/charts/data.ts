@@ -79,22 +79,22 @@ export const DECISION_BINS = [
  */
 const NOT_REFUSED = [...NOT_REFUSED_OUTCOMES];
 
-function callsPerServer(tx: TransactionSql, r: ChartRange) {
+function callsPerServer(tx: TransactionSql, range: ChartRange) {
   return tx<ServerCalls[]>`
-    select date_trunc(${r.bucket}, at, 'UTC') as bucket, server, count(*)::int as calls
+    select date_trunc(${range.bucket}, at, 'UTC') as bucket, server, count(*)::int as calls
     from audit_events
-    where method = 'tools/call' and at >= ${r.from} and at < ${r.to}
+    where method = 'tools/call' and at >= ${range.from} and at < ${range.to}
     group by 1, 2 order by 1, 2`;
 }
 
 async function callsPerTool(
   tx: TransactionSql,
-  r: ChartRange,
+  range: ChartRange,
 ): Promise<{ tools: ToolCalls[]; count: number }> {
   const rows = await tx<(ToolCalls & { tools: number })[]>`
     select server, tool, count(*)::int as calls, (count(*) over ())::int as tools
     from audit_events
-    where method = 'tools/call' and at >= ${r.from} and at < ${r.to} and tool is not null
+    where method = 'tools/call' and at >= ${range.from} and at < ${range.to} and tool is not null
     group by server, tool order by calls desc, server, tool limit ${TOP_TOOLS}`;
   return {
     tools: rows.map(({ server, tool, calls }) => ({ server, tool, calls })),
@@ -111,30 +111,30 @@ function housekeeping(tx: TransactionSql) {
   return tx`coalesce(method = 'http GET' and result_summary->>'status' = '405', false)`;
 }
 
-function refusals(tx: TransactionSql, r: ChartRange) {
+function refusals(tx: TransactionSql, range: ChartRange) {
   return tx<Refusals[]>`
     select outcome, result_summary->>'reason' as reason, count(*)::int as events
     from audit_events
-    where outcome not in ${tx(NOT_REFUSED)} and not ${housekeeping(tx)} and at >= ${r.from} and at < ${r.to}
+    where outcome not in ${tx(NOT_REFUSED)} and not ${housekeeping(tx)} and at >= ${range.from} and at < ${range.to}
     group by 1, 2 order by events desc, outcome, reason nulls first`;
 }
 
-function approvalOutcomes(tx: TransactionSql, r: ChartRange) {
+function approvalOutcomes(tx: TransactionSql, range: ChartRange) {
   // A pending request past its expiry is expired, whether or not a server has marked it yet (as
   // `effectiveStatus` tells it on the other pages).
   return tx<ApprovalOutcome[]>`
     select case when status = 'pending' and expires_at <= now() then 'expired' else status end as status,
       count(*)::int as requests
     from bulkhead_approvals
-    where requested_at >= ${r.from} and requested_at < ${r.to}
+    where requested_at >= ${range.from} and requested_at < ${range.to}
     group by 1`;
 }
 
-async function decisionTimes(tx: TransactionSql, r: ChartRange): Promise<DecisionTimes> {
+async function decisionTimes(tx: TransactionSql, range: ChartRange): Promise<DecisionTimes> {
   const limits = DECISION_BINS.slice(0, -1).map((b) => b.below);
   const decided = tx`
     select extract(epoch from decided_at - requested_at)::float8 as seconds from bulkhead_approvals
-    where decided_at is not null and requested_at >= ${r.from} and requested_at < ${r.to}`;
+    where decided_at is not null and requested_at >= ${range.from} and requested_at < ${range.to}`;
   const [summary] = await tx<{ decided: number; median: number | null; p90: number | null }[]>`
     with d as (${decided})
     select count(*)::int as decided,

@@ -5,7 +5,7 @@ import { STATUS_WORDS } from '../../layout/approval-parts.tsx';
 import { Layout } from '../../layout/layout.tsx';
 import { when } from '../../layout/time.ts';
 import type { Approver } from '../../sessions.ts';
-import { Shown } from '../../shown.tsx';
+import { Shown } from '../../visible-text.tsx';
 import { DECISION_BINS, TOP_TOOLS, type ChartData } from './data.ts';
 import { bucketStarts, type Bucket, type ChartRange, type RangeFields } from './range.ts';
 import { BarChart, colour, ColumnChart, counted, Swatch, type Unit } from './svg.tsx';

@@ -5,7 +5,7 @@ import { Badge } from '../../layout/approval-parts.tsx';
 import { Layout } from '../../layout/layout.tsx';
 import { when } from '../../layout/time.ts';
 import type { Approver } from '../../sessions.ts';
-import { Shown } from '../../shown.tsx';
+import { Shown } from '../../visible-text.tsx';
 
 function Select(props: { id: string; label: string; value: string | undefined; options: readonly string[] }) {
   return (

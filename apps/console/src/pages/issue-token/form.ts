@@ -57,35 +57,35 @@ export interface CheckedIssue {
  */
 export function checkIssueFields(
   server: OAuthServer,
-  f: IssueFields,
+  fields: IssueFields,
   now = new Date(),
 ): { ok: true; issue: CheckedIssue } | { ok: false; error: string } {
   const refuse = (error: string) => ({ ok: false as const, error });
-  if (!f.label) return refuse('Give a label: which client or person will use the token.');
-  if (f.label.length > 200) return refuse('The label is longer than 200 characters.');
-  if (!f.person)
+  if (!fields.label) return refuse('Give a label: which client or person will use the token.');
+  if (fields.label.length > 200) return refuse('The label is longer than 200 characters.');
+  if (!fields.person)
     return refuse('Name the person the token is issued to, so that it is revoked when they leave.');
-  const person = tidyPersonName(f.person);
+  const person = tidyPersonName(fields.person);
   const problem = personNameProblem(person);
   if (problem) return refuse(`The person's name: ${problem}.`);
   if (person.length > 200) return refuse('The person is longer than 200 characters.');
-  const scopes = [...new Set(f.scopes)];
+  const scopes = [...new Set(fields.scopes)];
   if (!scopes.length) return refuse('Tick at least one scope.');
   const unknown = scopes.filter((s) => !server.scopes.includes(s));
   if (unknown.length) return refuse(`${unknown.join(', ')}: not a scope of ${server.name}.`);
-  if (server.customerBound && !f.customer)
+  if (server.customerBound && !fields.customer)
     return refuse(`Choose a customer: a ${server.name} token is bound to one customer.`);
-  if (!server.customerBound && f.customer)
+  if (!server.customerBound && fields.customer)
     return refuse(`${server.name} tokens are not bound to a customer; leave the customer empty.`);
-  const expiry = EXPIRY_CHOICES.find((e) => e.value === f.expires);
+  const expiry = EXPIRY_CHOICES.find((e) => e.value === fields.expires);
   if (!expiry) return refuse('Choose how long the token lives.');
   return {
     ok: true,
     issue: {
-      label: f.label,
+      label: fields.label,
       owner: person,
       scopes: server.scopes.filter((s) => scopes.includes(s)),
-      customerId: f.customer || null,
+      customerId: fields.customer || null,
       expiresAt: expiry.days === null ? null : new Date(now.getTime() + expiry.days * 86_400_000),
     },
   };

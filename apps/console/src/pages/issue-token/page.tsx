@@ -3,7 +3,7 @@ import { Layout } from '../../layout/layout.tsx';
 import { when } from '../../layout/time.ts';
 import type { OAuthServer } from '../../oauth/context.ts';
 import type { Approver } from '../../sessions.ts';
-import { Shown } from '../../shown.tsx';
+import { Shown } from '../../visible-text.tsx';
 import { EXPIRY_CHOICES, type IssueFields } from './form.ts';
 
 /** The first step: which MCP server the token opens (its scopes and customer binding shape the form). */

@@ -4,7 +4,7 @@ import { LookClosely, ToolOn } from '../../layout/approval-parts.tsx';
 import { Layout } from '../../layout/layout.tsx';
 import { ago } from '../../layout/time.ts';
 import type { Approver } from '../../sessions.ts';
-import { ArgumentTable, Shown, type ArgumentRow, type TextFindings } from '../../shown.tsx';
+import { ArgumentTable, Shown, type ArgumentRow, type TextFindings } from '../../visible-text.tsx';
 
 function until(d: Date, now = new Date()): string {
   const s = Math.round((d.getTime() - now.getTime()) / 1000);

@@ -3,7 +3,7 @@ import { listApprovals } from '@bulkhead/core/operator';
 import type { Hono } from 'hono';
 import type { ConsoleContext, ConsoleEnv } from '../../context.ts';
 import { page } from '../../layout/layout.tsx';
-import { argumentFindings, argumentRows, findings, mergeFindings } from '../../shown.tsx';
+import { argumentFindings, argumentRows, findings, mergeFindings } from '../../visible-text.tsx';
 import { PendingPage } from './page.tsx';
 
 /** `GET /`: every request waiting for a decision, oldest first. */

@@ -3,7 +3,7 @@ import type { CaughtMail } from '@bulkhead/core/operator';
 import { Layout } from '../../layout/layout.tsx';
 import { when } from '../../layout/time.ts';
 import type { Approver } from '../../sessions.ts';
-import { Shown } from '../../shown.tsx';
+import { Shown } from '../../visible-text.tsx';
 
 /**
  * The e-mails the local mail catcher of `pnpm start` received: what approved actions really sent,

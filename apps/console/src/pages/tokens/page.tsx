@@ -2,7 +2,7 @@
 import { visible } from '@bulkhead/core/operator';
 import { Layout } from '../../layout/layout.tsx';
 import type { Approver } from '../../sessions.ts';
-import { Shown } from '../../shown.tsx';
+import { Shown } from '../../visible-text.tsx';
 import {
   LIST_LIMIT,
   TOKEN_STATES,

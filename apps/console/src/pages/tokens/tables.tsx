@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 import { when } from '../../layout/time.ts';
-import { Shown } from '../../shown.tsx';
+import { Shown } from '../../visible-text.tsx';
 import type { OperatorGrant, OperatorToken } from './data.ts';
 
 /** The person's page. */

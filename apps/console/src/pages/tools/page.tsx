@@ -3,7 +3,7 @@ import { visible, type SwitchedOffTool } from '@bulkhead/core/operator';
 import { Layout } from '../../layout/layout.tsx';
 import { ago, when } from '../../layout/time.ts';
 import type { Approver } from '../../sessions.ts';
-import { Shown } from '../../shown.tsx';
+import { Shown } from '../../visible-text.tsx';
 import type { SeenTool } from './switches.ts';
 
 /** What a switch came to, told once after the form redirects back. */

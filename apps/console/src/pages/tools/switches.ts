@@ -22,9 +22,13 @@ export interface ToolSwitchRequest {
  * Switches one tool of an MCP server off or on again, through the database's function that first checks
  * the operator's right; every replica of the server hears of it by NOTIFY. False when it already was.
  */
-export async function switchTool(sql: Sql, operatorProof: string, r: ToolSwitchRequest): Promise<boolean> {
+export async function switchTool(
+  sql: Sql,
+  operatorProof: string,
+  request: ToolSwitchRequest,
+): Promise<boolean> {
   const [row] = await sql<{ changed: boolean }[]>`
-    select bulkhead_operator_switch_tool(${operatorProof}, ${r.server}, ${r.tool}, ${r.off}, ${r.reason}) as changed`;
+    select bulkhead_operator_switch_tool(${operatorProof}, ${request.server}, ${request.tool}, ${request.off}, ${request.reason}) as changed`;
   return row!.changed;
 }
 

@@ -1,23 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request, type Dispatcher } from 'undici';
-import type { Outcome } from '@bulkhead/audit';
-import { ToolError } from '../tool-definition/errors.ts';
-import { untrusted, type UntrustedText } from '../text-safety/untrusted/wrap.ts';
-import type { UpstreamConfig, UpstreamRecord, Upstreams } from './upstreams.ts';
 import { activeSpan, injectTraceHeaders, inSpan, SpanKind } from '../observability/tracing.ts';
+import { BodyFailed, readCapped, scrub, upstreamResponse, type UpstreamResponse } from './answer.ts';
+import { target } from './request-url.ts';
+import { UpstreamError } from './upstream-error.ts';
+import type { UpstreamConfig, UpstreamRecord, Upstreams } from './upstreams.ts';
 
-/** A request the kit refused or an upstream that failed, as a sentence naming the system; the call answers `isError`. */
-export class UpstreamError extends ToolError {
-  constructor(
-    message: string,
-    /** `unavailable` for a system that is down or too slow, `tool_error` for a refusal by the kit. */
-    readonly outcome: Extract<Outcome, 'unavailable' | 'tool_error'>,
-    /** The upstream's status, when it answered. */
-    readonly statusCode?: number,
-  ) {
-    super(message);
-  }
-}
+export { UpstreamError } from './upstream-error.ts';
+export type { UpstreamResponse } from './answer.ts';
 
 /** One query parameter's value. */
 export type UpstreamQueryValue =
@@ -35,18 +25,6 @@ export interface UpstreamRequestOptions {
   idempotencyKey?: string;
   /** A POST that only reads (a search): allowed in a read-only tool, and retried as a read. */
   read?: boolean;
-}
-
-/** An upstream's answer, read whole (up to the upstream's cap). */
-export interface UpstreamResponse {
-  status: number;
-  ok: boolean;
-  headers: Record<string, string>;
-  bytes: number;
-  /** The body as text, marked untrusted (its source names the upstream and the path): data, never instructions. */
-  text(): UntrustedText;
-  /** The body parsed as JSON; free text taken from it goes through `untrusted()` before it reaches a result. */
-  json<T = unknown>(): T;
 }
 
 /** What a handler gets from `ctx.upstream('<name>')`. */
@@ -93,60 +71,6 @@ function seconds(ms: number): string {
 
 function bytesText(n: number): string {
   return n >= 1024 * 1024 ? `${Number((n / 1024 / 1024).toFixed(1))} MiB` : `${Math.ceil(n / 1024)} KiB`;
-}
-
-/** How many times a path parameter is percent-decoded to find a dot segment (`%252e` is `%2e` is `.`). */
-const DECODE_ROUNDS = 3;
-
-/**
- * Whether `value` is `.` or `..`, as written or percent-encoded (`%2e`, `%2E%2e`, `.%2e`, `%252e`, …):
- * a value the URL parser, or an upstream that decodes once more, resolves as a step in the path.
- */
-export function isDotSegment(value: string): boolean {
-  let v = value;
-  for (let round = 0; ; round++) {
-    if (v === '.' || v === '..') return true;
-    if (round === DECODE_ROUNDS || !v.includes('%')) return false;
-    try {
-      const decoded = decodeURIComponent(v);
-      if (decoded === v) return false;
-      v = decoded;
-    } catch {
-      return false; // malformed escapes decode to no dot segment
-    }
-  }
-}
-
-/** The URL a path names under the upstream's base URL: a path is appended to the base path; an absolute URL is taken as given (and checked). */
-function target(base: URL, template: string, options: UpstreamRequestOptions): URL {
-  const filled = template.replace(/\{([A-Za-z0-9_]+)\}/g, (_, key: string) => {
-    const value = options.params?.[key];
-    if (value === undefined) throw new Error(`upstream path ${template}: no value for {${key}}`);
-    // A path parameter is one path segment: `..` would climb out of the path the tool names
-    // (`/silence/{id}/x` with id `..` is `/x`), so it, `.` and their encoded forms are refused.
-    if (isDotSegment(String(value)))
-      throw new UpstreamError(
-        `${key} ${JSON.stringify(String(value))} is not a valid value: in ${template} it would be read as a step in the path, not as {${key}} itself. Nothing was sent.`,
-        'tool_error',
-      );
-    return encodeURIComponent(String(value));
-  });
-  const url = /^[a-z][a-z0-9+.-]*:/i.test(filled)
-    ? new URL(filled)
-    : new URL(`${base.pathname.replace(/\/+$/, '')}/${filled.replace(/^\/+/, '')}`, base);
-  for (const [k, v] of Object.entries(options.query ?? {})) {
-    if (v === undefined) continue;
-    url.searchParams.delete(k);
-    for (const item of Array.isArray(v) ? v : [v]) url.searchParams.append(k, String(item));
-  }
-  return url;
-}
-
-/** Text with any of `secrets` replaced: what the kit records and says never carries a credential. */
-function scrub(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (s) out = out.split(s).join('[secret]');
-  return out;
 }
 
 /**
@@ -286,6 +210,46 @@ class Retryable extends Error {
   }
 }
 
+/** How an attempt ended: the upstream's status, the bytes read, and why it was refused or failed. */
+type AttemptRecord = Pick<UpstreamRecord, 'status' | 'bytes' | 'refused' | 'error'>;
+
+/**
+ * The record of one attempt, written once however it ends (a redirect hop apart), at the path the
+ * attempt is at when it ends. When the call stops (time limit, cancellation) it is written at once,
+ * before the call's event is, since the request's own rejection arrives a moment later.
+ */
+function attemptLog(
+  context: UpstreamClientContext,
+  attempt: number,
+  path: () => string,
+  record: (r: Omit<UpstreamRecord, 'upstream' | 'method' | 'path_template'>) => void,
+) {
+  const started = performance.now();
+  let done = false;
+  const ms = () => Math.round(performance.now() - started);
+  const finish = (r: AttemptRecord) => {
+    done = true;
+    record({ path: path(), attempt, ms: ms(), ...r });
+  };
+  const onCallAbort = () => {
+    if (!done) finish({ status: null, bytes: 0, error: 'aborted: the call was stopped' });
+  };
+  context.signal.addEventListener('abort', onCallAbort, { once: true });
+  return {
+    /** Whether the attempt is recorded already (the call stopped while it ran). */
+    get done() {
+      return done;
+    },
+    finish,
+    /** A redirect followed: its hop is recorded, and the attempt goes on. */
+    hop: (status: number) => record({ path: path(), attempt, status, bytes: 0, ms: ms() }),
+    /** A failure after the call stopped is the call's own (time limit or cancellation), already recorded. */
+    stopped: (err: unknown) =>
+      context.signal.aborted ? (context.signal.reason as Error) : done ? err : null,
+    close: () => context.signal.removeEventListener('abort', onCallAbort),
+  };
+}
+
 async function once(
   upstreams: Upstreams,
   config: UpstreamConfig,
@@ -297,7 +261,6 @@ async function once(
   attempt: number,
   record: (r: Omit<UpstreamRecord, 'upstream' | 'method' | 'path_template'>) => void,
 ): Promise<UpstreamResponse> {
-  const started = performance.now();
   const own = AbortSignal.timeout(config.timeoutMs);
   const signal = AbortSignal.any([context.signal, own]);
   const write = !READS.has(method);
@@ -306,23 +269,7 @@ async function once(
     ? 'it may or may not have acted on the request; check before repeating it'
     : 'nothing was changed';
   let url = first;
-  let done = false;
-  /** Records this request once (a redirect hop apart), however it ends. */
-  const finish = (
-    r: Pick<UpstreamRecord, 'status' | 'bytes'> & Pick<UpstreamRecord, 'refused' | 'error'>,
-  ) => {
-    done = true;
-    record({ path: url.pathname, attempt, ms: Math.round(performance.now() - started), ...r });
-  };
-  // The call stopped (time limit, cancellation): the record is written at once, before the call's
-  // event is, since the request's own rejection arrives a moment later.
-  const onCallAbort = () => {
-    if (!done) finish({ status: null, bytes: 0, error: 'aborted: the call was stopped' });
-  };
-  /** A failure after the call stopped is the call's own (time limit or cancellation), already recorded. */
-  const stopped = (err: unknown) =>
-    context.signal.aborted ? (context.signal.reason as Error) : done ? err : null;
-  context.signal.addEventListener('abort', onCallAbort, { once: true });
+  const log = attemptLog(context, attempt, () => url.pathname, record);
   try {
     for (let hop = 0; ; hop++) {
       let res: Dispatcher.ResponseData;
@@ -335,10 +282,10 @@ async function once(
           dispatcher: upstreams.agent(config.name),
         });
       } catch (err) {
-        const theirs = stopped(err);
+        const theirs = log.stopped(err);
         if (theirs) throw theirs;
         const failed = requestFailure(err, config, own.aborted, nothing);
-        finish({ status: null, bytes: 0, ...failed.record });
+        log.finish({ status: null, bytes: 0, ...failed.record });
         throw failed.error;
       }
       const status = res.statusCode;
@@ -346,7 +293,7 @@ async function once(
         await res.body.dump().catch(() => {});
         const next = new URL(String(res.headers.location), url);
         if (next.origin !== config.baseUrl.origin) {
-          finish({ status, bytes: 0, refused: 'redirect_to_undeclared_host' });
+          log.finish({ status, bytes: 0, refused: 'redirect_to_undeclared_host' });
           throw new UpstreamError(
             `${title} redirected the request to ${next.host}, which this server may not reach; the redirect was not followed.`,
             'tool_error',
@@ -354,41 +301,14 @@ async function once(
           );
         }
         if (!write && hop < MAX_REDIRECTS) {
-          record({
-            path: url.pathname,
-            attempt,
-            status,
-            bytes: 0,
-            ms: Math.round(performance.now() - started),
-          });
+          log.hop(status);
           url = next;
           continue;
         }
       }
-      let read: { buffer: Buffer; bytes: number; over: boolean };
-      try {
-        read = await readCapped(
-          res.body,
-          Number(res.headers['content-length'] ?? NaN),
-          config.maxResponseBytes,
-        );
-      } catch (err) {
-        const theirs = stopped(err);
-        if (theirs) throw theirs;
-        const failed = bodyFailure(config, own.aborted, nothing);
-        finish({ status, bytes: err instanceof BodyFailed ? err.bytes : 0, ...failed.record });
-        throw failed.error;
-      }
-      if (read.over) {
-        finish({ status, bytes: read.bytes, refused: 'too_large' });
-        throw new UpstreamError(
-          `${title} answered with more than ${bytesText(config.maxResponseBytes)} (its limit); the answer was cut and not used. Narrow the request.`,
-          'tool_error',
-          status,
-        );
-      }
-      if (done) throw context.signal.reason as Error;
-      finish({ status, bytes: read.bytes });
+      const read = await readBody(res, config, own, nothing, log);
+      if (log.done) throw context.signal.reason as Error;
+      log.finish({ status, bytes: read.bytes });
       if (RETRY_STATUS.has(status))
         throw new Retryable(
           new UpstreamError(
@@ -400,48 +320,38 @@ async function once(
       return upstreamResponse(res, read, `${config.name} ${method} ${url.pathname}`, config.secrets);
     }
   } finally {
-    context.signal.removeEventListener('abort', onCallAbort);
+    log.close();
   }
 }
 
-/**
- * The answer as a handler gets it: its text marked untrusted, naming `source`, and — text, JSON and
- * headers alike — with the upstream's own credentials replaced by `[secret]` before anything sees it
- * (an upstream that echoes the token it was sent must not hand it to a model or a log).
- */
-function upstreamResponse(
+/** The answer's body, read up to the upstream's cap; one that breaks off, times out or is too large is recorded and thrown. */
+async function readBody(
   res: Dispatcher.ResponseData,
-  read: { buffer: Buffer; bytes: number },
-  source: string,
-  secrets: readonly string[],
-): UpstreamResponse {
-  const body = scrub(read.buffer.toString('utf8'), secrets);
-  return {
-    status: res.statusCode,
-    ok: res.statusCode >= 200 && res.statusCode < 300,
-    headers: Object.fromEntries(
-      Object.entries(res.headers).map(([k, v]) => [
-        k,
-        scrub(Array.isArray(v) ? v.join(', ') : String(v ?? ''), secrets),
-      ]),
-    ),
-    bytes: read.bytes,
-    text: () => untrusted(body, { source }),
-    // Parsed, then scrubbed again: a secret JSON-escaped in the text (`\/`, `\u…`) is plain once parsed.
-    json: <T>() => scrubDeep(JSON.parse(body), secrets) as T,
-  };
-}
-
-/** `value` with `secrets` replaced in every string of it, keys included. */
-function scrubDeep(value: unknown, secrets: readonly string[]): unknown {
-  if (!secrets.length) return value;
-  if (typeof value === 'string') return scrub(value, secrets);
-  if (Array.isArray(value)) return value.map((v) => scrubDeep(v, secrets));
-  if (value && typeof value === 'object')
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [scrub(k, secrets), scrubDeep(v, secrets)]),
+  config: UpstreamConfig,
+  own: AbortSignal,
+  nothing: string,
+  log: ReturnType<typeof attemptLog>,
+): Promise<{ buffer: Buffer; bytes: number }> {
+  const status = res.statusCode;
+  let read: { buffer: Buffer; bytes: number; over: boolean };
+  try {
+    read = await readCapped(res.body, Number(res.headers['content-length'] ?? NaN), config.maxResponseBytes);
+  } catch (err) {
+    const theirs = log.stopped(err);
+    if (theirs) throw theirs;
+    const failed = bodyFailure(config, own.aborted, nothing);
+    log.finish({ status, bytes: err instanceof BodyFailed ? err.bytes : 0, ...failed.record });
+    throw failed.error;
+  }
+  if (read.over) {
+    log.finish({ status, bytes: read.bytes, refused: 'too_large' });
+    throw new UpstreamError(
+      `${capital(config.title)} answered with more than ${bytesText(config.maxResponseBytes)} (its limit); the answer was cut and not used. Narrow the request.`,
+      'tool_error',
+      status,
     );
-  return value;
+  }
+  return read;
 }
 
 /** What failed before an answer came: the upstream's own time limit, a lost connection (both retried for reads), anything else. */
@@ -490,47 +400,6 @@ function bodyFailure(
       ),
     ),
   };
-}
-
-/** A body that failed while it was read, with how much had come. */
-class BodyFailed extends Error {
-  constructor(
-    readonly bytes: number,
-    cause: unknown,
-  ) {
-    super('the body could not be read', { cause });
-  }
-}
-
-/**
- * Reads a body up to `max` bytes: all of it, or (`over`) as far as the cap, where reading stops and
- * the connection is dropped, so that an answer far past the cap is never read whole. A body that
- * declares a length past the cap is not read at all.
- */
-async function readCapped(
-  body: Dispatcher.ResponseData['body'],
-  declared: number,
-  max: number,
-): Promise<{ buffer: Buffer; bytes: number; over: boolean }> {
-  if (declared > max) {
-    body.destroy();
-    return { buffer: Buffer.alloc(0), bytes: 0, over: true };
-  }
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      bytes += chunk.length;
-      if (bytes > max) {
-        body.destroy();
-        return { buffer: Buffer.alloc(0), bytes, over: true };
-      }
-      chunks.push(chunk);
-    }
-  } catch (err) {
-    throw new BodyFailed(bytes, err);
-  }
-  return { buffer: Buffer.concat(chunks), bytes, over: false };
 }
 
 function capital(text: string): string {

@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUpstreams, resolveUpstreams, UpstreamError } from '../../index.ts';
-import { createUpstreamClient, isDotSegment } from './client.ts';
+import { createUpstreamClient } from './client.ts';
+import { isDotSegment } from './request-url.ts';
 import type { UpstreamRecord, Upstreams } from './upstreams.ts';
 
 // Issue 43 item 4: `{param}` was filled with encodeURIComponent, which leaves `.` and `..`, and the

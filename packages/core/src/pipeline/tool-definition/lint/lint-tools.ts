@@ -145,10 +145,13 @@ function isFreeString(schema: Json): boolean {
   return stringy && !('enum' in schema) && !('const' in schema) && !('format' in schema);
 }
 
+/** Records one finding of the tool being linted. */
+type Add = (rule: RuleId, message: string, path: string) => void;
+
 function lintTool(tool: LintableTool, all: readonly LintableTool[], seen: Set<string>, options: LintOptions) {
   const name = typeof tool.name === 'string' ? tool.name : String(tool.name);
   const out: LintFinding[] = [];
-  const add = (rule: RuleId, message: string, path: string) => out.push({ tool: name, rule, message, path });
+  const add: Add = (rule, message, path) => out.push({ tool: name, rule, message, path });
 
   const nameProblem = nameProblems(tool.name);
   if (nameProblem) add('name-format', nameProblem, 'name');
@@ -157,34 +160,55 @@ function lintTool(tool: LintableTool, all: readonly LintableTool[], seen: Set<st
 
   const input = isObject(tool.inputSchema) ? tool.inputSchema : {};
   const output = isObject(tool.outputSchema) ? tool.outputSchema : undefined;
-  const inputProps = isObject(input.properties) ? Object.keys(input.properties) : [];
   const description = typeof tool.description === 'string' ? tool.description : '';
+  const annotations = isObject(tool.annotations) ? tool.annotations : undefined;
 
-  if (!description.trim()) add('description-missing', 'the tool has no description', 'description');
-  else {
-    if (!RETURNS.test(description))
-      add(
-        'description-returns',
-        'the description does not say what comes back (no "Returns …")',
-        'description',
-      );
-    for (const arg of inputProps) {
-      if (!word(arg).test(description))
-        add(
-          'description-arguments',
-          `the description does not say what argument "${arg}" does`,
-          'description',
-        );
-    }
-    const others = all.filter((t) => t !== tool && typeof t.name === 'string' && t.name !== name);
-    if (!others.some((t) => word(t.name).test(description)) && !CONTRAST.test(description))
-      add(
-        'description-neighbour',
-        'the description neither names another tool of this server nor says what the tool does not do',
-        'description',
-      );
+  lintDescription(tool, description, input, all, add);
+  lintTexts(tool, description, annotations, add);
+  lintProperties(input, output, description, add);
+  for (const [schema, path] of [
+    [tool.inputSchema, 'inputSchema'],
+    [tool.outputSchema, 'outputSchema'],
+  ] as const)
+    if (schema !== undefined) for (const p of schemaPortability(schema, path)) add(p.rule, p.message, p.path);
+  lintAnnotations(tool, annotations, options, add);
+  return out.sort((a, b) => RULE_ORDER.get(a.rule)! - RULE_ORDER.get(b.rule)!);
+}
+
+/** The description: there at all, saying what comes back, what each argument does, and how the tool differs from its neighbours. */
+function lintDescription(
+  tool: LintableTool,
+  description: string,
+  input: Json,
+  all: readonly LintableTool[],
+  add: Add,
+): void {
+  if (!description.trim()) {
+    add('description-missing', 'the tool has no description', 'description');
+    return;
   }
+  if (!RETURNS.test(description))
+    add(
+      'description-returns',
+      'the description does not say what comes back (no "Returns …")',
+      'description',
+    );
+  const inputProps = isObject(input.properties) ? Object.keys(input.properties) : [];
+  for (const arg of inputProps) {
+    if (!word(arg).test(description))
+      add('description-arguments', `the description does not say what argument "${arg}" does`, 'description');
+  }
+  const others = all.filter((t) => t !== tool && typeof t.name === 'string' && t.name !== String(tool.name));
+  if (!others.some((t) => word(t.name).test(description)) && !CONTRAST.test(description))
+    add(
+      'description-neighbour',
+      'the description neither names another tool of this server nor says what the tool does not do',
+      'description',
+    );
+}
 
+/** Every text a client shows or a model reads (titles, description, each string in the schemas): what text-checks finds in it. */
+function lintTexts(tool: LintableTool, description: string, annotations: Json | undefined, add: Add): void {
   const text = (value: string, path: string, kind: 'text' | 'pattern' | 'name') => {
     if (kind === 'name') {
       const hidden = hiddenMessage(value, 'property name contains');
@@ -195,11 +219,13 @@ function lintTool(tool: LintableTool, all: readonly LintableTool[], seen: Set<st
   };
   if (typeof tool.title === 'string') text(tool.title, 'title', 'text');
   if (description) text(description, 'description', 'text');
-  const annotations = isObject(tool.annotations) ? tool.annotations : undefined;
   if (typeof annotations?.title === 'string') text(annotations.title, 'annotations.title', 'text');
   eachString(tool.inputSchema, 'inputSchema', text);
   eachString(tool.outputSchema, 'outputSchema', text);
+}
 
+/** Each property: described, its default stated, and a fixed vocabulary given as an enum rather than in words. */
+function lintProperties(input: Json, output: Json | undefined, description: string, add: Add): void {
   eachProperty(input, 'inputSchema', (prop, schema, path, topLevel) => {
     const own = typeof schema.description === 'string' ? schema.description : '';
     if (!own.trim()) add('property-described', `property "${prop}" has no description`, path);
@@ -224,41 +250,43 @@ function lintTool(tool: LintableTool, all: readonly LintableTool[], seen: Set<st
   };
   eachProperty(input, 'inputSchema', vocabulary);
   if (output) eachProperty(output, 'outputSchema', vocabulary);
+}
 
-  for (const [schema, path] of [
-    [tool.inputSchema, 'inputSchema'],
-    [tool.outputSchema, 'outputSchema'],
-  ] as const)
-    if (schema !== undefined) for (const p of schemaPortability(schema, path)) add(p.rule, p.message, p.path);
-
-  if (!annotations) add('annotations-present', 'the tool has no annotations', 'annotations');
-  else {
-    const missing = HINTS.filter((h) => typeof annotations[h] !== 'boolean');
-    if (missing.length) add('annotations-present', `annotations lack ${missing.join(', ')}`, 'annotations');
-    if (annotations.readOnlyHint === true && annotations.destructiveHint === true)
-      add(
-        'annotations-consistent',
-        'readOnlyHint and destructiveHint are both true',
-        'annotations.destructiveHint',
-      );
-    if (options.gated?.has(name) && annotations.readOnlyHint === true)
-      add(
-        'annotations-consistent',
-        'the tool waits for an approval gate but says readOnlyHint: true',
-        'annotations.readOnlyHint',
-      );
-    if (
-      typeof annotations.title === 'string' &&
-      typeof tool.title === 'string' &&
-      annotations.title !== tool.title
-    )
-      add(
-        'annotations-consistent',
-        `annotations.title ${JSON.stringify(annotations.title)} differs from title ${JSON.stringify(tool.title)}`,
-        'annotations.title',
-      );
+/** The annotations: every hint given, and none contradicting another, the approval gate or the title. */
+function lintAnnotations(
+  tool: LintableTool,
+  annotations: Json | undefined,
+  options: LintOptions,
+  add: Add,
+): void {
+  if (!annotations) {
+    add('annotations-present', 'the tool has no annotations', 'annotations');
+    return;
   }
-  return out.sort((a, b) => RULE_ORDER.get(a.rule)! - RULE_ORDER.get(b.rule)!);
+  const missing = HINTS.filter((h) => typeof annotations[h] !== 'boolean');
+  if (missing.length) add('annotations-present', `annotations lack ${missing.join(', ')}`, 'annotations');
+  if (annotations.readOnlyHint === true && annotations.destructiveHint === true)
+    add(
+      'annotations-consistent',
+      'readOnlyHint and destructiveHint are both true',
+      'annotations.destructiveHint',
+    );
+  if (options.gated?.has(String(tool.name)) && annotations.readOnlyHint === true)
+    add(
+      'annotations-consistent',
+      'the tool waits for an approval gate but says readOnlyHint: true',
+      'annotations.readOnlyHint',
+    );
+  if (
+    typeof annotations.title === 'string' &&
+    typeof tool.title === 'string' &&
+    annotations.title !== tool.title
+  )
+    add(
+      'annotations-consistent',
+      `annotations.title ${JSON.stringify(annotations.title)} differs from title ${JSON.stringify(tool.title)}`,
+      'annotations.title',
+    );
 }
 
 /**
