@@ -203,6 +203,47 @@ export interface RawAnswer {
   notifications: { method: string; params: Record<string, unknown> }[];
 }
 
+/** POSTs `body` as JSON to an MCP endpoint with `bearer`, as a client of protocol `version` does: the raw answer. */
+export function postMcp(
+  url: string | URL,
+  bearer: string,
+  body: unknown,
+  version = '2025-03-26',
+): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${bearer}`,
+      'mcp-protocol-version': version,
+    },
+    body: JSON.stringify(body),
+  });
+}
+
+/**
+ * Sends requests to a Hono app's `/mcp` as a client holding `token` does, with the method and the raw
+ * body as given: for tests of what the HTTP layer answers to what no SDK client would send.
+ */
+export function mcpSender(
+  app: { request(url: string, init: RequestInit): Response | Promise<Response> },
+  token: string,
+): (method: string, body?: string, version?: string) => Promise<Response> {
+  return async (method, body, version = '2025-11-25') =>
+    app.request('http://127.0.0.1/mcp', {
+      method,
+      headers: {
+        host: '127.0.0.1',
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${token}`,
+        'mcp-protocol-version': version,
+      },
+      ...(body === undefined ? {} : { body }),
+    });
+}
+
 let rawIds = 0;
 
 /**

@@ -6,6 +6,7 @@ import { revokeToken } from '../../tokens.ts';
 import {
   addNumbersServer,
   issueTestToken,
+  postMcp,
   startTestServer,
   type TestServer,
 } from '../../../testing/index.ts';
@@ -27,17 +28,7 @@ afterAll(async () => {
   await db.drop();
 });
 
-const post = (bearer: string, body: unknown, version = '2025-03-26') =>
-  fetch(server.url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      authorization: `Bearer ${bearer}`,
-      'mcp-protocol-version': version,
-    },
-    body: JSON.stringify(body),
-  });
+const post = (bearer: string, body: unknown, version?: string) => postMcp(server.url, bearer, body, version);
 const call = (id: number) => ({
   jsonrpc: '2.0',
   id,

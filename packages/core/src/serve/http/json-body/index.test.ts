@@ -9,6 +9,8 @@ import { createHttpApp, createServer, defineTool } from '../../../index.ts';
 import {
   connectTestClient,
   issueTestToken,
+  mcpSender,
+  postMcp,
   startTestServer,
   type TestServer,
 } from '../../../testing/index.ts';
@@ -57,17 +59,7 @@ afterAll(async () => {
   await db.drop();
 });
 
-const post = (bearer: string, body: unknown, version = '2025-03-26') =>
-  fetch(server.url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      authorization: `Bearer ${bearer}`,
-      'mcp-protocol-version': version,
-    },
-    body: JSON.stringify(body),
-  });
+const post = (bearer: string, body: unknown, version?: string) => postMcp(server.url, bearer, body, version);
 describe('tool arguments beyond the structural limits', () => {
   it('a 60,000-key arguments object is refused -32602 before the MCP layer copies it; a 5,000-key one by the pipeline, naming keys to remove', async () => {
     const token = await issueTestToken(db.sql, def, { label: 'huge arguments' });
@@ -183,18 +175,7 @@ describe('bodies that are not one JSON-RPC message', () => {
       publicUrl: 'http://127.0.0.1',
     });
     const own = await issueTestToken(db.sql, def, { label: 'malformed sender' });
-    const send = (method: string, body?: string, version = '2025-11-25') =>
-      app.request('http://127.0.0.1/mcp', {
-        method,
-        headers: {
-          host: '127.0.0.1',
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          authorization: `Bearer ${own}`,
-          'mcp-protocol-version': version,
-        },
-        ...(body === undefined ? {} : { body }),
-      });
+    const send = mcpSender(app, own);
     const notJson = await send('POST', '{"jsonrpc": ');
     expect(notJson.status).toBe(400);
     expect((await notJson.json()).error.code).toBe(-32700);

@@ -2,7 +2,7 @@ import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createHttpApp } from '../../../index.ts';
-import { addNumbersServer, issueTestToken } from '../../../testing/index.ts';
+import { addNumbersServer, issueTestToken, mcpSender } from '../../../testing/index.ts';
 
 // The MCP adapter hands a request past every guard to the MCP layer; what that layer turns away itself
 // (a DELETE without sessions, a wrong Accept header) is a refusal too, and gets its event here.
@@ -25,18 +25,7 @@ it('answers and audits a DELETE, which the MCP layer refuses (there is no sessio
     publicUrl: 'http://127.0.0.1',
   });
   const own = await issueTestToken(db.sql, def, { label: 'malformed sender' });
-  const send = (method: string, body?: string, version = '2025-11-25') =>
-    app.request('http://127.0.0.1/mcp', {
-      method,
-      headers: {
-        host: '127.0.0.1',
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        authorization: `Bearer ${own}`,
-        'mcp-protocol-version': version,
-      },
-      ...(body === undefined ? {} : { body }),
-    });
+  const send = mcpSender(app, own);
   expect((await send('DELETE')).status).toBe(405);
   await close();
   const rows = await db.sql<{ outcome: string; reason: string; status: number }[]>`
