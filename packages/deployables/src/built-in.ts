@@ -1,8 +1,16 @@
 import { fileURLToPath } from 'node:url';
 import { discoverDeployables, type Deployable } from './deployables.ts';
 
-/** What a running process knows of a deployable: its manifest, without the folder and grants it was read from. */
-export type BuiltInDeployable = Omit<Deployable, 'dir' | 'grantsSql'>;
+/**
+ * What a running process knows of another deployable: how to name it and reach it, and what its tokens
+ * may hold. Nothing else: not the folder and grants it was read from, and not its probe or upstreams,
+ * whose tool names and variables a bundle of another deployable has no business holding (infra's image
+ * check greps every image for other servers' tool names).
+ */
+export type BuiltInDeployable = Pick<
+  Deployable,
+  'name' | 'description' | 'kind' | 'port' | 'scopes' | 'gated' | 'customerBound'
+>;
 
 /** The repository this file is in: packages/deployables/src → the root. */
 const repository = fileURLToPath(new URL('../../../', import.meta.url));
@@ -15,10 +23,11 @@ const repository = fileURLToPath(new URL('../../../', import.meta.url));
  * repository it does not have.
  */
 export function builtInDeployables(): BuiltInDeployable[] {
-  return discoverDeployables(repository).map((d) => withoutFiles(d));
+  return discoverDeployables(repository).map((d) => builtIn(d));
 }
 
-/** `d` as a running process holds it: no path of the machine it was read on, no other deployable's SQL. */
-export function withoutFiles({ dir: _dir, grantsSql: _grants, ...d }: Deployable): BuiltInDeployable {
-  return d;
+/** `d` as another deployable's process holds it. */
+export function builtIn(d: Deployable): BuiltInDeployable {
+  const { name, description, kind, port, scopes, gated, customerBound } = d;
+  return { name, description, kind, port, scopes, gated, customerBound };
 }
