@@ -1,6 +1,7 @@
-import type { KeyObject } from 'node:crypto';
+import type { KeyObject, X509Certificate } from 'node:crypto';
 import type { Sql } from '@bulkhead/db';
 import { readCheckpointsMeeting, type SignedCheckpoint } from './checkpoint.ts';
+import { readTimestamp } from './checkpoint-timestamps.ts';
 import { walkCheckpoints, type CheckpointSource, type SealedBody } from './checkpoint-walk.ts';
 import { BODY_FORMAT, readBodies, type BodyFormat } from './sealed-body.ts';
 import type { LogBreak, LogReport } from './verify.ts';
@@ -79,7 +80,13 @@ export async function writeCheckpointedExport(
   );
   if (span!.lo === null || span!.hi === null) return { events: 0, checkpoints: 0 };
   const checkpoints = await readCheckpointsMeeting(sql, Number(span!.lo), Number(span!.hi));
-  for (const c of checkpoints) await write(`${JSON.stringify({ checkpoint: checkpointJson(c) })}\n`);
+  for (const c of checkpoints) {
+    // Its RFC 3161 token (base64), checked with the TSA's certificate alone; null when it has none.
+    const token = await readTimestamp(sql, c.sealNo);
+    await write(
+      `${JSON.stringify({ checkpoint: checkpointJson(c), timestamp: token?.toString('base64') ?? null })}\n`,
+    );
+  }
   const from = Math.min(Number(span!.lo), ...checkpoints.flatMap((c) => [c.firstSeq, ...c.seqs]));
   const to = Math.max(Number(span!.hi), ...checkpoints.map((c) => c.lastSeq));
   let events = 0;
@@ -95,6 +102,7 @@ export async function writeCheckpointedExport(
 /** A checkpointed export, read: its checkpoints and its events by number. */
 interface ExportFile {
   checkpoints: SignedCheckpoint[];
+  timestamps: Map<number, Buffer>;
   events: Map<number, SealedBody>;
 }
 
@@ -106,14 +114,18 @@ export function readCheckpointedExport(text: string): ExportFile {
     throw new Error(
       `not an export with checkpoints (its first line has no "format": "${CHECKPOINTED_EXPORT}")`,
     );
-  const file: ExportFile = { checkpoints: [], events: new Map() };
+  const file: ExportFile = { checkpoints: [], timestamps: new Map(), events: new Map() };
   lines.slice(1).forEach((line, i) => {
     const parsed = JSON.parse(line) as {
       checkpoint?: CheckpointJson;
+      timestamp?: string | null;
       event?: { seq: number; body: string };
     };
-    if (parsed.checkpoint) file.checkpoints.push(fromCheckpointJson(parsed.checkpoint));
-    else if (parsed.event && typeof parsed.event.body === 'string') {
+    if (parsed.checkpoint) {
+      file.checkpoints.push(fromCheckpointJson(parsed.checkpoint));
+      if (parsed.timestamp)
+        file.timestamps.set(parsed.checkpoint.seal_no, Buffer.from(parsed.timestamp, 'base64'));
+    } else if (parsed.event && typeof parsed.event.body === 'string') {
       // Server and time only name the event in a break; what is checked is the body's digest.
       const fields = JSON.parse(parsed.event.body) as { server?: unknown; at?: unknown };
       file.events.set(parsed.event.seq, {
@@ -137,6 +149,7 @@ function fileSource(file: ExportFile): CheckpointSource {
       const early = late.flatMap((seq) => file.events.get(seq) ?? []);
       return Promise.resolve([...early, ...inRange.sort((a, b) => a.seq - b.seq)]);
     },
+    timestampOf: (c) => Promise.resolve(file.timestamps.get(c.sealNo)),
   };
 }
 
@@ -146,12 +159,17 @@ function fileSource(file: ExportFile): CheckpointSource {
  * digest, events inside a checkpoint's range it does not list, listed events missing from the file.
  * Events of the file no checkpoint covers are counted as `unsealed`.
  */
-export async function verifyExport(text: string, publicKey: KeyObject): Promise<LogReport> {
+export async function verifyExport(
+  text: string,
+  publicKey: KeyObject,
+  tsa?: X509Certificate | undefined,
+): Promise<LogReport> {
   const file = readCheckpointedExport(text);
   const breaks: LogBreak[] = [];
   // The first checkpoint of an export follows one before its range: only the links within it are checked.
   const walk = await walkCheckpoints(fileSource(file), publicKey, (b) => breaks.push(b), {
     firstChainsTo: () => true,
+    tsa,
   });
   const covered = new Set(file.checkpoints.flatMap((c) => c.seqs));
   const outside = [...file.events.values()].filter(
@@ -172,6 +190,6 @@ export async function verifyExport(text: string, publicKey: KeyObject): Promise<
     moreBreaks: 0,
     unsealed: { count: outside.length, oldestAt: oldest },
     warnings: [],
-    coverage: coverageOf(walk, publicKey),
+    coverage: coverageOf(walk, publicKey, tsa),
   };
 }

@@ -1,4 +1,4 @@
-import type { KeyObject } from 'node:crypto';
+import type { KeyObject, X509Certificate } from 'node:crypto';
 import {
   bodyDigest,
   checkpointHash,
@@ -7,6 +7,7 @@ import {
   signatureHolds,
   type SignedCheckpoint,
 } from './checkpoint.ts';
+import { timestampProblem } from './checkpoint-timestamps.ts';
 import type { BodyFormat } from './sealed-body.ts';
 import type { LogBreak } from './verify.ts';
 
@@ -27,6 +28,8 @@ export interface CheckpointSource {
   checkpoints(): AsyncIterable<SignedCheckpoint>;
   /** The events numbered in (after, upTo], and those numbered `late`, with bodies in `format`. */
   events(after: number, upTo: number, late: readonly number[], format: BodyFormat): Promise<SealedBody[]>;
+  /** The checkpoint's RFC 3161 timestamp token, if it has one. */
+  timestampOf(c: SignedCheckpoint): Promise<Buffer | undefined>;
 }
 
 /** Where the walk stands, and what it has counted. */
@@ -34,6 +37,8 @@ export interface CheckpointWalk {
   prev: SignedCheckpoint | undefined;
   first: SignedCheckpoint | undefined;
   checkpoints: number;
+  /** Checkpoints whose timestamp holds (when a TSA certificate is given). */
+  timestamped: number;
   events: number;
   /** Per server: events the checkpoints list, and those of them present. */
   sealed: Record<string, number>;
@@ -59,6 +64,8 @@ interface CheckpointCoverage {
   gaps: [number, number][];
   /** The fingerprint of the public key checked against. */
   keyId: string;
+  /** Checkpoints with a timestamp that holds; null when no TSA certificate was given. */
+  timestamped: number | null;
 }
 
 type Fail = (b: LogBreak) => void;
@@ -68,6 +75,7 @@ export function startCheckpointWalk(): CheckpointWalk {
     prev: undefined,
     first: undefined,
     checkpoints: 0,
+    timestamped: 0,
     events: 0,
     sealed: {},
     present: {},
@@ -196,6 +204,22 @@ function closeOpen(c: SignedCheckpoint, walk: CheckpointWalk, fail: Fail): void 
   walk.pending = c.pending;
 }
 
+/** A checkpoint's timestamp, where it has one: by the TSA, over this checkpoint, made when it says. */
+async function checkTimestampOf(
+  c: SignedCheckpoint,
+  source: CheckpointSource,
+  tsa: X509Certificate,
+  walk: CheckpointWalk,
+  fail: Fail,
+): Promise<void> {
+  const token = await source.timestampOf(c);
+  if (!token) return;
+  const problem = timestampProblem(c, token, tsa);
+  if (problem)
+    fail({ kind: 'checkpoint_timestamp', sealNo: c.sealNo, seq: null, server: null, reason: problem });
+  else walk.timestamped++;
+}
+
 /**
  * Checks every checkpoint of `source` with `publicKey`: its signature, its link to the one before, and
  * each event it lists. `firstChainsTo` says whether the first checkpoint may follow the checkpoint of
@@ -207,6 +231,8 @@ export async function walkCheckpoints(
   fail: Fail,
   options: {
     firstChainsTo: (prevSealNo: number | null) => boolean;
+    /** The TSA's certificate: each checkpoint's timestamp, where it has one, is checked with it. */
+    tsa?: X509Certificate | undefined;
     onProgress?: ((checkpoints: number, events: number) => void) | undefined;
   },
 ): Promise<CheckpointWalk> {
@@ -225,6 +251,7 @@ export async function walkCheckpoints(
         });
     }
     checkRecord(c, walk, publicKey, keyId, fail);
+    if (options.tsa) await checkTimestampOf(c, source, options.tsa, walk, fail);
     for (const [server, n] of Object.entries(c.counts)) walk.sealed[server] = (walk.sealed[server] ?? 0) + n;
     await checkEvents(c, source, walk, fail);
     closeOpen(c, walk, fail);

@@ -91,6 +91,7 @@ it('signs each seal as a checkpoint, which verifies with the public key alone; c
     through: all[8],
     gaps: [],
     keyId: keyFingerprint(keys.publicKey),
+    timestamped: null,
   });
   const [first] = await readCheckpoints(db.sql, 0, 1);
   expect(first!.keyId).toBe(signer.keyId);

@@ -59,6 +59,7 @@ export {
   type SignedCheckpoint,
 } from './checkpoint.ts';
 export { verifyLogWithPublicKey } from './verify-public.ts';
+export { timestampCheckpoints, TIMESTAMP_LATE_MS } from './checkpoint-timestamps.ts';
 export type { CheckpointCoverage } from './checkpoint-walk.ts';
 export { verifyExport, writeCheckpointedExport, CHECKPOINTED_EXPORT } from './checkpoint-export.ts';
 export { LEASE_MS } from './lease.ts';

@@ -38,6 +38,7 @@ export async function pruneLog(
       await tx`delete from audit_seals where seal_no <= ${cut.sealNo}`;
       // Their signed checkpoints go with them: what remains starts at the prune checkpoint.
       await tx`delete from audit_signed_checkpoints where seal_no <= ${cut.sealNo}`;
+      await tx`delete from audit_checkpoint_timestamps where seal_no <= ${cut.sealNo}`;
       const previous = await readCheckpoint(tx);
       const removed = (previous?.removed ?? 0) + deleted.count;
       const checkpoint = { sealNo: cut.sealNo, lastSeq: cut.lastSeq, mac: cut.mac, totals: cut.totals };

@@ -1,4 +1,4 @@
-import type { KeyObject } from 'node:crypto';
+import type { KeyObject, X509Certificate } from 'node:crypto';
 import type { Sql } from '@bulkhead/db';
 import { keyFingerprint, readCheckpoints, type SignedCheckpoint } from './checkpoint.ts';
 import {
@@ -7,6 +7,7 @@ import {
   type CheckpointSource,
   type CheckpointWalk,
 } from './checkpoint-walk.ts';
+import { readTimestamp } from './checkpoint-timestamps.ts';
 import { readCheckpoint, UNSEALED_LIMIT_MS } from './seal.ts';
 import { readBodies, readBodiesIn } from './sealed-body.ts';
 import {
@@ -39,6 +40,7 @@ function databaseSource(sql: Sql): CheckpointSource {
         )),
         ...(await readBodies(tx, after, upTo, upTo - after + late.length + 1, format)),
       ]),
+    timestampOf: (c) => readTimestamp(sql, c.sealNo),
   };
 }
 
@@ -52,7 +54,11 @@ export function checkpointTallies(walk: CheckpointWalk): ServerTally[] {
 }
 
 /** The coverage part of a report. */
-export function coverageOf(walk: CheckpointWalk, publicKey: KeyObject): CheckpointCoverage {
+export function coverageOf(
+  walk: CheckpointWalk,
+  publicKey: KeyObject,
+  tsa: X509Certificate | undefined,
+): CheckpointCoverage {
   const last: SignedCheckpoint | undefined = walk.prev;
   return {
     checkpoints: walk.checkpoints,
@@ -62,6 +68,7 @@ export function coverageOf(walk: CheckpointWalk, publicKey: KeyObject): Checkpoi
     through: last?.lastSeq ?? null,
     gaps: walk.gaps,
     keyId: keyFingerprint(publicKey),
+    timestamped: tsa ? walk.timestamped : null,
   };
 }
 
@@ -77,6 +84,8 @@ export async function verifyLogWithPublicKey(
   sql: Sql,
   options: {
     publicKey: KeyObject;
+    /** The TSA's certificate: checkpoints' timestamps are checked with it. */
+    tsa?: X509Certificate | undefined;
     maxBreaks?: number;
     unsealedLimitMs?: number;
     onProgress?: (checkpoints: number, events: number) => void;
@@ -104,6 +113,7 @@ export async function verifyLogWithPublicKey(
   const walk = await walkCheckpoints(databaseSource(sql), options.publicKey, fail, {
     firstChainsTo: (prev) => prev === null || (pruned !== undefined && prev <= pruned.sealNo),
     onProgress: options.onProgress,
+    tsa: options.tsa,
   });
   const [newest] = await sql<{ n: string | null }[]>`select max(seal_no) as n from audit_seals`;
   await checkSealsMade(sql, Number(newest!.n ?? pruned?.sealNo ?? 0), fail);
@@ -135,6 +145,6 @@ export async function verifyLogWithPublicKey(
     moreBreaks,
     unsealed: { count: all!.n - walk.events, oldestAt: oldest },
     warnings: [],
-    coverage: coverageOf(walk, options.publicKey),
+    coverage: coverageOf(walk, options.publicKey, options.tsa),
   };
 }

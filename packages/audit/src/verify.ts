@@ -33,7 +33,9 @@ export interface LogBreak {
     /** Checked with the public key (`verify --public-key`): a checkpoint not signed by it. */
     | 'checkpoint_signature'
     /** A checkpoint that does not follow the one before it: checkpoints deleted, replaced or reordered. */
-    | 'checkpoint_chain';
+    | 'checkpoint_chain'
+    /** Checked with a TSA's certificate: a checkpoint's timestamp by another TSA, or later than it claims. */
+    | 'checkpoint_timestamp';
   /** The seal the break was found in, when there is one. */
   sealNo: number | null;
   /** The event's sequence number, when the break is about one event. */
