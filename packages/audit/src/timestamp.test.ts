@@ -1,12 +1,10 @@
-import { execFile } from 'node:child_process';
-import { generateKeyPairSync, X509Certificate } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { type Sql } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
+import { startTsa, type Tsa } from './testing.ts';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import {
   checkpointHash,
@@ -22,78 +20,12 @@ import { requestTimestamp } from './timestamp.ts';
 import { verifyLogWithPublicKey } from './verify-public.ts';
 import { createAuditWriter } from './writer.ts';
 
-// Trusted time with a real time-stamping authority: OpenSSL's `ts -reply` behind a small HTTP handler
-// on loopback, answering RFC 3161 requests as a TSA does.
+// Trusted time with a real time-stamping authority on loopback (OpenSSL's `ts -reply`, see testing.ts).
 
-const run = promisify(execFile);
 const KEY = 'k'.repeat(43);
 const keys = generateKeyPairSync('ed25519');
 const signer = checkpointSigner(keys.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string);
 const publicKey = checkpointPublicKey(keys.publicKey.export({ type: 'spki', format: 'pem' }) as string);
-
-interface Tsa {
-  url: string;
-  cert: X509Certificate;
-  server: Server;
-}
-
-/** A TSA with its own self-signed certificate (extended key usage: timeStamping, as RFC 3161 requires). */
-async function startTsa(dir: string, name: string): Promise<Tsa> {
-  const at = (file: string) => join(dir, `${name}-${file}`);
-  await run('openssl', [
-    ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'],
-    ...['-keyout', at('key.pem'), '-out', at('cert.pem'), '-days', '2', '-subj', `/CN=${name}`],
-    ...['-addext', 'extendedKeyUsage=critical,timeStamping'],
-  ]);
-  await writeFile(at('serial'), '01\n');
-  await writeFile(
-    at('ts.cnf'),
-    [
-      '[ tsa ]',
-      'default_tsa = tsa_config',
-      '[ tsa_config ]',
-      `serial = ${at('serial')}`,
-      `signer_cert = ${at('cert.pem')}`,
-      `signer_key = ${at('key.pem')}`,
-      'signer_digest = sha256',
-      'default_policy = 1.2.3.4.1',
-      'digests = sha256',
-      'ess_cert_id_alg = sha256',
-      '',
-    ].join('\n'),
-  );
-  let requests = 0;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const n = ++requests;
-      void (async () => {
-        await writeFile(at(`${n}.tsq`), Buffer.concat(chunks));
-        await run('openssl', [
-          'ts',
-          '-reply',
-          '-config',
-          at('ts.cnf'),
-          '-queryfile',
-          at(`${n}.tsq`),
-          '-out',
-          at(`${n}.tsr`),
-        ]);
-        res
-          .writeHead(200, { 'content-type': 'application/timestamp-reply' })
-          .end(await readFile(at(`${n}.tsr`)));
-      })().catch(() => res.writeHead(500).end());
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  return {
-    url: `http://127.0.0.1:${port}/`,
-    cert: new X509Certificate(await readFile(at('cert.pem'))),
-    server,
-  };
-}
 
 let dir: string;
 let tsa: Tsa;
@@ -106,7 +38,7 @@ beforeAll(async () => {
   otherTsa = await startTsa(dir, 'other');
 });
 afterAll(async () => {
-  for (const t of [tsa, otherTsa]) await new Promise((resolve) => t.server.close(resolve));
+  for (const t of [tsa, otherTsa]) await t.close();
   await rm(dir, { recursive: true, force: true });
 });
 beforeEach(async () => {

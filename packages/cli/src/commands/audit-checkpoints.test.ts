@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createAuditWriter } from '@bulkhead/audit';
+import { startTsa } from '@bulkhead/audit/testing';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runCli } from '../run-cli.ts';
@@ -139,4 +140,51 @@ it('refuses what a checkpointed export or a public-key verify cannot do', async 
   const bad = await runCli(['audit', 'verify', '--public-key', notPem], auditorEnv);
   expect(bad.code).toBe(1);
   expect(bad.stderr).toContain('is no Ed25519 public key in PEM');
+});
+
+it('has each checkpoint timestamped at BULKHEAD_AUDIT_TSA_URL, and verify --tsa-cert checks the timestamps', async () => {
+  const tsa = await startTsa(dir, 'tsa');
+  const other = await startTsa(dir, 'other-tsa');
+  try {
+    await createAuditWriter(db.sql).append({
+      server: 'admin',
+      method: 'tools/call',
+      tool: 'get_ticket',
+      outcome: 'ok',
+      requestId: 'req-6',
+      durationMs: 6,
+    });
+    const noSigner = await runCli(['audit', 'seal'], {
+      ...sealerEnv,
+      BULKHEAD_AUDIT_SIGNING_KEY_FILE: '',
+      BULKHEAD_AUDIT_TSA_URL: tsa.url,
+    });
+    expect(noSigner.code).toBe(1);
+    expect(noSigner.stderr).toContain('set BULKHEAD_AUDIT_SIGNING_KEY_FILE as well');
+    const sealed = await runCli(['audit', 'seal'], { ...sealerEnv, BULKHEAD_AUDIT_TSA_URL: tsa.url });
+    expect(sealed).toMatchObject({ code: 0, stderr: '' });
+    const pub = ['--public-key', join(dir, 'keys', 'audit-signing.pub')];
+    const ok = await runCli(['audit', 'verify', ...pub, '--tsa-cert', tsa.certFile], auditorEnv);
+    expect(ok.code).toBe(0);
+    // Both checkpoints were made minutes ago at most: the first one too is timestamped.
+    expect(ok.stdout).toMatch(
+      /^Signed checkpoints: 2 \(seals 1–2\), covering events #1–#6; key [0-9a-f]{64}; 2 timestamped by the TSA;/,
+    );
+    const wrong = await runCli(
+      ['audit', 'verify', ...pub, '--tsa-cert', other.certFile, '--json'],
+      auditorEnv,
+    );
+    expect(wrong.code).toBe(1);
+    expect(
+      JSON.parse(wrong.stdout).breaks.map((b: { kind: string; sealNo: number }) => [b.kind, b.sealNo]),
+    ).toEqual([
+      ['checkpoint_timestamp', 1],
+      ['checkpoint_timestamp', 2],
+    ]);
+    const usage = await runCli(['audit', 'verify', '--tsa-cert', tsa.certFile], auditorEnv);
+    expect(usage.stderr).toContain('--tsa-cert needs --public-key');
+  } finally {
+    await tsa.close();
+    await other.close();
+  }
 });

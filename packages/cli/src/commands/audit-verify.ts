@@ -2,7 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { verifyExport, verifyLog, verifyLogWithPublicKey, type LogReport } from '@bulkhead/audit';
 import { visible } from '@bulkhead/core/operator';
 import type { Sql } from '@bulkhead/db';
-import { readPublicKey, requireKey } from '../audit-key.ts';
+import { readPublicKey, readTsaCertificate, requireKey } from '../audit-key.ts';
 import { parse, type Command } from '../command.ts';
 import { withDatabase } from '../database.ts';
 import { CliError, UsageError, type Io } from '../io.ts';
@@ -30,6 +30,7 @@ function coverageJson(c: NonNullable<LogReport['coverage']>) {
     through: c.through,
     gaps: c.gaps,
     key_fingerprint: c.keyId,
+    timestamped: c.timestamped,
   };
 }
 
@@ -101,7 +102,7 @@ function printReport(io: Io, report: LogReport, server: string | undefined, asJs
   if (c)
     io.out(
       c.checkpoints
-        ? `Signed checkpoints: ${c.checkpoints} (seals ${c.firstSeal}–${c.lastSeal}), covering events #${c.from}–#${c.through}${c.gaps.length ? ` except ${c.gaps.map(([f, t]) => `#${f}–#${t}`).join(', ')}` : ''}; key ${c.keyId}; newest ${ago(report.newestSealAt)}.`
+        ? `Signed checkpoints: ${c.checkpoints} (seals ${c.firstSeal}–${c.lastSeal}), covering events #${c.from}–#${c.through}${c.gaps.length ? ` except ${c.gaps.map(([f, t]) => `#${f}–#${t}`).join(', ')}` : ''}; key ${c.keyId}${c.timestamped === null ? '' : `; ${c.timestamped} timestamped by the TSA`}; newest ${ago(report.newestSealAt)}.`
         : `Signed checkpoints: none (key ${c.keyId}).`,
     );
   else
@@ -132,15 +133,22 @@ function printReport(io: Io, report: LogReport, server: string | undefined, asJs
 /** `verify --public-key [--file]`: the checkpoints checked with the public key alone, no audit key asked for. */
 async function verifyWithPublicKey(
   publicKeyFile: string,
-  values: { file?: string | undefined; server?: string | undefined; json: boolean },
+  values: {
+    file?: string | undefined;
+    'tsa-cert'?: string | undefined;
+    server?: string | undefined;
+    json: boolean;
+  },
   { env, io }: Parameters<Command['run']>[1],
 ): Promise<number> {
   const publicKey = await readPublicKey(publicKeyFile);
+  const tsaFile = values['tsa-cert'];
+  const tsa = tsaFile ? await readTsaCertificate(tsaFile) : undefined;
   if (values.file) {
     const text = await readFile(values.file, 'utf8').catch((err: NodeJS.ErrnoException) => {
       throw new CliError(`--file: cannot read ${values.file} (${err.code ?? err.message})`);
     });
-    const report = await verifyExport(text, publicKey).catch((err: unknown) => {
+    const report = await verifyExport(text, publicKey, tsa).catch((err: unknown) => {
       throw new CliError(`--file: ${values.file}: ${err instanceof Error ? err.message : String(err)}`);
     });
     printReport(io, report, values.server, values.json);
@@ -149,6 +157,7 @@ async function verifyWithPublicKey(
   return withDatabase(env, io, async ({ sql }) => {
     const report = await verifyLogWithPublicKey(sql, {
       publicKey,
+      tsa,
       onProgress: (checkpoints, events) => {
         if (checkpoints % 100 === 0) io.progress(`${checkpoints} checkpoints, ${events} events verified`);
       },
@@ -162,8 +171,8 @@ export const verifyCommand: Command = {
   name: 'verify',
   summary: 'check the sealed log with the key; non-zero exit on any break',
   help: `Usage: bulkhead audit verify [--server <name>] [--anchor <file>] [--json]
-       bulkhead audit verify --public-key <file> [--server <name>] [--json]
-       bulkhead audit verify --file <export> --public-key <file> [--json]
+       bulkhead audit verify --public-key <file> [--tsa-cert <file>] [--server <name>] [--json]
+       bulkhead audit verify --file <export> --public-key <file> [--tsa-cert <file>] [--json]
 
 Checks every seal with the audit key (BULKHEAD_AUDIT_KEY, or the key kept in
 the data dir): each seal's MAC and its link to the one before, the digest of
@@ -183,7 +192,8 @@ before, the SHA-256 of every event it lists — and names the same breaks, plus
 checkpoint_signature and checkpoint_chain. Says which events the checkpoints
 cover; the events after the newest one are reported as the unsealed tail is.
 With --file as well: checks an \`audit export --with-checkpoints\` file the
-same way, with no database.
+same way, with no database. With --tsa-cert, the checkpoints' timestamps
+(BULKHEAD_AUDIT_TSA_URL) are checked too (checkpoint_timestamp).
 
 Options:
   --server <name>   report only this server's lines (the whole log is checked)
@@ -195,6 +205,9 @@ Options:
   --public-key <file>  check the signed checkpoints with this Ed25519 public
                     key (PEM, from \`audit keys new\`), without the audit key
   --file <export>   with --public-key: check this export, not the database
+  --tsa-cert <file>  with --public-key: check the checkpoints' RFC 3161
+                    timestamps with this TSA certificate (PEM): one by another
+                    TSA, or later than the checkpoint's own time, is a break
   --json            the report as JSON
 
 Exit code 0 when everything holds, 1 on any break.`,
@@ -203,10 +216,13 @@ Exit code 0 when everything holds, 1 on any break.`,
       server: { type: 'string' },
       anchor: { type: 'string' },
       'public-key': { type: 'string' },
+      'tsa-cert': { type: 'string' },
       file: { type: 'string' },
       json: { type: 'boolean', default: false },
     });
     const publicKeyFile = values['public-key'];
+    if (values['tsa-cert'] && !publicKeyFile)
+      throw new UsageError('--tsa-cert needs --public-key: it checks the timestamps of signed checkpoints');
     if (values.file && !publicKeyFile)
       throw new UsageError('--file needs --public-key: an export is checked against its signed checkpoints');
     if (publicKeyFile) {

@@ -18,7 +18,7 @@ import {
   writeCheckpointedExport,
 } from '@bulkhead/audit';
 import { escapeJson, visible } from '@bulkhead/core/operator';
-import { auditSigner, requireKey } from '../audit-key.ts';
+import { auditSigner, auditTimestamper, requireKey } from '../audit-key.ts';
 import { group, parse, type Command } from '../command.ts';
 import { keysCommand } from './audit-keys.ts';
 import { verifyCommand } from './audit-verify.ts';
@@ -222,7 +222,9 @@ only for transactions that write audit events, and for those at most 10 s:
 numbers of a writer still running are left open in the seal, and its events
 sealed once it ends. With BULKHEAD_AUDIT_SIGNING_KEY_FILE (a PEM Ed25519 private
 key, \`audit keys new\`), each seal is also signed as a checkpoint, which
-\`audit verify --public-key\` checks without the audit key.
+\`audit verify --public-key\` checks without the audit key; with
+BULKHEAD_AUDIT_TSA_URL as well, each checkpoint is then timestamped there
+(RFC 3161), which \`audit verify --tsa-cert\` checks.
 \`pnpm start\` runs a sealer; in production run this as a CronJob, or with --follow.
 
 Options:
@@ -240,6 +242,7 @@ Options:
       throw new UsageError('--interval: milliseconds from 50 to 3600000');
     const key = await requireKey(env, true);
     const signer = await auditSigner(env);
+    const timestamp = auditTimestamper(env, signer, (line) => io.err(`bulkhead audit seal: ${line}`));
     return withDatabase(env, io, async ({ sql }) => {
       if (values.follow) {
         const sealer = startSealer(sql, key, {
@@ -247,10 +250,12 @@ Options:
           intervalMs: interval,
           onError: (err) =>
             io.err(`bulkhead audit seal: ${err instanceof Error ? err.message : String(err)}`),
-          onSeal: (seals) =>
+          onSeal: (seals) => {
             io.progress(
               `sealed up to event #${seals[seals.length - 1]!.lastSeq} (seal ${seals[seals.length - 1]!.sealNo})`,
-            ),
+            );
+            if (timestamp) void timestamp(sql);
+          },
         });
         io.err('Sealing until Ctrl-C.');
         await new Promise<void>((resolve) => {
@@ -261,6 +266,7 @@ Options:
         return 0;
       }
       const pass = await sealLog(sql, key, { signer });
+      if (timestamp && pass.seals.length) await timestamp(sql);
       const events = pass.seals.reduce((n, s) => n + s.events, 0);
       const through = pass.seals.length ? pass.seals[pass.seals.length - 1]!.lastSeq : null;
       if (values.json)
