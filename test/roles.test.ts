@@ -152,6 +152,9 @@ const EXPECTED: Record<(typeof DEPLOYABLES)[number], Record<string, Rights>> = {
     audit_events: { select: 'all' },
     audit_prune_checkpoint: { select: 'all' },
     audit_seals: { select: 'all', insert: 'all' },
+    // Signed checkpoints, written with each seal (0060), and their timestamps (0061).
+    audit_checkpoint_timestamps: { select: 'all', insert: 'all' },
+    audit_signed_checkpoints: { select: 'all', insert: 'all' },
     // The election: a leased row only the sealer may take.
     audit_sealer_lease: { select: 'all', update: ['holder', 'expires_at'] },
     bulkhead_deployables: { select: 'all' },

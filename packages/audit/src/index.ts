@@ -51,5 +51,16 @@ export {
 } from './seal.ts';
 export { horizon, settled, type Horizon } from './horizon.ts';
 export { verifyLog, type LogBreak, type LogReport, type LogWarning, type ServerTally } from './verify.ts';
+export {
+  checkpointPublicKey,
+  checkpointSigner,
+  keyFingerprint,
+  type CheckpointSigner,
+  type SignedCheckpoint,
+} from './checkpoint.ts';
+export { verifyLogWithPublicKey } from './verify-public.ts';
+export { timestampCheckpoints, TIMESTAMP_LATE_MS } from './checkpoint-timestamps.ts';
+export type { CheckpointCoverage } from './checkpoint-walk.ts';
+export { verifyExport, writeCheckpointedExport, CHECKPOINTED_EXPORT } from './checkpoint-export.ts';
 export { LEASE_MS } from './lease.ts';
 export { pruneLog, type PruneResult } from './prune.ts';

@@ -36,6 +36,9 @@ export async function pruneLog(
       const cut = seals[last]!;
       const deleted = await tx`delete from audit_events where seq <= ${cut.lastSeq}`;
       await tx`delete from audit_seals where seal_no <= ${cut.sealNo}`;
+      // Their signed checkpoints go with them: what remains starts at the prune checkpoint.
+      await tx`delete from audit_signed_checkpoints where seal_no <= ${cut.sealNo}`;
+      await tx`delete from audit_checkpoint_timestamps where seal_no <= ${cut.sealNo}`;
       const previous = await readCheckpoint(tx);
       const removed = (previous?.removed ?? 0) + deleted.count;
       const checkpoint = { sealNo: cut.sealNo, lastSeq: cut.lastSeq, mac: cut.mac, totals: cut.totals };

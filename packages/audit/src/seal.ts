@@ -1,5 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { Sql } from '@bulkhead/db';
+import { writeCheckpoint, type Signing } from './checkpoint.ts';
 import { canonicalJson } from './hash.ts';
 import { horizon, settled, stillRunning, type Horizon } from './horizon.ts';
 import { fenceLease, LEASE_MS, leaseHolder, releaseLease, takeLease } from './lease.ts';
@@ -246,7 +247,7 @@ export async function sealUpTo(
   sql: Sql,
   key: string,
   h: Horizon,
-  options: { heartbeat?: boolean; maxEvents?: number; lease?: string } = {},
+  options: { heartbeat?: boolean; maxEvents?: number; lease?: string } & Signing = {},
 ): Promise<Seal[]> {
   const max = options.maxEvents ?? MAX_SEAL_EVENTS;
   const written: Seal[] = [];
@@ -323,6 +324,8 @@ export async function sealUpTo(
           ${s.digests}, ${tx.json(s.counts)}, ${tx.json(s.totals)}, ${s.prevMac}, ${s.mac},
           ${s.openRanges ? tx.json(s.openRanges) : null}, ${s.waitingFor}, ${s.pending!.map(String)}::text[]::bigint[],
           ${s.madeBefore}, ${s.bodyFormat})`;
+      // In the seal's own transaction: with a signing key, no seal is without its checkpoint.
+      if (options.signer) await writeCheckpoint(tx, s, all, options.signer);
       return s;
     });
     if (!seal) return written;
@@ -346,12 +349,12 @@ export interface SealPass {
  * One-shot sealing (the `audit seal` command and its CronJob): takes the sealer lease or leaves at once,
  * waits (up to `waitMs`, default {@link SETTLE_MS}) for the transactions writing audit events now to
  * end, and seals everything up to this moment; numbers of writers still running are left open in the
- * seal, for a later pass to seal their events.
+ * seal, for a later pass to seal their events. With `signer`, each seal is signed as a checkpoint too.
  */
 export async function sealLog(
   sql: Sql,
   key: string,
-  options: { waitMs?: number; heartbeat?: boolean } = {},
+  options: { waitMs?: number; heartbeat?: boolean } & Signing = {},
 ): Promise<SealPass> {
   const holder = leaseHolder();
   if (!(await takeLease(sql, holder))) return { elected: false, seals: [] };
@@ -372,6 +375,7 @@ export async function sealLog(
       seals: await sealUpTo(sql, key, h, {
         lease: holder,
         ...(options.heartbeat === undefined ? {} : { heartbeat: options.heartbeat }),
+        signer: options.signer,
       }),
     };
   } finally {
@@ -391,7 +395,7 @@ export interface Sealer {
  * lease, renewing it as it goes; every `intervalMs` it seals up to the horizon it took one interval
  * earlier (by then its writers have almost always ended; those still running after `settleMs` are
  * sealed around) and takes the next. At least every `heartbeatMs` it writes a seal even when nothing
- * is new.
+ * is new. With `signer`, each seal is signed as a checkpoint too.
  */
 export function startSealer(
   sql: Sql,
@@ -402,7 +406,7 @@ export function startSealer(
     settleMs?: number;
     onError?: (err: unknown) => void;
     onSeal?: (seals: Seal[]) => void;
-  } = {},
+  } & Signing = {},
 ): Sealer {
   const interval = options.intervalMs ?? 1000;
   const heartbeatMs = options.heartbeatMs ?? 60_000;
@@ -439,7 +443,7 @@ export function startSealer(
     }
     if (pending && (Date.now() - pending.at >= settleMs || (await settled(sql, pending, pending.late)))) {
       const heartbeat = Date.now() - lastSeal >= heartbeatMs;
-      const seals = await sealUpTo(sql, key, pending, { heartbeat, lease: holder });
+      const seals = await sealUpTo(sql, key, pending, { heartbeat, lease: holder, signer: options.signer });
       renewed = Date.now();
       if (seals.length) {
         lastSeal = Date.now();

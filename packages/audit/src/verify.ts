@@ -1,4 +1,5 @@
 import type { Sql } from '@bulkhead/db';
+import type { CheckpointCoverage } from './checkpoint-walk.ts';
 import { same } from './hash.ts';
 import {
   GENESIS_MAC,
@@ -28,7 +29,13 @@ export interface LogBreak {
     | 'anchor_mismatch'
     | 'seal_remade'
     | 'approval_undecided'
-    | 'sealer_stalled';
+    | 'sealer_stalled'
+    /** Checked with the public key (`verify --public-key`): a checkpoint not signed by it. */
+    | 'checkpoint_signature'
+    /** A checkpoint that does not follow the one before it: checkpoints deleted, replaced or reordered. */
+    | 'checkpoint_chain'
+    /** Checked with a TSA's certificate: a checkpoint's timestamp by another TSA, or later than it claims. */
+    | 'checkpoint_timestamp';
   /** The seal the break was found in, when there is one. */
   sealNo: number | null;
   /** The event's sequence number, when the break is about one event. */
@@ -70,6 +77,11 @@ export interface LogReport {
    */
   unsealed: { count: number; oldestAt: Date | null };
   warnings: LogWarning[];
+  /**
+   * Only when checked with the public key: how far signed checkpoints cover the log. `seals` and
+   * `sealedThrough` then count checkpoints, and `unsealed` is the tail no checkpoint covers yet.
+   */
+  coverage?: CheckpointCoverage;
 }
 
 type Fail = (b: LogBreak) => void;
@@ -302,6 +314,21 @@ async function walkSeals(
  */
 async function checkEnd(sql: Sql, walk: Walk, anchor: Anchor, fail: Fail): Promise<void> {
   const { prevNo } = walk;
+  await checkSealsMade(sql, prevNo, fail);
+  await checkUndecided(sql, fail);
+  if (anchor && !walk.anchorSeen && anchor.sealNo > prevNo)
+    fail({
+      kind: 'anchor_mismatch',
+      sealNo: anchor.sealNo,
+      seq: null,
+      server: null,
+      reason: `the anchor records seal ${anchor.sealNo}, but the log ends at seal ${prevNo}: seals were deleted from the end`,
+    });
+  await checkServers(sql, fail);
+}
+
+/** Seals made and gone from the end: the count of seals made is past `prevNo`, where the log ends. */
+export async function checkSealsMade(sql: Sql, prevNo: number, fail: Fail): Promise<void> {
   const [made] = await sql<{ n: string }[]>`select last_value as n from public.audit_seals_made`;
   if (Number(made!.n) > prevNo)
     fail({
@@ -311,6 +338,10 @@ async function checkEnd(sql: Sql, walk: Walk, anchor: Anchor, fail: Fail): Promi
       server: null,
       reason: `seals up to ${made!.n} were made, but the log ends at seal ${prevNo}: seals were deleted from the end`,
     });
+}
+
+/** Approvals that ran without their decision event. */
+export async function checkUndecided(sql: Sql, fail: Fail): Promise<void> {
   for (const a of await sql<{ id: string; server: string; status: string; decidedBy: string | null }[]>`
     select approval_id as id, server, status, decided_by as "decidedBy" from bulkhead_audit_undecided_approvals()`)
     fail({
@@ -320,14 +351,10 @@ async function checkEnd(sql: Sql, walk: Walk, anchor: Anchor, fail: Fail): Promi
       server: a.server,
       reason: `approval ${a.id} (${a.server}) is ${a.status}${a.decidedBy ? `, decided by ${a.decidedBy},` : ''} but its approved decision event is missing from the log`,
     });
-  if (anchor && !walk.anchorSeen && anchor.sealNo > prevNo)
-    fail({
-      kind: 'anchor_mismatch',
-      sealNo: anchor.sealNo,
-      seq: null,
-      server: null,
-      reason: `the anchor records seal ${anchor.sealNo}, but the log ends at seal ${prevNo}: seals were deleted from the end`,
-    });
+}
+
+/** Events written under another server than their writing role serves. */
+export async function checkServers(sql: Sql, fail: Fail): Promise<void> {
   for (const mismatch of await serverMismatches(sql))
     fail({
       kind: 'server_mismatch',
@@ -353,7 +380,7 @@ function tallies(walk: Walk, baseTotals: Counts): ServerTally[] {
  * log's integrity (a sealer that fails on every round, as one oversized row once made it, leaves every
  * later event open to change), so this is a break, not only the warning below.
  */
-function stalled(oldest: Date | null, limit: number): LogBreak[] {
+export function stalled(oldest: Date | null, limit: number): LogBreak[] {
   if (!oldest || Date.now() - oldest.getTime() <= limit) return [];
   return [
     {

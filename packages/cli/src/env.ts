@@ -15,6 +15,10 @@ const schema = z
     BULKHEAD_MAIL_FROM: z.string().min(3).optional(),
     /** Signs audit prune checkpoints; defaults to a key kept in the data dir. */
     BULKHEAD_AUDIT_KEY: z.string().min(16).optional(),
+    /** A PEM Ed25519 private key: the sealer signs each seal with it as a checkpoint, checked with the public key. */
+    BULKHEAD_AUDIT_SIGNING_KEY_FILE: z.string().min(1).optional(),
+    /** An RFC 3161 time-stamping authority: the sealer has each signed checkpoint timestamped there. */
+    BULKHEAD_AUDIT_TSA_URL: z.url({ protocol: /^https?$/ }).optional(),
     /** Who is at the keyboard, recorded as a token's `created_by`. */
     BULKHEAD_OPERATOR: z.string().min(1).optional(),
     /** The approver token `approvals approve|reject` decides with (or `--approver-token`). */

@@ -128,6 +128,8 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
         await policy(tx, `bh_${role}_read`, 'audit_events', 'select', role, 'true', null);
         await tx`grant select on sequence audit_events_seq to ${r}`;
         await tx`grant select, insert on audit_seals to ${r}`;
+        await tx`grant select, insert on audit_signed_checkpoints to ${r}`;
+        await tx`grant select, insert on audit_checkpoint_timestamps to ${r}`;
         await tx`grant select on audit_prune_checkpoint to ${r}`;
         // The election (a leased row, not a lock any role could take) and the count of seals made.
         await tx`grant select, update (holder, expires_at) on audit_sealer_lease to ${r}`;

@@ -1,11 +1,11 @@
 import { readFile, writeFile } from 'node:fs/promises';
-import { verifyLog, type LogReport } from '@bulkhead/audit';
+import { verifyExport, verifyLog, verifyLogWithPublicKey, type LogReport } from '@bulkhead/audit';
 import { visible } from '@bulkhead/core/operator';
 import type { Sql } from '@bulkhead/db';
-import { requireKey } from '../audit-key.ts';
+import { readPublicKey, readTsaCertificate, requireKey } from '../audit-key.ts';
 import { parse, type Command } from '../command.ts';
 import { withDatabase } from '../database.ts';
-import { CliError } from '../io.ts';
+import { CliError, UsageError, type Io } from '../io.ts';
 
 // `bulkhead audit verify`: the check, its report (as JSON and as lines) and the anchor file that
 // carries the newest seal from one run to the next.
@@ -18,6 +18,20 @@ function ago(d: Date | null): string {
     : s < 7200
       ? `${Math.round(s / 60)} min ago`
       : `${Math.round(s / 3600)} h ago`;
+}
+
+/** How far signed checkpoints cover the log, for `--json`. */
+function coverageJson(c: NonNullable<LogReport['coverage']>) {
+  return {
+    checkpoints: c.checkpoints,
+    first_seal: c.firstSeal,
+    last_seal: c.lastSeal,
+    from: c.from,
+    through: c.through,
+    gaps: c.gaps,
+    key_fingerprint: c.keyId,
+    timestamped: c.timestamped,
+  };
 }
 
 /** The JSON of a verify report; `chains` keeps the per-server shape scripts read before the log was sealed. */
@@ -35,6 +49,7 @@ function reportJson(report: LogReport, server?: string) {
     more_breaks: report.moreBreaks,
     unsealed: { count: report.unsealed.count, oldest_at: report.unsealed.oldestAt?.toISOString() ?? null },
     warnings: report.warnings,
+    ...(report.coverage ? { coverage: coverageJson(report.coverage) } : {}),
     chains: servers.map((t) => {
       const first =
         breaks.find((b) => b.server === t.server) ?? (t.present < t.sealed ? breaks[0] : undefined);
@@ -76,10 +91,88 @@ async function writeAnchor(
   await writeFile(file, `${JSON.stringify(anchor)}\n`, { mode: 0o600 });
 }
 
+/** Prints the report: as JSON, or as lines (the coverage by checkpoints, when checked with the public key). */
+function printReport(io: Io, report: LogReport, server: string | undefined, asJson: boolean) {
+  const json = reportJson(report, server);
+  if (asJson) {
+    io.out(JSON.stringify(json));
+    return json;
+  }
+  const c = report.coverage;
+  if (c)
+    io.out(
+      c.checkpoints
+        ? `Signed checkpoints: ${c.checkpoints} (seals ${c.firstSeal}–${c.lastSeal}), covering events #${c.from}–#${c.through}${c.gaps.length ? ` except ${c.gaps.map(([f, t]) => `#${f}–#${t}`).join(', ')}` : ''}; key ${c.keyId}${c.timestamped === null ? '' : `; ${c.timestamped} timestamped by the TSA`}; newest ${ago(report.newestSealAt)}.`
+        : `Signed checkpoints: none (key ${c.keyId}).`,
+    );
+  else
+    io.out(
+      `Sealed log: ${report.seals} seal${report.seals === 1 ? '' : 's'} up to event #${report.sealedThrough}` +
+        `${report.checkpoint ? ` (after the prune checkpoint at seal ${report.checkpoint.sealNo})` : ''}; newest seal ${ago(report.newestSealAt)}.`,
+    );
+  if (!json.servers.length) io.out(c ? 'No events covered by a checkpoint.' : 'No sealed events yet.');
+  for (const t of json.servers)
+    io.out(
+      t.present === t.sealed
+        ? `${t.server}: ok, ${t.sealed} sealed events present`
+        : `${t.server}: BROKEN, ${t.sealed} sealed events, ${t.present} present`,
+    );
+  for (const b of json.breaks)
+    io.out(visible(`BROKEN${b.sealNo === null ? '' : ` seal ${b.sealNo}`}: ${b.reason}`));
+  if (json.more_breaks) io.out(`… and ${json.more_breaks} more breaks (see --json)`);
+  for (const w of report.warnings) io.out(visible(`WARNING: ${w.reason}`));
+  const what = c ? 'Not covered by a checkpoint' : 'Unsealed tail';
+  io.out(
+    report.unsealed.count
+      ? `${what}: ${report.unsealed.count} event${report.unsealed.count === 1 ? '' : 's'}, oldest ${ago(report.unsealed.oldestAt)}.`
+      : `${what}: none.`,
+  );
+  return json;
+}
+
+/** `verify --public-key [--file]`: the checkpoints checked with the public key alone, no audit key asked for. */
+async function verifyWithPublicKey(
+  publicKeyFile: string,
+  values: {
+    file?: string | undefined;
+    'tsa-cert'?: string | undefined;
+    server?: string | undefined;
+    json: boolean;
+  },
+  { env, io }: Parameters<Command['run']>[1],
+): Promise<number> {
+  const publicKey = await readPublicKey(publicKeyFile);
+  const tsaFile = values['tsa-cert'];
+  const tsa = tsaFile ? await readTsaCertificate(tsaFile) : undefined;
+  if (values.file) {
+    const text = await readFile(values.file, 'utf8').catch((err: NodeJS.ErrnoException) => {
+      throw new CliError(`--file: cannot read ${values.file} (${err.code ?? err.message})`);
+    });
+    const report = await verifyExport(text, publicKey, tsa).catch((err: unknown) => {
+      throw new CliError(`--file: ${values.file}: ${err instanceof Error ? err.message : String(err)}`);
+    });
+    printReport(io, report, values.server, values.json);
+    return report.ok ? 0 : 1;
+  }
+  return withDatabase(env, io, async ({ sql }) => {
+    const report = await verifyLogWithPublicKey(sql, {
+      publicKey,
+      tsa,
+      onProgress: (checkpoints, events) => {
+        if (checkpoints % 100 === 0) io.progress(`${checkpoints} checkpoints, ${events} events verified`);
+      },
+    });
+    printReport(io, report, values.server, values.json);
+    return report.ok ? 0 : 1;
+  });
+}
+
 export const verifyCommand: Command = {
   name: 'verify',
   summary: 'check the sealed log with the key; non-zero exit on any break',
   help: `Usage: bulkhead audit verify [--server <name>] [--anchor <file>] [--json]
+       bulkhead audit verify --public-key <file> [--tsa-cert <file>] [--server <name>] [--json]
+       bulkhead audit verify --file <export> --public-key <file> [--tsa-cert <file>] [--json]
 
 Checks every seal with the audit key (BULKHEAD_AUDIT_KEY, or the key kept in
 the data dir): each seal's MAC and its link to the one before, the digest of
@@ -92,6 +185,16 @@ and event number, not only the first. Events after the newest seal are
 reported as the unsealed tail, with count and age; a tail older than 10
 minutes is a break: the sealer is stopped or fails on every round.
 
+With --public-key (the sealer signs checkpoints with
+BULKHEAD_AUDIT_SIGNING_KEY_FILE): checks the signed checkpoints instead of the
+seals, with no audit key — each checkpoint's signature and its link to the one
+before, the SHA-256 of every event it lists — and names the same breaks, plus
+checkpoint_signature and checkpoint_chain. Says which events the checkpoints
+cover; the events after the newest one are reported as the unsealed tail is.
+With --file as well: checks an \`audit export --with-checkpoints\` file the
+same way, with no database. With --tsa-cert, the checkpoints' timestamps
+(BULKHEAD_AUDIT_TSA_URL) are checked too (checkpoint_timestamp).
+
 Options:
   --server <name>   report only this server's lines (the whole log is checked)
   --anchor <file>   compare with the seal a previous verify recorded there, and
@@ -99,6 +202,12 @@ Options:
                     run: a tail of seals deleted since then is caught (keep the
                     file off the database host). After an anchor mismatch the
                     file keeps the seal it recorded, so the mismatch stays.
+  --public-key <file>  check the signed checkpoints with this Ed25519 public
+                    key (PEM, from \`audit keys new\`), without the audit key
+  --file <export>   with --public-key: check this export, not the database
+  --tsa-cert <file>  with --public-key: check the checkpoints' RFC 3161
+                    timestamps with this TSA certificate (PEM): one by another
+                    TSA, or later than the checkpoint's own time, is a break
   --json            the report as JSON
 
 Exit code 0 when everything holds, 1 on any break.`,
@@ -106,8 +215,21 @@ Exit code 0 when everything holds, 1 on any break.`,
     const { values } = parse(argv, {
       server: { type: 'string' },
       anchor: { type: 'string' },
+      'public-key': { type: 'string' },
+      'tsa-cert': { type: 'string' },
+      file: { type: 'string' },
       json: { type: 'boolean', default: false },
     });
+    const publicKeyFile = values['public-key'];
+    if (values['tsa-cert'] && !publicKeyFile)
+      throw new UsageError('--tsa-cert needs --public-key: it checks the timestamps of signed checkpoints');
+    if (values.file && !publicKeyFile)
+      throw new UsageError('--file needs --public-key: an export is checked against its signed checkpoints');
+    if (publicKeyFile) {
+      if (values.anchor)
+        throw new UsageError('--anchor records seals, checked with the audit key: leave out --public-key');
+      return verifyWithPublicKey(publicKeyFile, values, { env, io });
+    }
     const key = await requireKey(env, false);
     let anchor: { sealNo: number; mac: string } | undefined;
     if (values.anchor) {
@@ -127,30 +249,7 @@ Exit code 0 when everything holds, 1 on any break.`,
           if (seals % 100 === 0) io.progress(`${seals} seals, ${events} events verified`);
         },
       });
-      const json = reportJson(report, values.server);
-      if (values.json) io.out(JSON.stringify(json));
-      else {
-        io.out(
-          `Sealed log: ${report.seals} seal${report.seals === 1 ? '' : 's'} up to event #${report.sealedThrough}` +
-            `${report.checkpoint ? ` (after the prune checkpoint at seal ${report.checkpoint.sealNo})` : ''}; newest seal ${ago(report.newestSealAt)}.`,
-        );
-        if (!json.servers.length) io.out('No sealed events yet.');
-        for (const t of json.servers)
-          io.out(
-            t.present === t.sealed
-              ? `${t.server}: ok, ${t.sealed} sealed events present`
-              : `${t.server}: BROKEN, ${t.sealed} sealed events, ${t.present} present`,
-          );
-        for (const b of json.breaks)
-          io.out(visible(`BROKEN${b.sealNo === null ? '' : ` seal ${b.sealNo}`}: ${b.reason}`));
-        if (json.more_breaks) io.out(`… and ${json.more_breaks} more breaks (see --json)`);
-        for (const w of report.warnings) io.out(visible(`WARNING: ${w.reason}`));
-        io.out(
-          report.unsealed.count
-            ? `Unsealed tail: ${report.unsealed.count} event${report.unsealed.count === 1 ? '' : 's'}, oldest ${ago(report.unsealed.oldestAt)}.`
-            : 'Unsealed tail: none.',
-        );
-      }
+      printReport(io, report, values.server, values.json);
       if (values.anchor) await writeAnchor(sql, values.anchor, report, anchor);
       return report.ok ? 0 : 1;
     });

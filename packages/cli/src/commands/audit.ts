@@ -15,10 +15,12 @@ import {
   type AuditEvent,
   type AuditFilter,
   type Outcome,
+  writeCheckpointedExport,
 } from '@bulkhead/audit';
 import { escapeJson, visible } from '@bulkhead/core/operator';
-import { requireKey } from '../audit-key.ts';
+import { auditSigner, auditTimestamper, requireKey } from '../audit-key.ts';
 import { group, parse, type Command } from '../command.ts';
+import { keysCommand } from './audit-keys.ts';
 import { verifyCommand } from './audit-verify.ts';
 import { withDatabase } from '../database.ts';
 import { parseInstant } from '../duration.ts';
@@ -142,15 +144,23 @@ const exportCommand: Command = {
   name: 'export',
   summary: 'stream events to a file or stdout as JSON Lines or CSV',
   help: `Usage: bulkhead audit export --since <when> [--until <when>] [--format jsonl|csv] [--output <file>] [filters]
+       bulkhead audit export --since <when> [--until <when>] --with-checkpoints [--output <file>]
 
 Streams matching events in sequence order, a batch at a time, so any number of
 events can be exported without loading them into memory.
+
+With --with-checkpoints: the auditor's kit. One JSON Lines file with the signed
+checkpoints covering the events of the range and every event they list, each
+as its sealed body; \`audit verify --file <export> --public-key <file>\` checks
+it with no database and no Bulkhead secret. No filters but the time range: a
+checkpoint is checked whole.
 
 Options:
   --since <when>       required: 2026-11-01, 2026-11-29T10:00Z, or 30d back
   --until <when>       exclusive end (default: now)
   --format jsonl|csv   default jsonl
   --output <file>      write here instead of stdout
+  --with-checkpoints   events as sealed, with their signed checkpoints
   --server, --token, --tool, --outcome   filters as in \`audit tail\``,
   async run(argv, { env, io }) {
     const { values } = parse(argv, {
@@ -158,25 +168,39 @@ Options:
       until: { type: 'string' },
       format: { type: 'string', default: 'jsonl' },
       output: { type: 'string' },
+      'with-checkpoints': { type: 'boolean', default: false },
     });
     if (!values.since) throw new UsageError('--since is required (e.g. --since 30d or --since 2026-11-01)');
     const format = EXPORT_FORMATS.find((f) => f === values.format);
     if (!format) throw new UsageError(`--format: "${values.format}" is not jsonl or csv`);
+    const withCheckpoints = values['with-checkpoints'];
+    if (withCheckpoints && format !== 'jsonl')
+      throw new UsageError('--with-checkpoints writes JSON Lines: leave out --format csv');
+    if (withCheckpoints && (values.server || values.token || values.tool || values.outcome))
+      throw new UsageError(
+        '--with-checkpoints exports whole checkpoints: only --since and --until, no --server, --token, --tool or --outcome',
+      );
     const filter = filterFrom(values);
     return withDatabase(env, io, async ({ sql }) => {
       const out: Writable = values.output ? createWriteStream(values.output) : process.stdout;
-      await write(out, exportHeader(format));
       let count = 0;
-      for await (const e of streamEvents(sql, filter)) {
-        await write(out, exportLine(e, format));
-        if (++count % 10_000 === 0) io.progress(`exported ${count} events`);
+      let checkpoints: number | undefined;
+      if (withCheckpoints) {
+        const range = { since: filter.since!, until: filter.until };
+        ({ events: count, checkpoints } = await writeCheckpointedExport(sql, range, (c) => write(out, c)));
+      } else {
+        await write(out, exportHeader(format));
+        for await (const e of streamEvents(sql, filter)) {
+          await write(out, exportLine(e, format));
+          if (++count % 10_000 === 0) io.progress(`exported ${count} events`);
+        }
       }
       if (values.output) {
         out.end();
         await once(out, 'finish');
       }
       io.err(
-        `Exported ${count} event${count === 1 ? '' : 's'}${values.output ? ` to ${values.output}` : ''}.`,
+        `Exported ${count} event${count === 1 ? '' : 's'}${checkpoints === undefined ? '' : ` with ${checkpoints} checkpoint${checkpoints === 1 ? '' : 's'}`}${values.output ? ` to ${values.output}` : ''}.`,
       );
       return 0;
     });
@@ -196,7 +220,11 @@ the key. One sealer runs at a time, holding a lease it renews (others exit, or
 wait with --follow; a sealer that dies is replaced within 15 s). Sealing waits
 only for transactions that write audit events, and for those at most 10 s:
 numbers of a writer still running are left open in the seal, and its events
-sealed once it ends.
+sealed once it ends. With BULKHEAD_AUDIT_SIGNING_KEY_FILE (a PEM Ed25519 private
+key, \`audit keys new\`), each seal is also signed as a checkpoint, which
+\`audit verify --public-key\` checks without the audit key; with
+BULKHEAD_AUDIT_TSA_URL as well, each checkpoint is then timestamped there
+(RFC 3161), which \`audit verify --tsa-cert\` checks.
 \`pnpm start\` runs a sealer; in production run this as a CronJob, or with --follow.
 
 Options:
@@ -213,16 +241,21 @@ Options:
     if (!Number.isInteger(interval) || interval < 50 || interval > 3_600_000)
       throw new UsageError('--interval: milliseconds from 50 to 3600000');
     const key = await requireKey(env, true);
+    const signer = await auditSigner(env);
+    const timestamp = auditTimestamper(env, signer, (line) => io.err(`bulkhead audit seal: ${line}`));
     return withDatabase(env, io, async ({ sql }) => {
       if (values.follow) {
         const sealer = startSealer(sql, key, {
+          signer,
           intervalMs: interval,
           onError: (err) =>
             io.err(`bulkhead audit seal: ${err instanceof Error ? err.message : String(err)}`),
-          onSeal: (seals) =>
+          onSeal: (seals) => {
             io.progress(
               `sealed up to event #${seals[seals.length - 1]!.lastSeq} (seal ${seals[seals.length - 1]!.sealNo})`,
-            ),
+            );
+            if (timestamp) void timestamp(sql);
+          },
         });
         io.err('Sealing until Ctrl-C.');
         await new Promise<void>((resolve) => {
@@ -232,7 +265,8 @@ Options:
         await sealer.stop();
         return 0;
       }
-      const pass = await sealLog(sql, key);
+      const pass = await sealLog(sql, key, { signer });
+      if (timestamp && pass.seals.length) await timestamp(sql);
       const events = pass.seals.reduce((n, s) => n + s.events, 0);
       const through = pass.seals.length ? pass.seals[pass.seals.length - 1]!.lastSeq : null;
       if (values.json)
@@ -293,10 +327,8 @@ schema owner's connection.`,
   },
 };
 
-export const auditCommand = group('audit', 'Read, export, seal, verify and prune the audit log.', [
-  tail,
-  exportCommand,
-  seal,
-  verifyCommand,
-  prune,
-]);
+export const auditCommand = group(
+  'audit',
+  'Read, export, seal, verify and prune the audit log; make the key that signs it.',
+  [tail, exportCommand, seal, verifyCommand, prune, keysCommand],
+);

@@ -15,7 +15,7 @@ import {
   type Sql,
 } from '@bulkhead/db';
 import { prepareEmbeddedRoles } from '@bulkhead/db/embedded';
-import { auditKey } from '../audit-key.ts';
+import { auditKey, auditSigner, auditTimestamper } from '../audit-key.ts';
 import { deployableRoles } from '../deployable-roles.ts';
 import { parse, referenceOf, type Command } from '../command.ts';
 import type { CliEnv } from '../env.ts';
@@ -399,7 +399,12 @@ Reference: ${referenceOf('start')}.`,
     const urls = await step(prepareRoles(db, env, io, servers));
     const key = await step(auditKey(env, true));
     stack.sealerSql = createSql(urls.sealer ?? db.url, { max: 2, applicationName: 'bulkhead-sealer' });
+    const signer = await step(auditSigner(env));
+    const timestamp = auditTimestamper(env, signer, (line) => io.err(`[sealer] ${line}`));
+    const sealerSql = stack.sealerSql;
     stack.sealer = startSealer(stack.sealerSql, key!, {
+      signer,
+      ...(timestamp ? { onSeal: () => void timestamp(sealerSql) } : {}),
       // While the embedded database is away, the supervisor's lines say so: not the sealer's every try.
       onError: (err) => {
         if (db.embedded && isConnectionError(err)) return;
