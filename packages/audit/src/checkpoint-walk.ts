@@ -9,6 +9,7 @@ import {
 } from './checkpoint.ts';
 import { timestampProblem } from './checkpoint-timestamps.ts';
 import type { BodyFormat } from './sealed-body.ts';
+import { closeRanges } from './open-ranges.ts';
 import type { LogBreak } from './verify.ts';
 
 // The check of signed checkpoints against the events they list, with only the public key: the same
@@ -189,19 +190,7 @@ async function checkEvents(
 
 /** Events that arrived in a range a now-closed seal left open, and that this checkpoint did not list. */
 function closeOpen(c: SignedCheckpoint, walk: CheckpointWalk, fail: Fail): void {
-  const closed = walk.pending.filter((n) => !c.pending.includes(n));
-  for (const [seq, e] of walk.arrived)
-    if (closed.includes(e.sealNo)) {
-      walk.arrived.delete(seq);
-      fail({
-        kind: 'event_unsealed',
-        sealNo: e.sealNo,
-        seq,
-        server: e.server,
-        reason: `event ${seq} (${e.server}, ${e.at.toISOString()}) lies in a range seal ${e.sealNo} left open, but the checkpoint of seal ${c.sealNo}, which closed it, does not list it: inserted afterwards`,
-      });
-    }
-  walk.pending = c.pending;
+  closeRanges(walk, c.pending, `the checkpoint of seal ${c.sealNo}, which closed it, does not list it`, fail);
 }
 
 /** A checkpoint's timestamp, where it has one: by the TSA, over this checkpoint, made when it says. */

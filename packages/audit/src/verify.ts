@@ -1,5 +1,6 @@
 import type { Sql } from '@bulkhead/db';
 import type { CheckpointCoverage } from './checkpoint-walk.ts';
+import { closeRanges } from './open-ranges.ts';
 import { same } from './hash.ts';
 import {
   GENESIS_MAC,
@@ -260,22 +261,10 @@ async function checkSealedEvents(sql: Sql, key: string, seal: Seal, walk: Walk, 
  * seal did not seal was inserted afterwards. Records the seal's own open ranges.
  */
 function closeOpenSeals(seal: Seal, walk: Walk, fail: Fail): void {
-  const closed = walk.pending.filter((n) => !(seal.pending ?? []).includes(n));
-  for (const [seq, e] of walk.arrived)
-    if (closed.includes(e.sealNo)) {
-      walk.arrived.delete(seq);
-      fail({
-        kind: 'event_unsealed',
-        sealNo: e.sealNo,
-        seq,
-        server: e.server,
-        reason: `event ${seq} (${e.server}, ${e.at.toISOString()}) lies in a range seal ${e.sealNo} left open, but was not sealed when seal ${seal.sealNo} closed it: inserted afterwards`,
-      });
-    }
-  for (const n of closed) walk.open.delete(n);
+  const closer = `was not sealed when seal ${seal.sealNo} closed it`;
+  for (const n of closeRanges(walk, seal.pending ?? [], closer, fail)) walk.open.delete(n);
   const own = seal.openRanges ?? [];
   if (own.length) walk.open.set(seal.sealNo, { ranges: own, sealedAt: seal.sealedAt });
-  walk.pending = seal.pending ?? [];
 }
 
 /** Walks every seal after the checkpoint, in order, 200 at a time. */
