@@ -297,6 +297,18 @@ describe('forging, as each server role would if it were compromised', () => {
     const [own] =
       await roles.admin!`select status, scopes from bulkhead_verify_token(${record.id}, ${hash}, 'admin', 'mcp')`;
     expect(own).toEqual({ status: 'ok', scopes: ['invoices:read'] });
+    // Its last-use note commits without waiting for a synchronous standby (a failover's new primary
+    // may have none yet): the check's transaction, and only it, runs with synchronous_commit = local.
+    await db.sql`update bulkhead_tokens set last_used_at = null where id = ${record.id}`;
+    const [noted] = await roles.admin!.begin(
+      (tx) => tx`select (select status from bulkhead_verify_token(${record.id}, ${hash}, 'admin', 'mcp')),
+        current_setting('synchronous_commit') as commit`,
+    );
+    expect(noted).toEqual({ status: 'ok', commit: 'local' });
+    const [after] = await roles.admin!`select current_setting('synchronous_commit') as commit`;
+    expect(after!.commit).toBe('on');
+    const [row] = await db.sql`select last_used_at from bulkhead_tokens where id = ${record.id}`;
+    expect(row!.last_used_at).not.toBeNull();
     // dev-knowledge asking about an admin token, as admin or as itself: refused, or told it is another server's.
     await expect(
       roles['dev-knowledge']!`select * from bulkhead_verify_token(${record.id}, ${hash}, 'admin', 'mcp')`,

@@ -3,6 +3,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createHttpApp } from '../../../index.ts';
 import { revokeToken } from '../../tokens.ts';
+import { TOKEN_CHECK_LIMIT_MS } from './index.ts';
 import {
   addNumbersServer,
   issueTestToken,
@@ -83,3 +84,30 @@ it('is 401 invalid_token with the protected-resource metadata, revoked, expired 
     });
   }
 });
+
+it('answers 503 when the token check stalls (its row locked), rather than hold the request', async () => {
+  const token = await issueTestToken(db.sql, def);
+  const id = token.split('_')[2]!;
+  // Never used: the check notes the first use, and waits for the lock a revocation in progress holds.
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let locked!: () => void;
+  const isLocked = new Promise<void>((r) => (locked = r));
+  const holder = db.sql.begin(async (tx) => {
+    await tx`select id from bulkhead_tokens where id = ${id} for update`;
+    locked();
+    await held;
+  });
+  await isLocked;
+  const started = performance.now();
+  const res = await post(token, call(9));
+  const waited = performance.now() - started;
+  release();
+  await holder;
+  expect(res.status).toBe(503);
+  expect(res.headers.get('retry-after')).toBe('5');
+  expect(await res.text()).toContain('The database is unreachable');
+  expect(waited).toBeGreaterThanOrEqual(TOKEN_CHECK_LIMIT_MS - 50);
+  // Once the lock is gone the same token works.
+  expect((await post(token, call(10))).status).toBe(200);
+}, 20_000);

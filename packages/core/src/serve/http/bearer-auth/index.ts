@@ -1,5 +1,6 @@
 import { isConnectionError } from '@bulkhead/db';
 import type { MiddlewareHandler } from 'hono';
+import { waitAtMost } from '../../../pipeline/call/time-limit.ts';
 import { earlyStep } from '../../../pipeline/observability/tracing.ts';
 import type { TokenVerifier } from '../../tokens.ts';
 import { Refusal } from '../refusal.ts';
@@ -36,6 +37,12 @@ const STATIC_DESCRIPTION =
 const RETRY_PAUSES_MS = [50, 250];
 /** A check that took longer than this to fail met a database that is away, not a stale connection. */
 const QUICK_FAILURE_MS = 500;
+/**
+ * How long a token check may take before the request is answered 503 (the database is away): a
+ * database that stalls (a failover's new primary waiting for a standby, a lock held) would otherwise
+ * hold the request past any time limit, since the check runs before the call and its limit.
+ */
+export const TOKEN_CHECK_LIMIT_MS = 5_000;
 
 /**
  * The token check, tried again on a lost connection. It only reads, so a retry is safe, and a pooled
@@ -96,7 +103,7 @@ export function bearerAuth(verifier: TokenVerifier, challenge: Challenge): Middl
     let verdict: Awaited<ReturnType<TokenVerifier['verify']>>;
     try {
       // A check that went to the database is a step of the request's trace.
-      verdict = await verifyWithRetry(() =>
+      const checked = verifyWithRetry(() =>
         verifier.verify(bearer, (start) =>
           earlyStep(c.req.raw, {
             name: 'token check',
@@ -106,6 +113,7 @@ export function bearerAuth(verifier: TokenVerifier, challenge: Challenge): Middl
           }),
         ),
       );
+      verdict = await waitAtMost(checked, performance.now() + TOKEN_CHECK_LIMIT_MS, TOKEN_CHECK_LIMIT_MS);
     } catch (err) {
       if (!isConnectionError(err)) throw err;
       // The token cannot be checked while the database is away: say so, and when to come back.
