@@ -184,6 +184,11 @@ async function check(o: Outcome) {
       (select count(*)::int from audit_events e where e.approval_id = a.id
          and e.method = 'approvals/execute' and e.outcome = 'executed') as executed
     from bulkhead_approvals a where a.id = any(${approved})`;
+  // Why an approved action ended failed (a refusal because the invoice changed since approval, a time
+  // limit in the failover, …): printed with the figures, since a failed one is not counted as lost.
+  const failed = await sql<{ failure: string; error: string; n: number }[]>`
+    select failure, left(error, 160) as error, count(*)::int as n from bulkhead_approvals
+    where id = any(${approved}) and status = 'failed' group by 1, 2 order by 3 desc`;
   const statuses: Record<string, number> = {};
   for (const r of rows) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
   // Executed twice: two credit notes, or two executed events, for one approval.
@@ -225,6 +230,7 @@ async function check(o: Outcome) {
     tickets: tickets!.effects,
     okTickets: okSubjects.length,
     okWithoutEffect: tickets!.okWithoutEffect,
+    failed: failed.map((f) => `${f.n} × ${f.failure}: ${f.error}`),
   };
 }
 
@@ -247,7 +253,8 @@ async function report(
       `approvals ${c.approved} approved (${JSON.stringify(c.statuses)}), ${c.doubles} executed twice, ${c.executionsLost} approved but not executed; ` +
       `tickets ${c.tickets} written (${c.okTickets} answered ok), ${c.effectsWithoutEvents} effects without events, ${c.okWithoutEffect} ok events without effect; ` +
       `acknowledged writes lost with the old primary: ${c.acknowledgedLost}; ` +
-      `decisions not acknowledged: ${o.rec.decideFailures.length}; errors: ${errors.join(' | ') || 'none'}`,
+      `decisions not acknowledged: ${o.rec.decideFailures.length}; errors: ${errors.join(' | ') || 'none'}; ` +
+      `approved actions failed: ${c.failed.join(' | ') || 'none'}`,
   );
   recordFigures({
     scenario,
