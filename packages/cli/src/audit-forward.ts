@@ -23,7 +23,9 @@ export async function auditDestinations(env: CliEnv): Promise<ForwardDestination
     const caFile = env.BULKHEAD_AUDIT_SYSLOG_CA_FILE;
     const ca = caFile
       ? await readFile(resolve(env.cwd, caFile)).catch((err: NodeJS.ErrnoException) => {
-          throw new CliError(`BULKHEAD_AUDIT_SYSLOG_CA_FILE: cannot read ${caFile} (${err.code ?? err.message})`);
+          throw new CliError(
+            `BULKHEAD_AUDIT_SYSLOG_CA_FILE: cannot read ${caFile} (${err.code ?? err.message})`,
+          );
         })
       : undefined;
     if (ca && !ca.toString('latin1').includes('-----BEGIN CERTIFICATE-----'))

@@ -113,7 +113,9 @@ export async function readSealedBatch(sql: Sql, from: ForwardPosition, limit: nu
         select ${sql.unsafe(EVENT_COLUMNS)} from public.audit_events
         where seq = any (${seqs.map(String)}::text[]::bigint[])`
     : [];
-  const bySeq = new Map(rows.map((r) => [Number(r.seq), { ...(r as unknown as AuditEvent), seq: Number(r.seq) }]));
+  const bySeq = new Map(
+    rows.map((r) => [Number(r.seq), { ...(r as unknown as AuditEvent), seq: Number(r.seq) }]),
+  );
   return {
     events: seqs.flatMap((seq) => bySeq.get(seq) ?? []),
     missing: seqs.filter((seq) => !bySeq.has(seq)),

@@ -59,7 +59,9 @@ function sendBatch(
       ...(isIP(to.host) ? {} : { servername: to.host }),
     });
     const timer = setTimeout(() => {
-      failure ??= new Error(`${to.host}:${to.port} did not close the batch's connection within ${to.timeoutMs / 1000} s`);
+      failure ??= new Error(
+        `${to.host}:${to.port} did not close the batch's connection within ${to.timeoutMs / 1000} s`,
+      );
       socket.destroy();
     }, to.timeoutMs);
     socket.once('secureConnect', () => {

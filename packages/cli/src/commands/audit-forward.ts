@@ -62,7 +62,12 @@ Options:
         try {
           done.push({ destination: destination.name, ...(await forwardAll(sql, destination)) });
         } catch (err) {
-          done.push({ destination: destination.name, forwarded: 0, held: true, error: (err as Error).message });
+          done.push({
+            destination: destination.name,
+            forwarded: 0,
+            held: true,
+            error: (err as Error).message,
+          });
         }
       }
       const lag = new Map((await readForwardLag(sql)).map((l) => [l.destination, l.lag]));
