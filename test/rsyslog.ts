@@ -84,7 +84,7 @@ export async function rsyslogOnLoopback(
     file,
     output: () => output,
     async start() {
-      child = spawn('rsyslogd', ['-n', '-f', conf, '-i', join(work, 'rsyslogd.pid')], {
+      child = spawn('/usr/sbin/rsyslogd', ['-n', '-f', conf, '-i', join(work, 'rsyslogd.pid')], {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
