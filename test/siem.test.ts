@@ -211,12 +211,12 @@ it(
 
     // The truth: every event in the order the seals list them.
     const sealed = (
-      await db.sql<{ seq: string }[]>`select unnest(seqs)::text as seq from audit_seals order by seal_no`
+      await db.sql<{ seq: string }[]>`
+        select e.seq::text as seq from audit_seals, unnest(seqs) with ordinality as e(seq, i) order by seal_no, i`
     ).map((r) => Number(r.seq));
-    const [{ n }] = await db.sql<
-      { n: number }[]
-    >`select count(*)::int as n from audit_events where method = 'tools/call'`;
-    expect(n).toBe(1000);
+    const [counted] = await db.sql<{ n: number }[]>`
+      select count(*)::int as n from audit_events where method = 'tools/call'`;
+    expect(counted!.n).toBe(1000);
     expect(sealed).toHaveLength((await db.sql`select seq from audit_events`).length);
 
     const received = (await readFile(rsyslog.file, 'utf8')).trimEnd().split('\n');

@@ -66,9 +66,10 @@ function recorder(failing: number[] = []): ForwardDestination & { got: number[][
 }
 
 const sealedOrder = async () =>
-  (await db.sql<{ seq: string }[]>`select unnest(seqs)::text as seq from audit_seals order by seal_no`).map(
-    (r) => Number(r.seq),
-  );
+  (
+    await db.sql<{ seq: string }[]>`
+      select e.seq::text as seq from audit_seals, unnest(seqs) with ordinality as e(seq, i) order by seal_no, i`
+  ).map((r) => Number(r.seq));
 
 it('forwards sealed events only, in sealed order, and a failed batch again from the durable position', async () => {
   await append(7);
