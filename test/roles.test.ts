@@ -155,6 +155,12 @@ const EXPECTED: Record<(typeof DEPLOYABLES)[number], Record<string, Rights>> = {
     // Signed checkpoints, written with each seal (0060), and their timestamps (0061).
     audit_checkpoint_timestamps: { select: 'all', insert: 'all' },
     audit_signed_checkpoints: { select: 'all', insert: 'all' },
+    // How far each SIEM destination acknowledged forwarded events, and which forwarder holds it (0062).
+    audit_forward_positions: {
+      select: 'all',
+      insert: 'all',
+      update: ['seal_no', 'sent', 'forwarded', 'holder', 'expires_at', 'updated_at'],
+    },
     // The election: a leased row only the sealer may take.
     audit_sealer_lease: { select: 'all', update: ['holder', 'expires_at'] },
     bulkhead_deployables: { select: 'all' },

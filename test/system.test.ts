@@ -8,11 +8,13 @@ const source = need('golang-github-prometheus-alertmanager-dev');
 const procps = need('procps');
 
 describe('what the suite needs from the system', () => {
-  it('is Prometheus, Alertmanager and its source, git, openssl and ps, each by its Debian package', () => {
+  it('is Prometheus, Alertmanager and its source, rsyslog with TLS, git, openssl and ps, each by its Debian package', () => {
     expect(SYSTEM_NEEDS.map((n) => n.package)).toEqual([
       'prometheus',
       'prometheus-alertmanager',
       'golang-github-prometheus-alertmanager-dev',
+      'rsyslog',
+      'rsyslog-openssl',
       'git',
       'openssl',
       'procps',
@@ -29,6 +31,8 @@ describe('what the suite needs from the system', () => {
     expect(missing.map((n: SystemNeed) => n.package)).toEqual([
       'prometheus',
       'golang-github-prometheus-alertmanager-dev',
+      'rsyslog',
+      'rsyslog-openssl',
       'procps',
     ]);
   });

@@ -24,7 +24,8 @@ export interface SystemNeed {
 
 /**
  * Prometheus and Alertmanager for infra/prometheus's tests and the ops server's (each runs its own on
- * loopback), Alertmanager's Go source for its API document, and the commands other tests run.
+ * loopback), Alertmanager's Go source for its API document, rsyslog for the SIEM stream's test, and the
+ * commands other tests run.
  */
 export const SYSTEM_NEEDS: readonly SystemNeed[] = [
   {
@@ -41,6 +42,10 @@ export const SYSTEM_NEEDS: readonly SystemNeed[] = [
     package: 'golang-github-prometheus-alertmanager-dev',
     files: ['/usr/share/gocode/src/github.com/prometheus/alertmanager'],
   },
+  // A syslog receiver over TLS for test/siem.test.ts (imtcp with the OpenSSL network stream driver).
+  { package: 'rsyslog', files: ['/usr/sbin/rsyslogd'], services: ['rsyslog'] },
+  // Its module (lmnsd_ossl.so) lies in an architecture's folder: found by the package's copyright file.
+  { package: 'rsyslog-openssl', files: ['/usr/share/doc/rsyslog-openssl/copyright'] },
   { package: 'git', commands: ['git'] },
   { package: 'openssl', commands: ['openssl'] },
   { package: 'procps', commands: ['ps'] },

@@ -35,13 +35,13 @@ describe('infra/prometheus, checked by promtool and amtool', () => {
     const r = run(promtool(), ['check', 'config', 'prometheus.yml']);
     expect(r.code, r.output).toBe(0);
     expect(r.output).toContain('SUCCESS: 1 rule files found');
-    expect(r.output).toContain('SUCCESS: 4 rules found');
+    expect(r.output).toContain('SUCCESS: 5 rules found');
   });
 
-  it('promtool check rules: the four rules of bulkhead-rules.yml', () => {
+  it('promtool check rules: the five rules of bulkhead-rules.yml', () => {
     const r = run(promtool(), ['check', 'rules', 'bulkhead-rules.yml']);
     expect(r.code, r.output).toBe(0);
-    expect(r.output).toContain('SUCCESS: 4 rules found');
+    expect(r.output).toContain('SUCCESS: 5 rules found');
   });
 
   it('promtool test rules: each rule fires after its `for` and not before (rules.test.yml)', () => {

@@ -64,3 +64,18 @@ export type { CheckpointCoverage } from './checkpoint-walk.ts';
 export { verifyExport, writeCheckpointedExport, CHECKPOINTED_EXPORT } from './checkpoint-export.ts';
 export { LEASE_MS } from './lease.ts';
 export { pruneLog, type PruneResult } from './prune.ts';
+export type { ForwardDestination } from './forward/destination.ts';
+export { syslogDestination, type SyslogTarget } from './forward/syslog-tls.ts';
+export { ocsfFileDestination } from './forward/ocsf-file.ts';
+export { ocsfApiActivity, OCSF_API_ACTIVITY, OCSF_VERSION } from './forward/ocsf.ts';
+export { syslogMessage, octetFrame } from './forward/syslog.ts';
+export {
+  forwardAll,
+  forwardBatch,
+  startForwarder,
+  FORWARD_BATCH,
+  type Forwarder,
+  type ForwarderOptions,
+  type ForwardPass,
+} from './forward/forwarder.ts';
+export { readForwardLag, type ForwardLag, type ForwardPosition } from './forward/position.ts';

@@ -19,6 +19,12 @@ const schema = z
     BULKHEAD_AUDIT_SIGNING_KEY_FILE: z.string().min(1).optional(),
     /** An RFC 3161 time-stamping authority: the sealer has each signed checkpoint timestamped there. */
     BULKHEAD_AUDIT_TSA_URL: z.url({ protocol: /^https?$/ }).optional(),
+    /** A syslog receiver (`tls://host:port`, RFC 5425): the sealer forwards every sealed event there. */
+    BULKHEAD_AUDIT_SYSLOG_URL: z.url({ protocol: /^tls$/, hostname: /^.+$/ }).optional(),
+    /** PEM certificates the syslog receiver's certificate must chain to (default: the system's). */
+    BULKHEAD_AUDIT_SYSLOG_CA_FILE: z.string().min(1).optional(),
+    /** A file the sealer appends every sealed event to, as OCSF API Activity events (JSON Lines). */
+    BULKHEAD_AUDIT_OCSF_FILE: z.string().min(1).optional(),
     /** Who is at the keyboard, recorded as a token's `created_by`. */
     BULKHEAD_OPERATOR: z.string().min(1).optional(),
     /** The approver token `approvals approve|reject` decides with (or `--approver-token`). */

@@ -131,6 +131,11 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
         await tx`grant select, insert on audit_signed_checkpoints to ${r}`;
         await tx`grant select, insert on audit_checkpoint_timestamps to ${r}`;
         await tx`grant select on audit_prune_checkpoint to ${r}`;
+        // Forwarding to a SIEM: how far each destination acknowledged, and who forwards it now (0062).
+        await tx`grant select, insert on audit_forward_positions to ${r}`;
+        await tx`grant update (seal_no, sent, forwarded, holder, expires_at, updated_at)
+          on audit_forward_positions to ${r}`;
+        await tx`grant execute on function bulkhead_audit_forward_lag() to ${r}`;
         // The election (a leased row, not a lock any role could take) and the count of seals made.
         await tx`grant select, update (holder, expires_at) on audit_sealer_lease to ${r}`;
         await tx`grant select, update on sequence audit_seals_made to ${r}`;
@@ -150,6 +155,7 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
       await policy(tx, `bh_${role}_append`, 'audit_events', 'insert', role, null, 'true');
       await tx`grant execute on function bulkhead_verify_token(text, bytea, text, text) to ${r}`;
       await tx`grant execute on function bulkhead_audit_backlog() to ${r}`;
+      await tx`grant execute on function bulkhead_audit_forward_lag() to ${r}`;
       if (spec.kind === 'mcp') {
         // Counts are exchanged through a function; no privilege on the table, so no lock on it either.
         await tx`drop policy if exists ${tx(`bh_${role}_own`)} on bulkhead_rate_limits`;

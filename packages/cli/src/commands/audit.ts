@@ -18,8 +18,10 @@ import {
   writeCheckpointedExport,
 } from '@bulkhead/audit';
 import { escapeJson, visible } from '@bulkhead/core/operator';
+import { auditDestinations, startAuditForwarding } from '../audit-forward.ts';
 import { auditSigner, auditTimestamper, requireKey } from '../audit-key.ts';
 import { group, parse, type Command } from '../command.ts';
+import { forwardCommand } from './audit-forward.ts';
 import { keysCommand } from './audit-keys.ts';
 import { verifyCommand } from './audit-verify.ts';
 import { withDatabase } from '../database.ts';
@@ -224,7 +226,9 @@ sealed once it ends. With BULKHEAD_AUDIT_SIGNING_KEY_FILE (a PEM Ed25519 private
 key, \`audit keys new\`), each seal is also signed as a checkpoint, which
 \`audit verify --public-key\` checks without the audit key; with
 BULKHEAD_AUDIT_TSA_URL as well, each checkpoint is then timestamped there
-(RFC 3161), which \`audit verify --tsa-cert\` checks.
+(RFC 3161), which \`audit verify --tsa-cert\` checks. With --follow and
+BULKHEAD_AUDIT_SYSLOG_URL or BULKHEAD_AUDIT_OCSF_FILE set, sealed events are
+also forwarded there, as \`audit forward --follow\` does.
 \`pnpm start\` runs a sealer; in production run this as a CronJob, or with --follow.
 
 Options:
@@ -243,8 +247,15 @@ Options:
     const key = await requireKey(env, true);
     const signer = await auditSigner(env);
     const timestamp = auditTimestamper(env, signer, (line) => io.err(`bulkhead audit seal: ${line}`));
+    const destinations = values.follow ? await auditDestinations(env) : [];
     return withDatabase(env, io, async ({ sql }) => {
       if (values.follow) {
+        const forwarder = destinations.length
+          ? startAuditForwarding(sql, destinations, {
+              err: (line) => io.err(`bulkhead audit seal: ${line}`),
+              progress: io.progress,
+            })
+          : undefined;
         const sealer = startSealer(sql, key, {
           signer,
           intervalMs: interval,
@@ -255,14 +266,18 @@ Options:
               `sealed up to event #${seals[seals.length - 1]!.lastSeq} (seal ${seals[seals.length - 1]!.sealNo})`,
             );
             if (timestamp) void timestamp(sql);
+            forwarder?.nudge();
           },
         });
-        io.err('Sealing until Ctrl-C.');
+        io.err(
+          `Sealing${forwarder ? ` and forwarding to ${destinations.map((d) => d.name).join(' and ')}` : ''} until Ctrl-C.`,
+        );
         await new Promise<void>((resolve) => {
           process.once('SIGINT', resolve);
           process.once('SIGTERM', resolve);
         });
         await sealer.stop();
+        await forwarder?.stop();
         return 0;
       }
       const pass = await sealLog(sql, key, { signer });
@@ -329,6 +344,6 @@ schema owner's connection.`,
 
 export const auditCommand = group(
   'audit',
-  'Read, export, seal, verify and prune the audit log; make the key that signs it.',
-  [tail, exportCommand, seal, verifyCommand, prune, keysCommand],
+  'Read, export, seal, forward, verify and prune the audit log; make the key that signs it.',
+  [tail, exportCommand, seal, forwardCommand, verifyCommand, prune, keysCommand],
 );

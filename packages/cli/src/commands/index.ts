@@ -48,7 +48,7 @@ export const commands: CommandEntry[] = [
   },
   {
     name: 'audit',
-    summary: 'Read, export, seal, verify and prune the audit log; make the key that signs it.',
+    summary: 'Read, export, seal, forward, verify and prune the audit log; make the key that signs it.',
     load: async () => (await import('./audit.ts')).auditCommand,
   },
   {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { startSealer, type Sealer } from '@bulkhead/audit';
+import { startSealer, type Forwarder, type Sealer } from '@bulkhead/audit';
 import { shownUrl } from '@bulkhead/core/operator';
 import type { MailCatcher } from '@bulkhead/core/mail-catcher';
 import {
@@ -15,6 +15,7 @@ import {
   type Sql,
 } from '@bulkhead/db';
 import { prepareEmbeddedRoles } from '@bulkhead/db/embedded';
+import { auditDestinations, startAuditForwarding } from '../audit-forward.ts';
 import { auditKey, auditSigner, auditTimestamper } from '../audit-key.ts';
 import { deployableRoles } from '../deployable-roles.ts';
 import { parse, referenceOf, type Command } from '../command.ts';
@@ -102,6 +103,8 @@ interface Stack {
   children: Map<string, ChildProcess>;
   stopping: boolean;
   sealer?: Sealer;
+  /** Forwards sealed events to the SIEM, when BULKHEAD_AUDIT_SYSLOG_URL or BULKHEAD_AUDIT_OCSF_FILE is set. */
+  forwarder?: Forwarder;
   sealerSql?: Sql;
   catcher?: MailCatcher;
 }
@@ -124,6 +127,7 @@ async function stopStack(stack: Stack, io: Io, code: number): Promise<void> {
     ),
   );
   await stack.sealer?.stop();
+  await stack.forwarder?.stop();
   await stack.sealerSql?.end({ timeout: 2 });
   await stack.catcher?.close();
   const db = await stack.opening?.catch(() => undefined);
@@ -320,7 +324,9 @@ Starts the embedded PostgreSQL (unless DATABASE_URL is set), applies the
 migrations, creates every deployable's group role with its grants and a login
 role per server (passwords generated into the data dir), prepares the demo data
 on a first start, then starts every server under servers/ as its own process on
-its own port, connected under its own role, runs the audit sealer, and prints
+its own port, connected under its own role, runs the audit sealer (which
+forwards sealed events when BULKHEAD_AUDIT_SYSLOG_URL or BULKHEAD_AUDIT_OCSF_FILE
+is set, as \`audit seal --follow\` does), and prints
 the URLs and which role each server is connected as. Approved e-mails go to
 a mail catcher on loopback (an SMTP server this command runs) and show on the
 console's Sent mail page; with BULKHEAD_SMTP_URL set they go there instead.
@@ -402,9 +408,18 @@ Reference: ${referenceOf('start')}.`,
     const signer = await step(auditSigner(env));
     const timestamp = auditTimestamper(env, signer, (line) => io.err(`[sealer] ${line}`));
     const sealerSql = stack.sealerSql;
+    const destinations = await step(auditDestinations(env));
+    if (destinations.length)
+      stack.forwarder = startAuditForwarding(sealerSql, destinations, {
+        err: (line) => io.err(`[forwarder] ${line}`),
+        progress: () => {},
+      });
     stack.sealer = startSealer(stack.sealerSql, key!, {
       signer,
-      ...(timestamp ? { onSeal: () => void timestamp(sealerSql) } : {}),
+      onSeal: () => {
+        if (timestamp) void timestamp(sealerSql);
+        stack.forwarder?.nudge();
+      },
       // While the embedded database is away, the supervisor's lines say so: not the sealer's every try.
       onError: (err) => {
         if (db.embedded && isConnectionError(err)) return;

@@ -51,6 +51,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
   const count = requestMetrics(registry);
   if (sources.tokenCache) tokenCacheMetrics(registry, sources.tokenCache);
   auditBacklogMetrics(registry, sources, db.read);
+  auditForwardMetrics(registry, sources.sql, db.read);
   if (sources.approvals) approvalQueueMetrics(registry, sources.sql, db.read);
   connectionMetrics(registry, sources, db);
   const upstream = upstreamMetrics(registry);
@@ -239,6 +240,48 @@ function auditBacklogMetrics(
       if (row) this.set((row.age ?? 0) > overdueAfter ? 1 : 0);
     },
   });
+}
+
+/**
+ * The lag of forwarding to the SIEM, per destination the sealer forwards to: events sealed but not yet
+ * acknowledged, and how long ago the oldest of them was sealed. No series while nothing is forwarded.
+ */
+function auditForwardMetrics(registry: Registry, sql: Sql, read: DatabaseReader['read']): void {
+  type Lag = { destination: string; lag: string; age: number | null };
+  // One query a scrape answers both gauges; undefined when the database could not be read, and then
+  // both keep their last values, as the other gauges do.
+  let lag: Promise<Lag[] | undefined> | undefined;
+  const readLag = () =>
+    (lag ??= read(() =>
+      sql<Lag[]>`
+        select destination, lag, extract(epoch from now() - oldest_at)::float8 as age
+        from bulkhead_audit_forward_lag()`.then((rows) => [rows]),
+    )
+      .then(([rows]) => rows)
+      .finally(() => (lag = undefined)));
+  const gauge = (name: string, help: string, value: (r: Lag) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['destination'] as const,
+      registers: [registry],
+      async collect() {
+        const rows = await readLag();
+        if (!rows) return;
+        this.reset();
+        for (const r of rows) this.set({ destination: r.destination }, value(r));
+      },
+    });
+  gauge(
+    'bulkhead_audit_forward_lag_events',
+    'Sealed audit events a SIEM destination has not acknowledged yet, by destination.',
+    (r) => Number(r.lag),
+  );
+  gauge(
+    'bulkhead_audit_forward_lag_seconds',
+    'How long ago the oldest sealed audit event a SIEM destination has not acknowledged was sealed (0 when none), by destination.',
+    (r) => r.age ?? 0,
+  );
 }
 
 /** The approval queue: pending requests and the age of the oldest. */
