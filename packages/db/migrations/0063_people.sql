@@ -104,6 +104,7 @@ revoke all on function bulkhead_oidc_begin(text, text, text, text, text, text, t
 create function bulkhead_oidc_resume(p_state text, p_bindings text[])
 returns table (issuer text, client_id text, nonce text, verifier text, next text)
 language plpgsql security definer set search_path = pg_catalog, public, pg_temp as $$
+#variable_conflict use_column
 begin
   return query update public.bulkhead_oidc_sign_ins s set resumed_at = now()
     where s.state_hash = sha256(convert_to(coalesce(p_state, ''), 'UTF8'))
@@ -248,6 +249,7 @@ create function bulkhead_console_oidc_sign_in(p_state text, p_id_token text, p_g
 returns table (outcome text, person_id text, token_id text, label text, issuer text, subject text, name text,
   email text, groups text[], scopes text[])
 language plpgsql security definer set search_path = pg_catalog, public, pg_temp as $$
+#variable_conflict use_column
 declare
   f public.bulkhead_oidc_sign_ins;
   c jsonb := public.bulkhead_jwt_claims(p_id_token);

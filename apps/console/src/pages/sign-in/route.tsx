@@ -94,16 +94,6 @@ async function signIn(c: ConsoleRequest, ctx: ConsoleContext) {
   }
   const form = await c.req.parseBody();
   const next = nextPath(field(form, 'next'));
-  if (
-    !(await redeemSignInForm(
-      sql,
-      field(form, '_csrf') ?? '',
-      cookieValues(c.req.header('cookie'), cookies.login),
-    ))
-  ) {
-    await refused('form_not_valid', 'bad_request');
-    return loginForm(c, ctx, 'The sign-in form had expired. Please enter your token again.', 400, next);
-  }
   if (!ctx.tokenSignIn) {
     await refused('token_sign_in_off', 'forbidden');
     return loginForm(
@@ -113,6 +103,17 @@ async function signIn(c: ConsoleRequest, ctx: ConsoleContext) {
       403,
       next,
     );
+  }
+
+  if (
+    !(await redeemSignInForm(
+      sql,
+      field(form, '_csrf') ?? '',
+      cookieValues(c.req.header('cookie'), cookies.login),
+    ))
+  ) {
+    await refused('form_not_valid', 'bad_request');
+    return loginForm(c, ctx, 'The sign-in form had expired. Please enter your token again.', 400, next);
   }
   const presented = field(form, 'token')?.trim() ?? '';
   const verdict = await ctx.verifier.verify(presented);
