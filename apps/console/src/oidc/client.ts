@@ -48,6 +48,19 @@ export interface OidcClient {
   finish(callback: URL, flow: { state: string; nonce: string; verifier: string }): Promise<OidcResult>;
 }
 
+/** An error's message with those of its causes (openid-client wraps what oauth4webapi found). */
+function causes(err: unknown): string {
+  const messages: string[] = [];
+  for (let e = err; e instanceof Error && messages.length < 4; e = e.cause) {
+    if (!messages.includes(e.message)) messages.push(e.message);
+    // An OAuth error response: its code (`invalid_grant`) and description say what the IdP refused.
+    const { error, error_description: description } = e as { error?: unknown; error_description?: unknown };
+    if (typeof error === 'string')
+      messages.push(typeof description === 'string' ? `${error} (${description})` : error);
+  }
+  return messages.join(': ');
+}
+
 /** Plain http is allowed only for an IdP on loopback (tests, a local Keycloak). */
 function loopback(url: URL): boolean {
   return ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
@@ -116,7 +129,7 @@ export function createOidcClient(settings: OidcSettings): OidcClient {
         return { idToken: tokens.id_token, sub: claims.sub };
       } catch (err) {
         if (err instanceof OidcRefusal) throw err;
-        throw new OidcRefusal('response_invalid', (err as Error).message);
+        throw new OidcRefusal('response_invalid', causes(err));
       }
     },
   };

@@ -89,13 +89,19 @@ async function callback(c: ConsoleRequest, ctx: ConsoleContext, oidc: NonNullabl
     status: 400 | 401 | 403,
     message: string,
     person?: SignedInPerson,
+    detail?: string,
   ) => {
     await auditSignIn(
       c,
       ctx,
       started,
       outcome,
-      { reason, via: 'oidc', ...(person ? { person: personSummary(person) } : {}) },
+      {
+        reason,
+        via: 'oidc',
+        ...(detail ? { detail } : {}),
+        ...(person ? { person: personSummary(person) } : {}),
+      },
       person ? { tokenId: person.tokenId ?? undefined, label: person.label } : {},
     );
     ctx.logger.info({ source, reason }, 'console sign-in refused');
@@ -124,6 +130,8 @@ async function callback(c: ConsoleRequest, ctx: ConsoleContext, oidc: NonNullabl
       'unauthorized',
       401,
       `The identity provider's answer was refused: ${err.message}. Sign in again.`,
+      undefined,
+      err.message,
     );
   }
   const sid = randomToken();
@@ -136,7 +144,8 @@ async function callback(c: ConsoleRequest, ctx: ConsoleContext, oidc: NonNullabl
         ${randomToken()}, ${ctx.sessionHours})`;
   } catch (err) {
     if ((err as { code?: string }).code !== '42501') throw err;
-    return refuse('id_token_refused', 'unauthorized', 401, `${(err as Error).message}. Sign in again.`);
+    const message = (err as Error).message;
+    return refuse('id_token_refused', 'unauthorized', 401, `${message}. Sign in again.`, undefined, message);
   }
   if (!person) throw new Error('bulkhead_console_oidc_sign_in answered no row');
   if (person.outcome !== 'ok')
