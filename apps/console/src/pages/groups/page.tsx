@@ -14,6 +14,56 @@ function rights(g: GroupRights): string {
   ].join('; ');
 }
 
+/** The mapped groups, each with a button that takes its rights away. */
+function GroupTable({ groups, csrf }: { groups: GroupRights[]; csrf: string }) {
+  return (
+    <section class="card" aria-labelledby="groups-heading">
+      <h2 id="groups-heading">Groups with rights</h2>
+      {groups.length === 0 ? (
+        <p>No group has rights: everyone who signs in with a company account is refused.</p>
+      ) : (
+        <table class="stack">
+          <caption>Every mapped group, by name.</caption>
+          <thead>
+            <tr>
+              <th scope="col">Group</th>
+              <th scope="col">Rights</th>
+              <th scope="col">Changed</th>
+              <th scope="col">
+                <span class="visually-hidden">Remove</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {groups.map((g) => (
+              <tr>
+                <td data-label="Group">
+                  <code>
+                    <Shown text={g.group} />
+                  </code>
+                </td>
+                <td data-label="Rights">{rights(g)}</td>
+                <td data-label="Changed">
+                  {when(g.updatedAt)} by <Shown text={g.updatedBy} />
+                </td>
+                <td>
+                  <form method="post" action="/operator/groups/remove">
+                    <input type="hidden" name="_csrf" value={csrf} />
+                    <input type="hidden" name="group" value={g.group} />
+                    <button class="secondary" type="submit" aria-label={`Remove the rights of ${g.group}`}>
+                      Remove
+                    </button>
+                  </form>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
 /** The operators' page of the identity provider's groups and the rights each gives (`bulkhead groups`). */
 export function GroupsPage(props: {
   approver: Approver;
@@ -40,50 +90,7 @@ export function GroupsPage(props: {
           {props.error}
         </div>
       )}
-      <section class="card" aria-labelledby="groups-heading">
-        <h2 id="groups-heading">Groups with rights</h2>
-        {props.groups.length === 0 ? (
-          <p>No group has rights: everyone who signs in with a company account is refused.</p>
-        ) : (
-          <table class="stack">
-            <caption>Every mapped group, by name.</caption>
-            <thead>
-              <tr>
-                <th scope="col">Group</th>
-                <th scope="col">Rights</th>
-                <th scope="col">Changed</th>
-                <th scope="col">
-                  <span class="visually-hidden">Remove</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.groups.map((g) => (
-                <tr>
-                  <td data-label="Group">
-                    <code>
-                      <Shown text={g.group} />
-                    </code>
-                  </td>
-                  <td data-label="Rights">{rights(g)}</td>
-                  <td data-label="Changed">
-                    {when(g.updatedAt)} by <Shown text={g.updatedBy} />
-                  </td>
-                  <td>
-                    <form method="post" action="/operator/groups/remove">
-                      <input type="hidden" name="_csrf" value={csrf} />
-                      <input type="hidden" name="group" value={g.group} />
-                      <button class="secondary" type="submit" aria-label={`Remove the rights of ${g.group}`}>
-                        Remove
-                      </button>
-                    </form>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </section>
+      <GroupTable groups={props.groups} csrf={csrf} />
       <section class="card narrow" aria-labelledby="add-heading">
         <h2 id="add-heading">Give a group rights</h2>
         <form method="post" action="/operator/groups">
