@@ -148,3 +148,27 @@ it('cannot verify the signature: a login that starts a sign-in itself and forges
     console`insert into bulkhead_groups (idp_group, operate, updated_by) values ('x', true, 'me')`,
   ).rejects.toMatchObject(refused);
 });
+
+it("grants MCP clients OAuth access only within the person's groups' --tokens rights, read at the grant", async () => {
+  await setGroup(db.sql, {
+    group: 'support',
+    approve: [],
+    operate: false,
+    tokens: ['admin:invoices:read'],
+    operator: 'test',
+  });
+  const { state, nonce } = await started();
+  const sid = random();
+  await signIn(state, idToken(claims(nonce, { sub: 'sam-1', name: 'Sam', groups: ['support'] })), sid);
+  await console`insert into bulkhead_oauth_clients (client_id, source, client_name, redirect_uris) values ('c_people', 'registered', 'Cursor',
+    ${['http://127.0.0.1:9/cb']})`;
+  const grant = (scopes: string[]) =>
+    console`select bulkhead_oauth_grant(${sid}, ${`g_${randomBytes(12).toString('base64url')}`}, 'c_people', 'admin',
+      ${scopes}, null, ${`bhc_${random()}`}, 'http://127.0.0.1:9/cb', ${random()}, 'http://127.0.0.1:3101/mcp', 60)`;
+  await grant(['invoices:read']);
+  await expect(grant(['invoices:read', 'invoices:write'])).rejects.toThrow(
+    'Sam may not grant access to admin with scopes invoices:read invoices:write',
+  );
+  await db.sql`delete from bulkhead_groups where idp_group = 'support'`;
+  await expect(grant(['invoices:read'])).rejects.toThrow('lacks grants:issue');
+});
