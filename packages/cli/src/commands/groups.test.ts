@@ -64,7 +64,7 @@ describe('bulkhead groups', () => {
         group: 'finance',
       })),
     );
-  });
+  }, 90_000);
 
   it('refuses a group without rights, an unknown server or scope, and removing a group that has none', async () => {
     expect((await runCli(['groups', 'add', 'sales'], env)).stderr).toContain(
@@ -79,5 +79,5 @@ describe('bulkhead groups', () => {
     const gone = await runCli(['groups', 'remove', 'sales'], env);
     expect(gone.code).toBe(1);
     expect(gone.stderr).toContain('group "sales" has no rights');
-  });
+  }, 90_000);
 });
