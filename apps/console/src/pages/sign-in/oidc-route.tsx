@@ -37,6 +37,17 @@ async function begin(c: ConsoleRequest, ctx: ConsoleContext, oidc: NonNullable<C
     });
     return c.redirect(flow.url.href, 302);
   } catch (err) {
+    if ((err as { code?: string }).code === '54000') {
+      await auditSignIn(c, ctx, started, 'rate_limited', { reason: 'too_many_in_flight', via: 'oidc' });
+      return page(
+        c,
+        <MessagePage
+          title="Too many sign-ins"
+          message="Too many sign-ins were started from your address in the last ten minutes. Finish one, or try again later."
+        />,
+        429,
+      );
+    }
     if (!(err instanceof OidcRefusal)) throw err;
     await auditSignIn(c, ctx, started, 'unavailable', { reason: err.reason, via: 'oidc' });
     ctx.logger.warn({ err }, 'identity provider unreachable');
