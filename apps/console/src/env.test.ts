@@ -48,7 +48,7 @@ it('names each missing or conflicting OpenID Connect setting, and refuses token 
     'BULKHEAD_OIDC_CLIENT_SECRET_FILE: set BULKHEAD_OIDC_CLIENT_SECRET or BULKHEAD_OIDC_CLIENT_SECRET_FILE, not both (got a value of 2 characters, not shown)',
   ]);
   expect(problems({ BULKHEAD_CONSOLE_TOKEN_SIGN_IN: 'off' })).toEqual([
-    'BULKHEAD_CONSOLE_TOKEN_SIGN_IN: off needs BULKHEAD_OIDC_ISSUER: nobody could sign in',
+    'BULKHEAD_CONSOLE_TOKEN_SIGN_IN: off needs BULKHEAD_OIDC_ISSUER: nobody could sign in (got a value of 3 characters, not shown)',
   ]);
   expect(problems({ ...OIDC, BULKHEAD_OIDC_CLIENT_SECRET_FILE: '/nonexistent/secret' })[0]).toMatch(
     /^BULKHEAD_OIDC_CLIENT_SECRET_FILE: cannot be read: ENOENT/,
