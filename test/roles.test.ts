@@ -139,6 +139,9 @@ const EXPECTED: Record<(typeof DEPLOYABLES)[number], Record<string, Rights>> = {
     bulkhead_console_sign_in_failures: { select: 'all', insert: 'all', update: 'all', delete: true },
     bulkhead_console_sign_in_forms: { select: 'all', insert: 'all', delete: true },
     bulkhead_deployables: { select: 'all' },
+    // People and the group mapping hold no secret: read for the pages, written only through functions
+    // (a sign-in the database started, an operator's proof).
+    bulkhead_groups: { select: 'all' },
     // The OAuth authorization server's own tables; grants, codes, refresh tokens and the token table are
     // written only through functions that take an approver's proof or the grant's own secrets.
     bulkhead_oauth_clients: { select: 'all', insert: 'all', update: 'all' },
@@ -146,6 +149,7 @@ const EXPECTED: Record<(typeof DEPLOYABLES)[number], Record<string, Rights>> = {
     bulkhead_oauth_grants: { select: 'all' },
     bulkhead_oauth_refresh_tokens: { select: 'all', update: ['used_at'] },
     bulkhead_outbox: { select: 'all' },
+    bulkhead_persons: { select: 'all' },
     customers: { select: ['id', 'name'] },
   },
   sealer: {

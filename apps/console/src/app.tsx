@@ -12,6 +12,7 @@ import { ownOrigin } from './middleware/own-origin.ts';
 import { requestAudit } from './middleware/request-audit.ts';
 import { securityHeaders } from './middleware/security-headers.ts';
 import type { OAuthServer } from './oauth/context.ts';
+import { createOidcClient, type OidcSettings } from './oidc/client.ts';
 import type { RegistrationPolicy } from './oauth/registration-limit.ts';
 import { mountOAuth } from './oauth/routes.ts';
 import { mountApprovals } from './pages/approval/route.tsx';
@@ -22,6 +23,8 @@ import { mountIssueToken } from './pages/issue-token/route.tsx';
 import { mountPending } from './pages/pending/route.tsx';
 import { mountRevokePerson } from './pages/revoke-person/route.tsx';
 import { mountMail } from './pages/sent-mail/route.tsx';
+import { mountGroups } from './pages/groups/route.tsx';
+import { mountOidcSignIn } from './pages/sign-in/oidc-route.tsx';
 import { mountSignIn } from './pages/sign-in/route.tsx';
 import { mountSignOut } from './pages/sign-in/sign-out-route.ts';
 import { createSignInThrottle, type SignInPolicy } from './pages/sign-in/throttle.ts';
@@ -61,6 +64,10 @@ export interface ConsoleOptions {
   registrationPolicy?: RegistrationPolicy;
   /** `BULKHEAD_AUDIT_KEY`: the sealer's key, with which the audit log's event pages verify each event. */
   auditKey?: string | undefined;
+  /** The company's OpenID Provider (`BULKHEAD_OIDC_*`): people sign in there, with rights from their groups. */
+  oidc?: OidcSettings | undefined;
+  /** `BULKHEAD_CONSOLE_TOKEN_SIGN_IN`: approver tokens open the console (default true). */
+  tokenSignIn?: boolean;
 }
 
 /** The console app and how to release what it holds. */
@@ -109,9 +116,12 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
     cookies: {
       session: secure ? '__Host-bh_session' : 'bh_session',
       login: secure ? '__Host-bh_login' : 'bh_login',
+      oidc: secure ? '__Host-bh_oidc' : 'bh_oidc',
       attributes: { httpOnly: true, sameSite: 'Strict', path: '/', secure },
     },
     servers: options.oauthServers ?? [],
+    oidc: options.oidc ? createOidcClient(options.oidc) : undefined,
+    tokenSignIn: options.tokenSignIn ?? true,
   };
 
   const app = new Hono<ConsoleEnv>();
@@ -122,6 +132,7 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
   app.use(bodyLimit({ maxSize: FORM_LIMIT, onError: (c) => c.text('Form too large.', 413) }));
   mountProbes(app, ctx, metrics, options.metricsToken);
   mountSignIn(app, ctx);
+  mountOidcSignIn(app, ctx);
   mountOAuth(app, {
     sql,
     logger,
@@ -131,7 +142,7 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
     ...(options.registrationPolicy ? { registrationPolicy: options.registrationPolicy } : {}),
     session: async (c) => {
       const sid = getCookie(c, ctx.cookies.session);
-      return sid ? findSession(sql, sid) : undefined;
+      return sid ? findSession(sql, sid, ctx.tokenSignIn) : undefined;
     },
   });
   // Everything below needs an approver.
@@ -149,6 +160,7 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
   mountAuditLog(app, ctx);
   mountCharts(app, ctx);
   mountTools(app, ctx);
+  mountGroups(app, ctx);
 
   app.notFound((c) => c.text('Not found.', 404));
   app.onError((err, c) => {

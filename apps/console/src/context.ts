@@ -5,6 +5,7 @@ import type { Sql } from '@bulkhead/db';
 import type { Context } from 'hono';
 import type { ConsoleAudit } from './middleware/request-audit.ts';
 import type { OAuthServer } from './oauth/context.ts';
+import type { OidcClient } from './oidc/client.ts';
 import type { SignInThrottle } from './pages/sign-in/throttle.ts';
 import type { Approver } from './sessions.ts';
 
@@ -21,6 +22,8 @@ export type ConsoleRequest = Context<ConsoleEnv>;
 export interface ConsoleCookies {
   session: string;
   login: string;
+  /** Binds a sign-in at the IdP to the browser that started it (SameSite=Lax: the IdP sends it back). */
+  oidc: string;
   attributes: { httpOnly: true; sameSite: 'Strict'; path: '/'; secure: boolean };
 }
 
@@ -45,4 +48,8 @@ export interface ConsoleContext {
   cookies: ConsoleCookies;
   /** The MCP servers, with their MCP URL, scopes and customer binding: operators issue tokens for these. */
   servers: OAuthServer[];
+  /** The company's OpenID Provider, when people sign in there (`BULKHEAD_OIDC_ISSUER`). */
+  oidc: OidcClient | undefined;
+  /** Approver tokens open the console (`BULKHEAD_CONSOLE_TOKEN_SIGN_IN`, default on). */
+  tokenSignIn: boolean;
 }

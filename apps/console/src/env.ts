@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { baseEnvShape, boolEnv, ownManifest, parseEnv, workspaceRoot } from '@bulkhead/core';
 import { z } from 'zod';
@@ -8,6 +9,20 @@ const manifest = ownManifest(pkg);
 
 /** The port when `PORT` is unset: the manifest's (`bulkhead.port` in package.json), written nowhere else. */
 export const DEFAULT_PORT = manifest.port;
+
+/** The first line of a secret's file; a file that cannot be read is a configuration problem. */
+function secretFile(path: string, ctx: z.RefinementCtx): string {
+  try {
+    return readFileSync(path, 'utf8').split('\n')[0]!.trim();
+  } catch (err) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['BULKHEAD_OIDC_CLIENT_SECRET_FILE'],
+      message: `cannot be read: ${(err as Error).message}`,
+    });
+    return '';
+  }
+}
 
 const schema = z
   .object({
@@ -65,11 +80,58 @@ const schema = z
     BULKHEAD_METRICS_TOKEN: z.string().min(16).optional(),
     /** The sealer's key: with it the audit log's event pages check each event against its seal. */
     BULKHEAD_AUDIT_KEY: z.string().min(16).optional(),
+    /** The company's OpenID Provider (its issuer URL): people sign in there. Unset: token sign-in only. */
+    BULKHEAD_OIDC_ISSUER: z.url({ protocol: /^https?$/ }).optional(),
+    /** The console's client id at the OpenID Provider. */
+    BULKHEAD_OIDC_CLIENT_ID: z.string().min(1).optional(),
+    /** Its client secret, or a file holding it (`…_FILE`, one line). */
+    BULKHEAD_OIDC_CLIENT_SECRET: z.string().min(1).optional(),
+    BULKHEAD_OIDC_CLIENT_SECRET_FILE: z.string().min(1).optional(),
+    /** The ID token claim that lists the person's groups. */
+    BULKHEAD_OIDC_GROUPS_CLAIM: z.string().min(1).default('groups'),
+    /** `off`: approver tokens no longer open the console (form or bearer); people sign in at the IdP only. */
+    BULKHEAD_CONSOLE_TOKEN_SIGN_IN: z.enum(['on', 'off']).default('on'),
   })
-  .transform((env) => ({
+  .superRefine((env, ctx) => {
+    const oidc = ['BULKHEAD_OIDC_ISSUER', 'BULKHEAD_OIDC_CLIENT_ID'] as const;
+    const secret = env.BULKHEAD_OIDC_CLIENT_SECRET ?? env.BULKHEAD_OIDC_CLIENT_SECRET_FILE;
+    if (env.BULKHEAD_OIDC_ISSUER || env.BULKHEAD_OIDC_CLIENT_ID || secret)
+      for (const name of oidc)
+        if (!env[name])
+          ctx.addIssue({ code: 'custom', path: [name], message: 'required for sign-in by OpenID Connect' });
+    if (env.BULKHEAD_OIDC_ISSUER && !secret)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['BULKHEAD_OIDC_CLIENT_SECRET'],
+        message: 'required (or BULKHEAD_OIDC_CLIENT_SECRET_FILE) for sign-in by OpenID Connect',
+      });
+    if (env.BULKHEAD_OIDC_CLIENT_SECRET && env.BULKHEAD_OIDC_CLIENT_SECRET_FILE)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['BULKHEAD_OIDC_CLIENT_SECRET_FILE'],
+        message: 'set BULKHEAD_OIDC_CLIENT_SECRET or BULKHEAD_OIDC_CLIENT_SECRET_FILE, not both',
+      });
+    if (env.BULKHEAD_CONSOLE_TOKEN_SIGN_IN === 'off' && !env.BULKHEAD_OIDC_ISSUER)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['BULKHEAD_CONSOLE_TOKEN_SIGN_IN'],
+        message: 'off needs BULKHEAD_OIDC_ISSUER: nobody could sign in',
+      });
+  })
+  .transform((env, ctx) => ({
     ...env,
     BULKHEAD_DATA_DIR: env.BULKHEAD_DATA_DIR ?? join(workspaceRoot(), '.bulkhead'),
     BULKHEAD_PUBLIC_URL: env.BULKHEAD_PUBLIC_URL ?? `http://${env.HOST}:${env.PORT}`,
+    oidc: env.BULKHEAD_OIDC_ISSUER
+      ? {
+          issuer: env.BULKHEAD_OIDC_ISSUER,
+          clientId: env.BULKHEAD_OIDC_CLIENT_ID!,
+          clientSecret:
+            env.BULKHEAD_OIDC_CLIENT_SECRET ?? secretFile(env.BULKHEAD_OIDC_CLIENT_SECRET_FILE!, ctx),
+          groupsClaim: env.BULKHEAD_OIDC_GROUPS_CLAIM,
+        }
+      : undefined,
+    tokenSignIn: env.BULKHEAD_CONSOLE_TOKEN_SIGN_IN === 'on',
   }));
 
 export type ConsoleEnv = z.output<typeof schema>;

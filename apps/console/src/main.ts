@@ -38,6 +38,8 @@ try {
     auditKey: env.BULKHEAD_AUDIT_KEY,
     proxyHops: env.BULKHEAD_PROXY_HOPS,
     oauthServers: oauthServers(env.BULKHEAD_SERVER_URLS),
+    oidc: env.oidc,
+    tokenSignIn: env.tokenSignIn,
     ...(env.BULKHEAD_ALLOWED_HOSTS ? { allowedHosts: env.BULKHEAD_ALLOWED_HOSTS } : {}),
   });
   const server = serve({ fetch: consoleApp.app.fetch, port: env.PORT, hostname: env.HOST });

@@ -240,7 +240,7 @@ it('an approver on a phone reads the pending requests and a long one in full, an
   await context.close();
 });
 
-it('an operator on a phone sees and taps every link of the navigation, Charts and Tools too, and each page fits', async () => {
+it('an operator on a phone sees and taps every link of the navigation, Charts, Tools and Groups too, and each page fits', async () => {
   const { context, page } = await phone('Ola Nordmann (operations)', ['approvals:decide', 'tokens:manage']);
   const [waiting] = await db.sql<{ pending: number }[]>`
     select count(*)::int as pending from bulkhead_approvals where status = 'pending'`;
@@ -252,6 +252,7 @@ it('an operator on a phone sees and taps every link of the navigation, Charts an
     'Audit log',
     'Charts',
     'Tools',
+    'Groups',
   ];
   await fits(page, 'operator-pending', nav);
   await page.getByRole('link', { name: `Review and decide ${SHORT}` }).click();
@@ -263,6 +264,7 @@ it('an operator on a phone sees and taps every link of the navigation, Charts an
     ['Audit log', 'Audit log'],
     ['Charts', 'Charts'],
     ['Tools', 'Tools'],
+    ['Groups', 'Groups'],
   ] as const) {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).tap();
     await page.getByRole('heading', { name: heading, level: 1 }).waitFor();

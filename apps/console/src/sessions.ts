@@ -11,6 +11,10 @@ export interface Approver {
   operator: boolean;
   /** The token may grant OAuth access (`approvers add --can-grant`, scope grants:issue). */
   canGrant: boolean;
+  /** The person (IdP `iss` + `sub`) a session signed in by OpenID Connect is for; null for approver tokens. */
+  personId: string | null;
+  /** The person's e-mail as the IdP last named it (null for approver tokens). */
+  email: string | null;
   /** The CSRF token every form of this session carries; null for bearer requests (no cookie, no CSRF). */
   csrf: string | null;
   /**
@@ -43,18 +47,39 @@ export async function createSession(sql: Sql, token: string, hours: number): Pro
   return id;
 }
 
-/** The approver behind a session cookie, while both the session and its token are valid. */
-export async function findSession(sql: Sql, id: string): Promise<Approver | undefined> {
+/**
+ * The approver behind a session cookie, while both the session and its token (or person) are valid; a
+ * person's rights are their groups' as the database reads them now. With `tokenSignIn` false, a session
+ * opened with an approver token no longer counts.
+ */
+export async function findSession(sql: Sql, id: string, tokenSignIn = true): Promise<Approver | undefined> {
   const [row] = await sql<
-    { tokenId: string; label: string; owner: string | null; scopes: string[]; csrf: string }[]
+    {
+      tokenId: string;
+      label: string;
+      owner: string | null;
+      scopes: string[];
+      csrf: string;
+      personId: string | null;
+      email: string | null;
+    }[]
   >`
-    select token_id as "tokenId", label, owner, scopes, csrf from bulkhead_console_session(${id})`;
-  return row && approverOf(row, row.csrf, id);
+    select token_id as "tokenId", label, owner, scopes, csrf, person_id as "personId", email
+    from bulkhead_console_session(${id})`;
+  if (!row || (!tokenSignIn && !row.personId)) return undefined;
+  return approverOf(row, row.csrf, id);
 }
 
 /** An approver as the console carries it, from what the database derived from `proof`. */
 export function approverOf(
-  who: { tokenId: string; label: string; owner: string | null; scopes: readonly string[] },
+  who: {
+    tokenId: string;
+    label: string;
+    owner: string | null;
+    scopes: readonly string[];
+    personId?: string | null;
+    email?: string | null;
+  },
   csrf: string | null,
   proof: string,
 ): Approver {
@@ -64,6 +89,8 @@ export function approverOf(
     owner: who.owner,
     operator: who.scopes.includes('tokens:manage'),
     canGrant: who.scopes.includes('grants:issue'),
+    personId: who.personId ?? null,
+    email: who.email ?? null,
     csrf,
     proof,
   };

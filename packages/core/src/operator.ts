@@ -18,6 +18,14 @@ export {
   type SwitchedOffTool,
   type ToolSwitchInput,
 } from './serve/tool-switches.ts';
+export {
+  groupRightsProblems,
+  listGroups,
+  removeGroup,
+  setGroup,
+  type GroupChange,
+  type GroupRights,
+} from './serve/groups.ts';
 export { secretHash } from './pipeline/text-safety/secret.ts';
 export {
   codePointLabel,

@@ -392,6 +392,18 @@ async function grantConsole(tx: Tx, role: string): Promise<void> {
   await tx`grant execute on function bulkhead_console_sign_in(text, text, text, double precision) to ${r}`;
   await tx`grant execute on function bulkhead_console_session(text) to ${r}`;
   await tx`grant execute on function bulkhead_console_sign_out(text) to ${r}`;
+  // OpenID Connect: a sign-in is started, resumed and completed only through functions (state and
+  // binding hashed, nonce and ID token checked by the database); persons and the group mapping are
+  // readable (no secrets), written only by those functions and the operators' ones.
+  await tx`grant execute on function
+      bulkhead_oidc_begin(text, text, text, text, text, text, text, text) to ${r}`;
+  await tx`grant execute on function bulkhead_oidc_resume(text, text[]) to ${r}`;
+  await tx`grant execute on function
+      bulkhead_console_oidc_sign_in(text, text, text, text, text, double precision) to ${r}`;
+  await tx`grant execute on function bulkhead_console_may_decide(text) to ${r}`;
+  await tx`grant execute on function bulkhead_console_proven_person() to ${r}`;
+  await tx`grant select on bulkhead_persons to ${r}`;
+  await tx`grant select on bulkhead_groups to ${r}`;
   await tx`grant select, insert, delete on bulkhead_console_sign_in_forms to ${r}`;
   await tx`grant select, insert, update, delete on bulkhead_console_sign_in_failures to ${r}`;
   await tx`grant execute on function bulkhead_token_owner(text) to ${r}`;
@@ -424,6 +436,10 @@ async function grantConsole(tx: Tx, role: string): Promise<void> {
   await tx`grant execute on function bulkhead_operator_revoke_person(text, text) to ${r}`;
   await tx`grant execute on function bulkhead_operator_tool_switches(text) to ${r}`;
   await tx`grant execute on function bulkhead_operator_switch_tool(text, text, text, boolean, text) to ${r}`;
+  await tx`grant execute on function bulkhead_operator_groups(text) to ${r}`;
+  await tx`grant execute on function
+      bulkhead_operator_set_group(text, text, text[], boolean, text[]) to ${r}`;
+  await tx`grant execute on function bulkhead_operator_remove_group(text, text) to ${r}`;
   await policy(
     tx,
     `bh_${role}_operator`,

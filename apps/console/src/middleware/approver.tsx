@@ -33,9 +33,10 @@ async function bearerApprover(
     return { response: throttled(c, ctx, slot.retryAfterSeconds) };
   }
   const bearer = authorization.match(/^Bearer ([^\s]+)$/i)?.[1];
-  const verdict = bearer ? await ctx.verifier.verify(bearer) : undefined;
+  const verdict = bearer && ctx.tokenSignIn ? await ctx.verifier.verify(bearer) : undefined;
   if (!verdict?.ok) {
-    const reason: SignInRefusal = verdict?.reason ?? 'malformed_header';
+    const reason: SignInRefusal =
+      verdict?.reason ?? (ctx.tokenSignIn ? 'malformed_header' : 'token_sign_in_off');
     await auditSignIn(c, ctx, started, 'unauthorized', { reason, via: 'bearer' }, verdict ?? {});
     ctx.logger.info({ source, reason }, 'console request refused');
     c.header('WWW-Authenticate', 'Bearer realm="console", error="invalid_token"');
@@ -73,7 +74,7 @@ export function requireApprover(ctx: ConsoleContext): MiddlewareHandler<ConsoleE
       return next();
     }
     const sid = getCookie(c, cookies.session);
-    const approver = sid ? await findSession(ctx.sql, sid) : undefined;
+    const approver = sid ? await findSession(ctx.sql, sid, ctx.tokenSignIn) : undefined;
     if (!approver) {
       if (sid) deleteCookie(c, cookies.session, { path: '/', secure: cookies.attributes.secure });
       if (c.req.method === 'GET' || c.req.method === 'HEAD') return c.redirect('/login', 303);

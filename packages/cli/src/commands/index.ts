@@ -47,6 +47,11 @@ export const commands: CommandEntry[] = [
     load: async () => (await import('./approvers.ts')).approversCommand,
   },
   {
+    name: 'groups',
+    summary: "Map the identity provider's groups to rights: approve, operate, hold tokens.",
+    load: async () => (await import('./groups.ts')).groupsCommand,
+  },
+  {
     name: 'audit',
     summary: 'Read, export, seal, forward, verify and prune the audit log; make the key that signs it.',
     load: async () => (await import('./audit.ts')).auditCommand,

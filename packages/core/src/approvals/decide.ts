@@ -19,7 +19,8 @@ export class ApprovalDecisionError extends Error {
       | 'changed'
       | 'invalid'
       | 'self_approval'
-      | 'unauthorized',
+      | 'unauthorized'
+      | 'forbidden',
   ) {
     super(message);
   }
@@ -133,6 +134,8 @@ export async function decideApproval(
         ),
       };
     }
+    const refused = await withoutRight(tx, audit, approval, decider, decision);
+    if (refused) return { error: refused };
     if (decision.decision === 'approve' && !allowSelf && approver.owner && approval.requestedByTokenId) {
       const [requester] = await tx<{ owner: string | null }[]>`
         select bulkhead_token_owner(${approval.requestedByTokenId}) as owner`;
@@ -181,6 +184,38 @@ export async function decideApproval(
   });
   if (verdict.error) throw verdict.error;
   return verdict.record ?? (await getApproval(sql, decision.id))!;
+}
+
+/**
+ * Why the proven approver may not decide this server's requests, audited; null when they may. A person
+ * decides only a server one of their groups is mapped to approve, as the database reads it now (the
+ * approvals guard asks the same function); an approver token issued by hand decides every server.
+ */
+async function withoutRight(
+  tx: Tx,
+  audit: AuditWriter,
+  approval: ApprovalRecord,
+  decider: { tokenId: string; label: string },
+  decision: Decision,
+): Promise<ApprovalDecisionError | null> {
+  const [may] = await tx<{ ok: boolean }[]>`select bulkhead_console_may_decide(${approval.server}) as ok`;
+  if (may!.ok) return null;
+  const [person] = await tx<{ groups: string[] }[]>`select groups from bulkhead_console_proven_person()`;
+  const groups = person?.groups.length ? ` (${person.groups.join(', ')})` : '';
+  await audit.appendIn(
+    tx,
+    decisionEvent(
+      approval,
+      decider,
+      'forbidden',
+      { reason: 'no_right', server: approval.server, groups: person?.groups ?? null },
+      decision.requestId,
+    ),
+  );
+  return new ApprovalDecisionError(
+    `you may not decide requests of ${approval.server}: none of your groups${groups} is mapped to approve ${approval.server} (an operator maps one with \`bulkhead groups add <group> --approve ${approval.server}\`)`,
+    'forbidden',
+  );
 }
 
 /** The decision's reason, trimmed (null for none), once what needs no database is checked: the id and the reason. */

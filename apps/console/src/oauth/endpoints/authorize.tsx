@@ -164,7 +164,8 @@ export async function decideConsent(c: Context, ctx: OAuthContext): Promise<Resp
         'Choose the customer this access is bound to.',
       );
   }
-  const { grantId, code } = await createGrant(sql, {
+  // A person grants only within their groups' rights (`--tokens`), as the database reads them now.
+  const granted = await createGrant(sql, {
     clientId: client.clientId,
     server: server.name,
     scopes,
@@ -173,7 +174,22 @@ export async function decideConsent(c: Context, ctx: OAuthContext): Promise<Resp
     redirectUri: request.redirect_uri,
     codeChallenge: request.code_challenge,
     resource: server.resource,
+  }).catch((err: unknown) => {
+    if ((err as { code?: string }).code !== '42501') throw err;
+    return (err as Error).message;
   });
+  if (typeof granted === 'string') {
+    await record(
+      c,
+      'authorize',
+      'forbidden',
+      started,
+      { reason: 'outside_rights', server: server.name },
+      who2,
+    );
+    return refusalPage(c, 'You may not grant this access', `${granted}.`, 403, approver);
+  }
+  const { grantId, code } = granted;
   await record(
     c,
     'authorize',

@@ -104,6 +104,7 @@ async function decide(c: ConsoleRequest, ctx: ConsoleContext) {
       changed: 409,
       self_approval: 403,
       unauthorized: 401,
+      forbidden: 403,
     }[err.code];
     const sentence = err.message.charAt(0).toUpperCase() + err.message.slice(1);
     return detail(c, ctx, id, { error: `${sentence}.`, reason }, status);

@@ -17,7 +17,18 @@ export type SignInRefusal =
   | 'wrong_server'
   | 'expired'
   | 'revoked'
-  | 'malformed_header';
+  | 'malformed_header'
+  | 'token_sign_in_off'
+  | 'state_not_valid'
+  | 'idp_error'
+  | 'idp_unreachable'
+  | 'issuer_mismatch'
+  | 'nonce_mismatch'
+  | 'code_rejected'
+  | 'response_invalid'
+  | 'id_token_refused'
+  | 'no_rights'
+  | 'deactivated';
 
 /** Writes a sign-in's audit event (server `console`, method `console/sign-in`); never the token itself. */
 export function auditSignIn(

@@ -13,12 +13,12 @@ import { mintSignInForm, redeemSignInForm, SIGN_IN_FORM_SECONDS } from './forms.
 import { LoginPage } from './page.tsx';
 
 /** Where to go after signing in: only back to an OAuth authorization request of this console. */
-function nextPath(value: string | undefined): string | undefined {
+export function nextPath(value: string | undefined): string | undefined {
   return value && value.startsWith('/oauth/authorize?') ? value : undefined;
 }
 
 /** Every value the browser sent for cookie `name`: a cookie planted from another port may sit beside ours. */
-function cookieValues(header: string | undefined, name: string): string[] {
+export function cookieValues(header: string | undefined, name: string): string[] {
   return (header ?? '')
     .split(';')
     .map((p) => p.trim())
@@ -36,14 +36,24 @@ async function loginForm(
 ) {
   const form = await mintSignInForm(ctx.sql, sourceAddress(c, ctx.proxyHops));
   setCookie(c, ctx.cookies.login, form.binding, { ...ctx.cookies.attributes, maxAge: SIGN_IN_FORM_SECONDS });
-  return page(c, <LoginPage csrf={form.nonce} error={error} next={next} />, status);
+  return page(
+    c,
+    <LoginPage
+      csrf={form.nonce}
+      error={error}
+      next={next}
+      oidc={ctx.oidc ? new URL(ctx.oidc.settings.issuer).host : undefined}
+      tokenSignIn={ctx.tokenSignIn}
+    />,
+    status,
+  );
 }
 
 /** `GET /login`: the sign-in form, or straight on for someone already signed in. */
 async function showSignIn(c: ConsoleRequest, ctx: ConsoleContext) {
   const next = nextPath(c.req.query('next'));
   const sid = getCookie(c, ctx.cookies.session);
-  if (sid && (await findSession(ctx.sql, sid))) return c.redirect(next ?? '/', 303);
+  if (sid && (await findSession(ctx.sql, sid, ctx.tokenSignIn))) return c.redirect(next ?? '/', 303);
   return loginForm(c, ctx, undefined, 200, next);
 }
 
@@ -84,6 +94,17 @@ async function signIn(c: ConsoleRequest, ctx: ConsoleContext) {
   }
   const form = await c.req.parseBody();
   const next = nextPath(field(form, 'next'));
+  if (!ctx.tokenSignIn) {
+    await refused('token_sign_in_off', 'forbidden');
+    return loginForm(
+      c,
+      ctx,
+      'Approver tokens do not open this console: sign in with your company account.',
+      403,
+      next,
+    );
+  }
+
   if (
     !(await redeemSignInForm(
       sql,
