@@ -6,7 +6,6 @@ import {
   loadPolicySet,
   PolicySetInvalid,
   timeOf,
-  type AnyTool,
   type PolicyRequest,
   type PolicySet,
 } from '@bulkhead/core';
@@ -28,7 +27,7 @@ const SERVERS = {
 };
 const schema = cedarSchema(
   Object.fromEntries(
-    Object.entries(SERVERS).map(([name, def]) => [name, def.catalog.tools as readonly AnyTool[]]),
+    Object.entries(SERVERS).map(([name, def]) => [name, [...def.catalog.listings.values()]]),
   ),
 );
 const EXAMPLES = readFileSync(`${root}packages/core/src/pipeline/policy/examples.cedar`, 'utf8');

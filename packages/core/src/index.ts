@@ -122,6 +122,7 @@ export {
   PolicySetInvalid,
   serverNamespace,
   timeOf,
+  type ListedTool,
   type PolicyMeta,
   type PolicyOutcome,
   type PolicyPrincipal,

@@ -9,8 +9,6 @@
 // `gated`, `read_only`, `time` and `usage` — so a policy over every action (`permit(principal,
 // action, resource) when { context.gated }`) validates too.
 import type { SchemaJson, TypeOfAttribute } from '@cedar-policy/cedar-wasm/nodejs';
-import { z } from 'zod';
-import type { AnyTool } from '../tool-definition/define-tool.ts';
 
 type CedarType = TypeOfAttribute<string>;
 type Json = Record<string, unknown>;
@@ -70,8 +68,17 @@ const FRAME: Record<string, CedarType> = {
   usage: { type: 'Record', attributes: { today: long } },
 };
 
-/** The Cedar schema for the given servers' tools (as JSON, the form `validate` takes). */
-export function cedarSchema(servers: Readonly<Record<string, readonly AnyTool[]>>): SchemaJson<string> {
+/** A tool as its server lists it: its name and its input's JSON Schema (a catalog's listing, or tools/list). */
+export interface ListedTool {
+  name: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/**
+ * The Cedar schema for the given servers' tools (as JSON, the form `validate` takes), from their
+ * listings: the same for a server's own catalog and for what a running server answers to tools/list.
+ */
+export function cedarSchema(servers: Readonly<Record<string, readonly ListedTool[]>>): SchemaJson<string> {
   const schema: SchemaJson<string> = {
     Bulkhead: {
       entityTypes: {
@@ -95,7 +102,7 @@ export function cedarSchema(servers: Readonly<Record<string, readonly AnyTool[]>
   for (const [server, tools] of Object.entries(servers)) {
     const actions: Record<string, unknown> = {};
     for (const tool of tools) {
-      const args = recordOf(z.toJSONSchema(tool.input, { io: 'input', unrepresentable: 'any' }) as Json);
+      const args = recordOf(tool.inputSchema);
       actions[tool.name] = {
         appliesTo: {
           principalTypes: ['Bulkhead::Token'],
