@@ -59,8 +59,8 @@ function request(
 
 describe('the default policy: today’s gates', () => {
   let set: PolicySet;
-  beforeAll(() => {
-    set = loadPolicySet(DEFAULT_POLICY, schema);
+  beforeAll(async () => {
+    set = await loadPolicySet(DEFAULT_POLICY, schema);
   });
 
   it('runs every tool without a gate and files every gated one for one person, on every server', () => {
@@ -86,8 +86,8 @@ describe('the default policy: today’s gates', () => {
 
 describe('the shipped examples', () => {
   let set: PolicySet;
-  beforeAll(() => {
-    set = loadPolicySet(EXAMPLES, schema);
+  beforeAll(async () => {
+    set = await loadPolicySet(EXAMPLES, schema);
   });
   const credit = (cents: number, extra: Partial<PolicyRequest> = {}) =>
     decide(
@@ -142,9 +142,9 @@ describe('the shipped examples', () => {
 });
 
 describe('a policy set that is wrong is refused before it can decide anything', () => {
-  const invalid = (text: string) => {
+  const invalid = async (text: string) => {
     try {
-      loadPolicySet(text, schema);
+      await loadPolicySet(text, schema);
     } catch (err) {
       if (err instanceof PolicySetInvalid) return err.findings.join('\n');
       throw err;
@@ -152,40 +152,44 @@ describe('a policy set that is wrong is refused before it can decide anything', 
     return 'valid';
   };
 
-  it('an argument the tool does not have, or compared as the wrong type', () => {
+  it('an argument the tool does not have, or compared as the wrong type', async () => {
     expect(
-      invalid(
+      await invalid(
         `@id("x") permit(principal, action == Admin::Action::"issue_credit_note", resource) when { context.args.amount > 5 };`,
       ),
     ).toMatch(/policy "x".*amount/s);
     expect(
-      invalid(
+      await invalid(
         `@id("y") permit(principal, action == Admin::Action::"issue_credit_note", resource) when { context.args.reason > 5 };`,
       ),
     ).toMatch(/policy "y"/);
-    expect(invalid(`@id("z") permit(principal, action == Admin::Action::"no_such_tool", resource);`)).toMatch(
-      /no_such_tool/,
-    );
+    expect(
+      await invalid(`@id("z") permit(principal, action == Admin::Action::"no_such_tool", resource);`),
+    ).toMatch(/no_such_tool/);
   });
 
-  it('a policy without a name, two of one name, or annotations where they mean nothing', () => {
-    expect(invalid(`permit(principal, action, resource);`)).toMatch(/has no @id/);
+  it('a policy without a name, two of one name, or annotations where they mean nothing', async () => {
+    expect(await invalid(`permit(principal, action, resource);`)).toMatch(/has no @id/);
     expect(
-      invalid(`@id("a") permit(principal, action, resource);\n@id("a") permit(principal, action, resource);`),
+      await invalid(
+        `@id("a") permit(principal, action, resource);\n@id("a") permit(principal, action, resource);`,
+      ),
     ).toMatch(/two policies are called "a"/);
-    expect(invalid(`@id("a") @approvals("0") permit(principal, action, resource);`)).toMatch(/from 1 to 9/);
-    expect(invalid(`@id("a") @approvals("1") forbid(principal, action, resource);`)).toMatch(
+    expect(await invalid(`@id("a") @approvals("0") permit(principal, action, resource);`)).toMatch(
+      /from 1 to 9/,
+    );
+    expect(await invalid(`@id("a") @approvals("1") forbid(principal, action, resource);`)).toMatch(
       /belongs on a permit/,
     );
-    expect(invalid(`@id("a") @groups("finance") permit(principal, action, resource);`)).toMatch(
+    expect(await invalid(`@id("a") @groups("finance") permit(principal, action, resource);`)).toMatch(
       /needs @approvals/,
     );
-    expect(invalid(`@id("a") permit(principal, action, resource`)).not.toBe('valid');
-    expect(invalid('')).toMatch(/no policy/);
+    expect(await invalid(`@id("a") permit(principal, action, resource`)).not.toBe('valid');
+    expect(await invalid('')).toMatch(/no policy/);
   });
 
-  it('a call no policy permits is refused with a sentence that says so', () => {
-    const set = loadPolicySet(
+  it('a call no policy permits is refused with a sentence that says so', async () => {
+    const set = await loadPolicySet(
       `@id("reads") permit(principal, action, resource) when { context.read_only };`,
       schema,
     );

@@ -6,7 +6,7 @@
 // determining permit to ask for none). Denied by a forbid, its @reason is the sentence; denied because
 // nothing permits, a sentence that says so. A policy whose condition errs (an argument left out)
 // counts as not satisfied, as Cedar has it, and is named among the errors for `explain`.
-import { statefulIsAuthorized, type CedarValueJson, type EntityJson } from '@cedar-policy/cedar-wasm/nodejs';
+import type { CedarValueJson, EntityJson } from '@cedar-policy/cedar-wasm/nodejs';
 import { serverNamespace } from './cedar-schema.ts';
 import type { PolicySet } from './policy-set.ts';
 
@@ -107,7 +107,7 @@ export function decide(set: PolicySet, r: PolicyRequest): PolicyOutcome {
     },
     ...r.principal.groups.map((g) => ({ uid: group(g), attrs: {}, parents: [] })),
   ];
-  const answer = statefulIsAuthorized({
+  const answer = set.engine.statefulIsAuthorized({
     principal: token,
     action: { type: `${serverNamespace(r.server)}::Action`, id: r.tool },
     resource: { type: 'Bulkhead::Server', id: r.server },

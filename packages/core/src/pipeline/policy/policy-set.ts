@@ -8,14 +8,18 @@
 //
 // Parsed and validated by the official Cedar engine against the schema of the servers' tools.
 import { createHash } from 'node:crypto';
-import {
-  policySetTextToParts,
-  policyToJson,
-  preparsePolicySet,
-  validate,
-  type DetailedError,
-  type SchemaJson,
-} from '@cedar-policy/cedar-wasm/nodejs';
+import type * as Cedar from '@cedar-policy/cedar-wasm/nodejs';
+import type { DetailedError, SchemaJson } from '@cedar-policy/cedar-wasm/nodejs';
+
+/** The Cedar engine's module: loaded on first use (its 4 MB of WebAssembly), not by every importer of the kit. */
+export type CedarEngine = typeof Cedar;
+let engine: Promise<CedarEngine> | undefined;
+
+/** The Cedar engine, loaded once. */
+export function cedarEngine(): Promise<CedarEngine> {
+  engine ??= import('@cedar-policy/cedar-wasm/nodejs');
+  return engine;
+}
 
 /** What one policy says besides its condition. */
 export interface PolicyMeta {
@@ -38,6 +42,7 @@ export interface PolicySet {
   meta: Record<string, PolicyMeta>;
   /** The id under which the Cedar engine holds it parsed. */
   engineId: string;
+  engine: CedarEngine;
 }
 
 /** A policy set that does not parse or validate: every finding, as sentences. */
@@ -77,8 +82,9 @@ function metaOf(
 }
 
 /** Parses `text` and validates it against `schema` (strict mode); throws {@link PolicySetInvalid}. */
-export function loadPolicySet(text: string, schema: SchemaJson<string>): PolicySet {
-  const parts = policySetTextToParts(text);
+export async function loadPolicySet(text: string, schema: SchemaJson<string>): Promise<PolicySet> {
+  const cedar = await cedarEngine();
+  const parts = cedar.policySetTextToParts(text);
   if (parts.type === 'failure') throw new PolicySetInvalid(parts.errors.map(message));
   if (parts.policy_templates.length)
     throw new PolicySetInvalid(['templates are not supported; write policies']);
@@ -86,7 +92,7 @@ export function loadPolicySet(text: string, schema: SchemaJson<string>): PolicyS
   const policies: Record<string, string> = {};
   const meta: Record<string, PolicyMeta> = {};
   for (const policy of parts.policies) {
-    const json = policyToJson(policy);
+    const json = cedar.policyToJson(policy);
     if (json.type === 'failure') throw new PolicySetInvalid(json.errors.map(message));
     const id = json.json.annotations?.id;
     if (!id) {
@@ -99,7 +105,7 @@ export function loadPolicySet(text: string, schema: SchemaJson<string>): PolicyS
   }
   if (!parts.policies.length) findings.push('the set has no policy: every call would be refused');
   if (findings.length) throw new PolicySetInvalid(findings);
-  const checked = validate({
+  const checked = cedar.validate({
     schema,
     policies: { staticPolicies: policies },
     validationSettings: { mode: 'strict' },
@@ -111,7 +117,7 @@ export function loadPolicySet(text: string, schema: SchemaJson<string>): PolicyS
     );
   const version = createHash('sha256').update(text).digest('hex');
   const engineId = `bulkhead-${version}`;
-  const parsed = preparsePolicySet(engineId, { staticPolicies: policies });
+  const parsed = cedar.preparsePolicySet(engineId, { staticPolicies: policies });
   if (parsed.type === 'failure') throw new PolicySetInvalid(parsed.errors.map(message));
-  return { version, text, policies, meta, engineId };
+  return { version, text, policies, meta, engineId, engine: cedar };
 }
