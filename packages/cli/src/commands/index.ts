@@ -52,6 +52,11 @@ export const commands: CommandEntry[] = [
     load: async () => (await import('./groups.ts')).groupsCommand,
   },
   {
+    name: 'policy',
+    summary: 'Propose, approve, show and test who must approve what (Cedar policy).',
+    load: async () => (await import('./policy.ts')).policyCommand,
+  },
+  {
     name: 'audit',
     summary: 'Read, export, seal, forward, verify and prune the audit log; make the key that signs it.',
     load: async () => (await import('./audit.ts')).auditCommand,
