@@ -111,6 +111,10 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
     // functions use, and the schema is the owner's. (Run by the database's owner or a superuser; the
     // servers refuse to start where this did not take.)
     const [db] = await tx<{ name: string }[]>`select current_database() as name`;
+    // 0067's fence, granted where the schema has it: on a database behind this code the servers refuse
+    // to start, and `db migrate` applies these grants again once it is current.
+    const [fence] = await tx<{ named: boolean }[]>`
+      select to_regprocedure('public.bulkhead_fenced_customer(text)') is not null as named`;
     await tx`revoke temporary on database ${tx(db!.name)} from public`;
     await tx`revoke create on schema public from public`;
     for (const spec of specs) {
@@ -159,6 +163,7 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
         await tx`grant execute on function bulkhead_switched_off_tools(text) to ${r}`;
         // The customer its call's token proves (a customer-bound server's row policies call it).
         await tx`grant execute on function bulkhead_fenced_customer() to ${r}`;
+        if (fence!.named) await tx`grant execute on function bulkhead_fenced_customer(text) to ${r}`;
       }
       if (spec.kind === 'mcp' && spec.gated) {
         const own = 'server = (select bulkhead_current_deployable())';
