@@ -625,17 +625,23 @@ describe('customer rows under row-level security', () => {
         ${status === 'approved' ? 'x' : null}, ${status === 'approved' ? 'f'.repeat(64) : null})`;
     await file('ap_fenceclaimed', 'approved');
     await file('ap_fencepending', 'pending');
-    const fenced = (id: string, claim: boolean) =>
+    // As 0047's function answers, and as 0067's does for the server a policy names.
+    const fenced = (id: string, claim: boolean, server?: string) =>
       roles.admin!.begin(async (tx) => {
         if (claim) await tx`select id from bulkhead_approvals where id = ${id} for update`;
         const [row] = await tx<{ c: string | null }[]>`
-          select set_config('bulkhead.customer_approval', ${id}, true), bulkhead_fenced_customer() as c`;
+          select set_config('bulkhead.customer_approval', ${id}, true),
+            ${server === undefined ? tx`bulkhead_fenced_customer()` : tx`bulkhead_fenced_customer(${server})`} as c`;
         return row!.c;
       });
     try {
-      expect(await fenced('ap_fenceclaimed', true)).toBe('C-1007');
-      expect(await fenced('ap_fenceclaimed', false)).toBe(null);
-      expect(await fenced('ap_fencepending', true)).toBe(null);
+      for (const server of [undefined, 'admin']) {
+        expect(await fenced('ap_fenceclaimed', true, server)).toBe('C-1007');
+        expect(await fenced('ap_fenceclaimed', false, server)).toBe(null);
+        expect(await fenced('ap_fencepending', true, server)).toBe(null);
+      }
+      // A policy of another server does not take this server's approval.
+      expect(await fenced('ap_fenceclaimed', true, 'customer')).toBe(null);
       // Not another server's approval, whoever holds it.
       const asCustomerRole = await roles.customer!.begin(async (tx) => {
         const [row] = await tx<{ c: string | null }[]>`
@@ -677,9 +683,18 @@ describe('customer rows under row-level security', () => {
     }
     const [fenced] = await roles.customer!.begin(
       (tx) =>
-        tx`select set_config('bulkhead.customer_token', ${live.proof}, true), bulkhead_fenced_customer() as c`,
+        tx`select set_config('bulkhead.customer_token', ${live.proof}, true), bulkhead_fenced_customer() as c,
+          bulkhead_fenced_customer('customer') as named, bulkhead_fenced_customer('admin') as other_server`,
     );
-    expect(fenced!.c).toBe(other);
+    expect(fenced).toEqual({ set_config: live.proof, c: other, named: other, other_server: null });
+    // The server a policy names says whose tokens count: an admin token proves no customer to the
+    // customer server's policies.
+    const [named] = await roles.customer!.begin(
+      (tx) =>
+        tx`select set_config('bulkhead.customer_token', ${admin.proof}, true),
+          bulkhead_fenced_customer('customer') as c`,
+    );
+    expect(named!.c).toBe(null);
   });
 });
 

@@ -187,5 +187,6 @@ export function normaliseEvent(input: AuditEventInput): StoredEventFields {
     injectionSuspected: input.injectionSuspected === true,
     traceId: typeof input.traceId === 'string' && TRACE_ID.test(input.traceId) ? input.traceId : null,
   };
-  return { ...fields, ...fitRow(fields, cleanJson(input.arguments), cleanJson(input.resultSummary)) };
+  // Completed in place: a copy of these fourteen fields that gains two more leaves V8's fast path (6-7 µs an event).
+  return Object.assign(fields, fitRow(fields, cleanJson(input.arguments), cleanJson(input.resultSummary)));
 }

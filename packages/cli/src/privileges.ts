@@ -36,8 +36,9 @@ export async function describePrivileges(
   >`
     select tablename as table, policyname as name, roles::text[] as roles, cmd, qual, with_check as check
     from pg_policies where schemaname = 'public' order by tablename, policyname`;
+  // By name: the overloads of one function (`bulkhead_fenced_customer`, with and without its server) once.
   const functions = await sql<{ role: string; name: string }[]>`
-    select grantee as role, routine_name as name from information_schema.routine_privileges
+    select distinct grantee as role, routine_name as name from information_schema.routine_privileges
     where routine_schema = 'public' and grantee = any(${roles}::text[]) and privilege_type = 'EXECUTE'
     order by grantee, routine_name`;
   const sequences = await sql<{ role: string; name: string }[]>`

@@ -111,6 +111,12 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
     // functions use, and the schema is the owner's. (Run by the database's owner or a superuser; the
     // servers refuse to start where this did not take.)
     const [db] = await tx<{ name: string }[]>`select current_database() as name`;
+    // The servers' newest functions (0067's fence, 0068's policy), granted where the schema has them: on
+    // a database behind this code the servers refuse to start, and `db migrate` applies these grants
+    // again once it is current.
+    const [present] = await tx<{ fence: boolean; policy: boolean }[]>`
+      select to_regprocedure('public.bulkhead_fenced_customer(text)') is not null as fence,
+        to_regprocedure('public.bulkhead_active_policy()') is not null as policy`;
     await tx`revoke temporary on database ${tx(db!.name)} from public`;
     await tx`revoke create on schema public from public`;
     for (const spec of specs) {
@@ -166,7 +172,8 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
         // The customer its call's token proves (a customer-bound server's row policies call it).
         await tx`grant execute on function bulkhead_fenced_customer() to ${r}`;
         // The approved policy set's text, and nothing else of the policy table (0068).
-        await tx`grant execute on function bulkhead_active_policy() to ${r}`;
+        if (present!.policy) await tx`grant execute on function bulkhead_active_policy() to ${r}`;
+        if (present!.fence) await tx`grant execute on function bulkhead_fenced_customer(text) to ${r}`;
       }
       if (spec.kind === 'mcp' && spec.gated) {
         const own = 'server = (select bulkhead_current_deployable())';

@@ -143,12 +143,13 @@ function grantsSql(s: NewServer): string {
   const policy = s.customerBound
     ? `
 -- Tokens of this server are bound to one customer, which the database derives from the token each
--- call presents (\`bulkhead_fenced_customer()\`, never a setting the login could choose). Fence every
--- customer table with a row policy, so that a query that forgets its \`where customer_id = …\` still
--- sees only that customer (\`(select …)\`: computed once per statement, not per row):
+-- call presents (\`bulkhead_fenced_customer('${s.name}')\`: a live token of this server, never a
+-- setting the login could choose). Fence every customer table with a row policy, so that a query that
+-- forgets its \`where customer_id = …\` still sees only that customer (\`(select …)\`: computed once
+-- per statement, not per row):
 --   drop policy if exists bh_${snake(s.name)}_own on invoices;
 --   create policy bh_${snake(s.name)}_own on invoices for select to ${role}
---     using (customer_id = (select bulkhead_fenced_customer()));`
+--     using (customer_id = (select bulkhead_fenced_customer('${s.name}')));`
     : '';
   return `-- What the ${s.name} server may do in the database, beyond the kit's grants (audit append, token
 -- check, its own rate-limit rows). Applied by \`bulkhead db roles\`, \`pnpm start\` and the tests; idempotent.
@@ -195,7 +196,7 @@ function readme(s: NewServer): string {
 
 Every token of this server is bound to one customer (\`customerBound\` in its manifest): \`tokens issue\`
 requires \`--customer\`, the kit sets the customer for each call (\`ctx.access.customerId\`; row policies
-in \`grants.sql\` ask the database for the customer of the call's token, \`bulkhead_fenced_customer()\`),
+in \`grants.sql\` ask the database for the customer of the call's token, \`bulkhead_fenced_customer('${s.name}')\`),
 and no tool takes a customer id.`
     : '';
   const u = s.upstream;

@@ -90,7 +90,7 @@ export async function runCall<A>(
       : await withReadConnection(
           kit.sql,
           kit.reads,
-          { ...settings, onStoppable: (t) => (run.target = t), signal: req.signal },
+          { onStoppable: (t) => (run.target = t), signal: req.signal, ...settings },
           (conn) => runOn(run, conn),
         );
     // Committed with its event by now: a task made of it exists for tasks/get on every replica.
@@ -172,8 +172,8 @@ async function handle<A>(
       kit.auditFullResults,
     );
     if (task) result.summary.task = true;
-    return { ...result, approvalId: gated.approvalId, approval: gated.approval, outcome: 'pending_approval' };
+    return { approvalId: gated.approvalId, approval: gated.approval, outcome: 'pending_approval', ...result };
   }
   const value = await callHandler(tool, args, ctx);
-  return { ...shapeResult(tool, value, kit.auditFullResults), outcome: 'ok' };
+  return { outcome: 'ok', ...shapeResult(tool, value, kit.auditFullResults) };
 }

@@ -40,6 +40,8 @@ interface Lane {
   bound: Promise<BoundSession>;
   /** Set with its settings, in the same statement: a backend that shows it carries them. */
   marker: string;
+  /** `bound`'s session, once it is: the calls after the first need not wait for it. */
+  session?: BoundSession;
   pid?: number;
   holders: number;
   /** Its connection is reserved (until then the lane waits for one, like any reservation). */
@@ -185,7 +187,10 @@ export function createReadLanes(
     usage.calls++;
     onStoppable?.(() => (lane.holders === 1 ? lane.pid : undefined));
     try {
-      const conn = await waitAtMost(lane.conn, deadline, settings.timeoutMs, signal);
+      // A ready lane's connection is there: no wait to bound (a timer and an abort listener fewer a call).
+      const conn = await (lane.ready && !signal?.aborted
+        ? lane.conn
+        : waitAtMost(lane.conn, deadline, settings.timeoutMs, signal));
       return await onLane(lane, conn, fn, {
         checked: route !== 'direct',
         deadline,
@@ -287,7 +292,7 @@ function reserveLane(
     () => ((lane.broken = true), hooks.settled(lane)),
   );
   lane.bound.then(
-    (session) => ((lane.pid = session.pid), hooks.bound(session)),
+    (session) => ((lane.session = session), (lane.pid = session.pid), hooks.bound(session)),
     // Its session's settings are unknown: nobody else may join it.
     () => (lane.broken = true),
   );
@@ -340,7 +345,10 @@ async function onLane<T>(lane: Lane, conn: Reserved, fn: (conn: Sql) => Promise<
       throw moving(lane);
     throw err;
   }
-  const session = await waitAtMost(lane.bound, deadline, timeoutMs, signal);
+  const session =
+    lane.session && !signal?.aborted
+      ? lane.session
+      : await waitAtMost(lane.bound, deadline, timeoutMs, signal);
   // Statements sent unchecked on a pooled connection (before the pool was known to be one) are not trusted.
   if (!checked && session.pooled) throw moving(lane, new SessionMoved(session.pid, undefined));
   if (checked)

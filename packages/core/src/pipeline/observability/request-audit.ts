@@ -120,7 +120,7 @@ export function createRequestAudit(
   requestId: string,
   options: Omit<EventOwnerOptions, 'requestId'>,
 ): RequestAudit {
-  const owner = createEventOwner({ ...options, requestId });
+  const owner = createEventOwner({ requestId, ...options });
   let events = 0;
   let waived = false;
   return {
@@ -161,7 +161,7 @@ export function tracedSink(writer: EventSink): EventSink {
   const owner = activeSpan();
   const stamp = (e: AuditEventInput): AuditEventInput => {
     if (!UNMARKED.has(e.outcome)) markError(owner, e.outcome);
-    return { ...e, traceId: e.traceId ?? traceId };
+    return Object.assign({}, e, { traceId: e.traceId ?? traceId });
   };
   const span = <T>(e: AuditEventInput, fn: (e: AuditEventInput) => Promise<T>) =>
     inSpan('audit append', { attributes: { 'bulkhead.audit.outcome': e.outcome } }, () => fn(stamp(e)));
