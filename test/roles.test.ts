@@ -150,6 +150,8 @@ const EXPECTED: Record<(typeof DEPLOYABLES)[number], Record<string, Rights>> = {
     bulkhead_oauth_refresh_tokens: { select: 'all', update: ['used_at'] },
     bulkhead_outbox: { select: 'all' },
     bulkhead_persons: { select: 'all' },
+    // Policy sets hold no secret: read for the pages, written only through functions (an operator's proof).
+    bulkhead_policy_sets: { select: 'all' },
     customers: { select: ['id', 'name'] },
   },
   sealer: {

@@ -111,12 +111,15 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
     // functions use, and the schema is the owner's. (Run by the database's owner or a superuser; the
     // servers refuse to start where this did not take.)
     const [db] = await tx<{ name: string }[]>`select current_database() as name`;
-    // The servers' newest functions (0067's fence, 0068's policy), granted where the schema has them: on
-    // a database behind this code the servers refuse to start, and `db migrate` applies these grants
-    // again once it is current.
-    const [present] = await tx<{ fence: boolean; policy: boolean }[]>`
-      select to_regprocedure('public.bulkhead_fenced_customer(text)') is not null as fence,
-        to_regprocedure('public.bulkhead_active_policy()') is not null as policy`;
+    // Functions the servers got after 0053 (0062's forward lag, 0067's fence, 0068's policy), granted
+    // where the schema has them: on a database behind this code the servers refuse to start, and
+    // `db migrate` applies these grants again once it is current.
+    const functions = new Set(
+      (
+        await tx<{ sig: string }[]>`
+          select p.oid::regprocedure::text as sig from pg_proc p where p.pronamespace = 'public'::regnamespace`
+      ).map((f) => f.sig),
+    );
     await tx`revoke temporary on database ${tx(db!.name)} from public`;
     await tx`revoke create on schema public from public`;
     for (const spec of specs) {
@@ -161,7 +164,8 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
       await policy(tx, `bh_${role}_append`, 'audit_events', 'insert', role, null, 'true');
       await tx`grant execute on function bulkhead_verify_token(text, bytea, text, text) to ${r}`;
       await tx`grant execute on function bulkhead_audit_backlog() to ${r}`;
-      await tx`grant execute on function bulkhead_audit_forward_lag() to ${r}`;
+      if (functions.has('bulkhead_audit_forward_lag()'))
+        await tx`grant execute on function bulkhead_audit_forward_lag() to ${r}`;
       if (spec.kind === 'mcp') {
         // Counts are exchanged through a function; no privilege on the table, so no lock on it either.
         await tx`drop policy if exists ${tx(`bh_${role}_own`)} on bulkhead_rate_limits`;
@@ -172,8 +176,10 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
         // The customer its call's token proves (a customer-bound server's row policies call it).
         await tx`grant execute on function bulkhead_fenced_customer() to ${r}`;
         // The approved policy set's text, and nothing else of the policy table (0068).
-        if (present!.policy) await tx`grant execute on function bulkhead_active_policy() to ${r}`;
-        if (present!.fence) await tx`grant execute on function bulkhead_fenced_customer(text) to ${r}`;
+        if (functions.has('bulkhead_active_policy()'))
+          await tx`grant execute on function bulkhead_active_policy() to ${r}`;
+        if (functions.has('bulkhead_fenced_customer(text)'))
+          await tx`grant execute on function bulkhead_fenced_customer(text) to ${r}`;
       }
       if (spec.kind === 'mcp' && spec.gated) {
         const own = 'server = (select bulkhead_current_deployable())';

@@ -74,7 +74,7 @@ describe('bulkhead policy propose, approve, show', () => {
       { method: string; outcome: string; label: string; summary: Record<string, unknown>; args: unknown }[]
     >`
       select method, outcome, token_label as label, result_summary as summary, arguments as args
-      from audit_events where method like 'policy/%' order by id`;
+      from audit_events where method like 'policy/%' order by seq`;
     expect(events.map((e) => [e.method, e.outcome, e.label])).toEqual([
       ['policy/propose', 'pending_approval', 'Ana'],
       ['policy/decide', 'approved', 'Bob'],
