@@ -87,3 +87,11 @@ export function dropPnpmSeparator(argv: string[]): string[] {
   if (at === -1 || argv.slice(0, at).some((a) => a.startsWith('-'))) return argv;
   return [...argv.slice(0, at), ...argv.slice(at + 1)];
 }
+
+/** `--interval <ms>` of a command that follows (`audit seal --follow`, `audit forward --follow`). */
+export function followInterval(value: string | undefined): number {
+  const interval = Number(value);
+  if (!Number.isInteger(interval) || interval < 50 || interval > 3_600_000)
+    throw new UsageError('--interval: milliseconds from 50 to 3600000');
+  return interval;
+}

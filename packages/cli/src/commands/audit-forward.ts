@@ -1,8 +1,8 @@
 import { forwardAll, readForwardLag } from '@bulkhead/audit';
 import { auditDestinations, startAuditForwarding } from '../audit-forward.ts';
-import { parse, type Command } from '../command.ts';
+import { followInterval, parse, type Command } from '../command.ts';
 import { withDatabase } from '../database.ts';
-import { CliError, UsageError } from '../io.ts';
+import { CliError } from '../io.ts';
 
 /** `bulkhead audit forward`: sealed events to the SIEM, once or `--follow`. */
 export const forwardCommand: Command = {
@@ -33,9 +33,7 @@ Options:
       interval: { type: 'string', default: '1000' },
       json: { type: 'boolean', default: false },
     });
-    const interval = Number(values.interval);
-    if (!Number.isInteger(interval) || interval < 50 || interval > 3_600_000)
-      throw new UsageError('--interval: milliseconds from 50 to 3600000');
+    const interval = followInterval(values.interval);
     const destinations = await auditDestinations(env);
     if (!destinations.length)
       throw new CliError(

@@ -20,7 +20,7 @@ import {
 import { escapeJson, visible } from '@bulkhead/core/operator';
 import { auditDestinations, startAuditForwarding } from '../audit-forward.ts';
 import { auditSigner, auditTimestamper, requireKey } from '../audit-key.ts';
-import { group, parse, type Command } from '../command.ts';
+import { followInterval, group, parse, type Command } from '../command.ts';
 import { forwardCommand } from './audit-forward.ts';
 import { keysCommand } from './audit-keys.ts';
 import { verifyCommand } from './audit-verify.ts';
@@ -241,9 +241,7 @@ Options:
       interval: { type: 'string', default: '1000' },
       json: { type: 'boolean', default: false },
     });
-    const interval = Number(values.interval);
-    if (!Number.isInteger(interval) || interval < 50 || interval > 3_600_000)
-      throw new UsageError('--interval: milliseconds from 50 to 3600000');
+    const interval = followInterval(values.interval);
     const key = await requireKey(env, true);
     const signer = await auditSigner(env);
     const timestamp = auditTimestamper(env, signer, (line) => io.err(`bulkhead audit seal: ${line}`));
