@@ -32,6 +32,7 @@ import type { McpEnv } from './http/state.ts';
 import { createResultWaits, type ResultWaitLimits } from '../tasks/result-waits.ts';
 import { createListenStreams, type ListenStreamOptions } from './listen-streams.ts';
 import type { Upstreams } from '../pipeline/upstream/upstreams.ts';
+import type { McpUpstreams } from '../pipeline/mcp-upstream/upstreams.ts';
 
 /** What serving a definition over HTTP needs. */
 export interface HttpAppOptions {
@@ -87,6 +88,11 @@ export interface HttpAppOptions {
   authorizationServer?: string | undefined;
   /** The upstreams the server declares (`bulkhead.upstreams`, see `resolveUpstreams`); counted on `/metrics`. */
   upstreams?: Upstreams;
+  /**
+   * The upstream MCP servers the server declares (`bulkhead.mcpUpstream`): connected when the app is
+   * made, reported apart on `/readyz`, their calls counted on `/metrics`. Closed by their owner.
+   */
+  mcpUpstreams?: McpUpstreams;
   /** How often the switched-off tools are read again whatever was announced (default 1000 ms). */
   toolSwitchRefreshMs?: number;
 }
@@ -157,6 +163,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     audit,
     auditFullResults: options.auditFullResults ?? false,
     ...(options.upstreams ? { upstreams: options.upstreams } : {}),
+    ...(options.mcpUpstreams ? { mcpUpstreams: options.mcpUpstreams } : {}),
     switchedOff: switches,
     ...approvalsFor(def, options),
   };
@@ -165,6 +172,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
   switches.onChange(() => mcp.handler.notify.toolsChanged());
 
   const app = new Hono<McpEnv>();
+  options.mcpUpstreams?.start();
   const metadataUrl = mountProbes(app, def, options, { reads, metrics, publicUrl });
   const { hosts, origins } = allowedHostsAndOrigins(publicUrl, options);
   app.use('/mcp', requestContext(logger, audit, def.name));

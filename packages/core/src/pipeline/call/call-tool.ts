@@ -11,6 +11,7 @@ import type { ToolCatalog } from '../tool-definition/catalog.ts';
 import type { AnyTool, ToolContext } from '../tool-definition/define-tool.ts';
 import { internalError } from '../tool-definition/errors.ts';
 import type { Upstreams } from '../upstream/upstreams.ts';
+import type { McpUpstreams } from '../mcp-upstream/upstreams.ts';
 import type { Access } from './access.ts';
 import type { ProgressReporter } from './progress.ts';
 import { clientOf, errorResult, NOTHING_CHANGED, recordCall } from './record-call.ts';
@@ -51,6 +52,8 @@ export interface CallKit<A = unknown> {
   auditFullResults: boolean;
   /** The upstreams the server declares (`bulkhead.upstreams`); none when absent. */
   upstreams?: Upstreams;
+  /** The upstream MCP servers the server declares (`bulkhead.mcpUpstream`); none when absent. */
+  mcpUpstreams?: McpUpstreams;
   /** The tools an operator has switched off: they do not exist for any client (none when absent). */
   switchedOff?: SwitchedOff;
 }
