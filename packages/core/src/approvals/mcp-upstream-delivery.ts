@@ -27,19 +27,27 @@ export function mcpUpstreamDeliverer(upstreams: McpUpstreams): Deliverer {
         true,
       );
     const connection = upstreams.byName.get(effect.upstream);
-    if (!connection) throw new DeliveryError(`not sent: ${effect.upstream} is not a declared upstream`, undefined, true);
+    if (!connection)
+      throw new DeliveryError(`not sent: ${effect.upstream} is not a declared upstream`, undefined, true);
     let client;
     try {
       client = await connection.client(5_000);
     } catch (err) {
       if (!(err instanceof McpUpstreamDown)) throw err;
-      throw new DeliveryError(`not sent: ${effect.upstream} was not reachable, so ${what} was not sent, and will not be retried`, undefined, true);
+      throw new DeliveryError(
+        `not sent: ${effect.upstream} was not reachable, so ${what} was not sent, and will not be retried`,
+        undefined,
+        true,
+      );
     }
     let result;
     try {
       result = await client.callTool(
         { name: effect.tool, arguments: effect.arguments },
-        { signal: AbortSignal.any([signal, AbortSignal.timeout(DELIVERY_LIMIT_MS)]), timeout: DELIVERY_LIMIT_MS },
+        {
+          signal: AbortSignal.any([signal, AbortSignal.timeout(DELIVERY_LIMIT_MS)]),
+          timeout: DELIVERY_LIMIT_MS,
+        },
       );
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
@@ -52,7 +60,14 @@ export function mcpUpstreamDeliverer(upstreams: McpUpstreams): Deliverer {
     const answer = mcpAnswer(effect.upstream, effect.tool, result);
     const text = answer.content.map((c) => ('text' in c ? c.text : c.note)).join('\n');
     if (result.isError)
-      throw new DeliveryError(`failed: ${effect.upstream} answered that ${effect.tool} failed: ${JSON.stringify(text.slice(0, 300))}`, undefined, true);
-    logger.info({ upstream: effect.upstream, tool: effect.tool, chars: text.length }, 'upstream call delivered');
+      throw new DeliveryError(
+        `failed: ${effect.upstream} answered that ${effect.tool} failed: ${JSON.stringify(text.slice(0, 300))}`,
+        undefined,
+        true,
+      );
+    logger.info(
+      { upstream: effect.upstream, tool: effect.tool, chars: text.length },
+      'upstream call delivered',
+    );
   };
 }

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { Client } from '@modelcontextprotocol/client';
+import type { Client } from '@modelcontextprotocol/client';
 import pino from 'pino';
 import { createMcpConnection, type McpUpstreamConfig } from '../pipeline/mcp-upstream/connection.ts';
 import { pinTool, type PinnedTool } from '../pipeline/mcp-upstream/pins.ts';
@@ -15,7 +15,12 @@ export function npmServerEntry(name: 'server-everything' | 'server-filesystem' |
 }
 
 /** An upstream run over stdio by this Node: `node <entry> ...args`. */
-export function stdioUpstream(name: string, entry: string, args: string[], env?: Record<string, string>): McpUpstreamConfig {
+export function stdioUpstream(
+  name: string,
+  entry: string,
+  args: string[],
+  env?: Record<string, string>,
+): McpUpstreamConfig {
   return {
     name,
     title: `the ${name} server`,
@@ -41,7 +46,11 @@ export async function livePins(config: McpUpstreamConfig, names: readonly string
 }
 
 /** Kit tools of `pins`, served with the scopes `<upstream>:read` and `<upstream>:write`. */
-export function pinnedTools(upstream: string, pins: readonly PinnedTool[], timeouts: Record<string, number> = {}): AnyTool[] {
+export function pinnedTools(
+  upstream: string,
+  pins: readonly PinnedTool[],
+  timeouts: Record<string, number> = {},
+): AnyTool[] {
   return pins.map((pin) =>
     pinnedTool(pin, {
       upstream,

@@ -47,7 +47,8 @@ export function mcpAnswer(upstream: string, tool: string, result: CallToolResult
   const source = `upstream ${upstream}, tool ${tool}`;
   const content = result.content.map((block) => {
     if (block.type === 'text') return untrusted(block.text, { source });
-    if (block.type === 'resource_link') return untrusted(`${block.name}: ${block.uri}`, { source: `${source}, link` });
+    if (block.type === 'resource_link')
+      return untrusted(`${block.name}: ${block.uri}`, { source: `${source}, link` });
     if (block.type === 'resource' && 'text' in block.resource)
       return untrusted(block.resource.text, { source: `${source}, ${block.resource.uri}` });
     const mimeType = 'mimeType' in block && typeof block.mimeType === 'string' ? block.mimeType : undefined;
@@ -58,7 +59,11 @@ export function mcpAnswer(upstream: string, tool: string, result: CallToolResult
     tool,
     content,
     ...(result.structuredContent
-      ? { structured: untrusted(JSON.stringify(result.structuredContent), { source: `${source}, structured` }) }
+      ? {
+          structured: untrusted(JSON.stringify(result.structuredContent), {
+            source: `${source}, structured`,
+          }),
+        }
       : {}),
   };
 }
@@ -112,9 +117,12 @@ export function createMcpUpstreamClient(
             `the upstream MCP server ${name} (${title}) is not reachable, so ${tool} was not sent; try again in a minute, and tell an operator if it stays down`,
           );
         if (err instanceof ProtocolError)
-          throw new ToolError(`the upstream MCP server ${name} (${title}) refused ${tool}; its reason is quoted below`, {
-            quoted: untrusted(masked(err.message, secrets), { source: `upstream ${name}, error` }),
-          });
+          throw new ToolError(
+            `the upstream MCP server ${name} (${title}) refused ${tool}; its reason is quoted below`,
+            {
+              quoted: untrusted(masked(err.message, secrets), { source: `upstream ${name}, error` }),
+            },
+          );
         // The connection broke under the call (a child that died, a session or socket gone): made again.
         if (client) connection.failed(client, err);
         throw new ToolError(
@@ -125,12 +133,14 @@ export function createMcpUpstreamClient(
       done(result.isError ? 'the upstream answered isError' : undefined);
       const answer = mcpAnswer(name, tool, result);
       if (result.isError)
-        throw new ToolError(`the upstream MCP server ${name} (${title}) answered that ${tool} failed; its words are quoted below`, {
-          quoted: untrusted(
-            answer.content.map((c) => ('text' in c ? c.text : c.note)).join('\n'),
-            { source: `upstream ${name}, tool ${tool}, error` },
-          ),
-        });
+        throw new ToolError(
+          `the upstream MCP server ${name} (${title}) answered that ${tool} failed; its words are quoted below`,
+          {
+            quoted: untrusted(answer.content.map((c) => ('text' in c ? c.text : c.note)).join('\n'), {
+              source: `upstream ${name}, tool ${tool}, error`,
+            }),
+          },
+        );
       return answer;
     },
   };

@@ -1,6 +1,11 @@
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
-import { Client, StreamableHTTPClientTransport, type Tool, type Transport } from '@modelcontextprotocol/client';
+import {
+  Client,
+  StreamableHTTPClientTransport,
+  type Tool,
+  type Transport,
+} from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { Logger } from 'pino';
 
@@ -59,9 +64,30 @@ function declaredOriginOnly(origin: string): (url: string | URL, init?: RequestI
   return async (url, init) => {
     const target = new URL(url);
     if (target.origin !== origin)
-      throw new McpUpstreamDown(`refused a request to ${target.origin}: the upstream is declared at ${origin}`);
+      throw new McpUpstreamDown(
+        `refused a request to ${target.origin}: the upstream is declared at ${origin}`,
+      );
     return fetch(target, { ...init, redirect: 'error' });
   };
+}
+
+/** `connecting`, waited for at most `waitMs`; any failure is the upstream being down. */
+async function waitFor(
+  connecting: Promise<Client>,
+  waitMs: number,
+  down: () => McpUpstreamDown,
+): Promise<Client> {
+  let wait: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      connecting,
+      new Promise<never>((_, reject) => (wait = setTimeout(() => reject(down()), waitMs))),
+    ]);
+  } catch (err) {
+    throw err instanceof McpUpstreamDown ? err : down();
+  } finally {
+    clearTimeout(wait);
+  }
 }
 
 /** The transport for one connection attempt; a stdio child's stderr goes to the log, line by line. */
@@ -100,6 +126,8 @@ export function createMcpConnection(
   let state: McpConnectionState = 'connecting';
   let started = false;
   let current: Client | undefined;
+  /** The client being connected or connected now. */
+  let active: Client | undefined;
   let connecting: Promise<Client> | undefined;
   let failures = 0;
   let timer: NodeJS.Timeout | undefined;
@@ -110,7 +138,9 @@ export function createMcpConnection(
   };
 
   const lost = (client: Client, err?: unknown) => {
-    if (state === 'closed' || (current && current !== client)) return;
+    // Only the newest client's end counts: an older one closing late changes nothing.
+    if (state === 'closed' || client !== active) return;
+    active = undefined;
     current = undefined;
     connecting = undefined;
     state = 'down';
@@ -127,8 +157,15 @@ export function createMcpConnection(
     state = 'connecting';
     const client = new Client(
       { name: 'bulkhead', version: '1.0.0' },
-      { listChanged: { tools: { onChanged: (err, tools) => (err ? log.warn({ err }, 'tools/list failed') : emit(tools ?? [])) } } },
+      {
+        listChanged: {
+          tools: {
+            onChanged: (err, tools) => (err ? log.warn({ err }, 'tools/list failed') : emit(tools ?? [])),
+          },
+        },
+      },
     );
+    active = client;
     client.onclose = () => lost(client);
     const attempt = (async () => {
       await client.connect(openTransport(config, log));
@@ -160,19 +197,10 @@ export function createMcpConnection(
     async client(waitMs) {
       if (!started) this.start();
       if (state === 'up' && current) return current;
-      const down = () => new McpUpstreamDown(`upstream ${config.name} is ${state === 'closed' ? 'closed' : 'not connected'}`);
+      const down = () =>
+        new McpUpstreamDown(`upstream ${config.name} is ${state === 'closed' ? 'closed' : 'not connected'}`);
       if (state !== 'connecting' || !connecting) throw down();
-      let wait: NodeJS.Timeout | undefined;
-      try {
-        return await Promise.race([
-          connecting,
-          new Promise<never>((_, reject) => (wait = setTimeout(() => reject(down()), waitMs))),
-        ]);
-      } catch (err) {
-        throw err instanceof McpUpstreamDown ? err : down();
-      } finally {
-        clearTimeout(wait);
-      }
+      return waitFor(connecting, waitMs, down);
     },
     onTools(fn) {
       listeners.push(fn);

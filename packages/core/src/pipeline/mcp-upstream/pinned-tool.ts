@@ -8,7 +8,11 @@ export const MCP_UPSTREAM_EFFECT = 'mcp_upstream';
 
 /** What an approved call to an upstream MCP server queues: delivered by the approvals' deliverer. */
 export const mcpUpstreamEffectSchema = z
-  .object({ upstream: z.string().min(1), tool: z.string().min(1), arguments: z.record(z.string(), z.unknown()) })
+  .object({
+    upstream: z.string().min(1),
+    tool: z.string().min(1),
+    arguments: z.record(z.string(), z.unknown()),
+  })
   .strict();
 
 /** The annotations MCP assumes of a tool that states none: it may write, destroy, repeat badly and reach out. */
@@ -86,9 +90,17 @@ export function pinnedTool(pin: PinnedTool, options: PinnedToolOptions): AnyTool
         }
       : {}),
     handler: async (args: Record<string, unknown>, ctx) => {
-      if (!gated) return (await ctx.mcpUpstream(upstream).callTool(pin.name, args)) as unknown as Record<string, unknown>;
+      if (!gated)
+        return (await ctx.mcpUpstream(upstream).callTool(pin.name, args)) as unknown as Record<
+          string,
+          unknown
+        >;
       if (!ctx.outbox) throw new Error(`${pin.name} is gated but ran outside an approved action`);
-      const outboxId = await ctx.outbox.enqueue(MCP_UPSTREAM_EFFECT, { upstream, tool: pin.name, arguments: args });
+      const outboxId = await ctx.outbox.enqueue(MCP_UPSTREAM_EFFECT, {
+        upstream,
+        tool: pin.name,
+        arguments: args,
+      });
       return {
         status: 'sending',
         outbox_id: outboxId,

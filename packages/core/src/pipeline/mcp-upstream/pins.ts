@@ -25,7 +25,10 @@ export type UpstreamTool = z.infer<typeof upstreamToolSchema>;
  */
 export const pinnedToolSchema = upstreamToolSchema.extend({
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
-  served: z.object({ description: z.string().min(1) }).strict().optional(),
+  served: z
+    .object({ description: z.string().min(1) })
+    .strict()
+    .optional(),
 });
 
 /** One pinned tool (see {@link pinnedToolSchema}). */

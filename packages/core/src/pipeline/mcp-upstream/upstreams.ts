@@ -1,6 +1,11 @@
 import type { Tool } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
-import { createMcpConnection, type McpConnection, type McpUpstreamConfig, type RestartPolicy } from './connection.ts';
+import {
+  createMcpConnection,
+  type McpConnection,
+  type McpUpstreamConfig,
+  type RestartPolicy,
+} from './connection.ts';
 
 /** The upstream MCP servers a server declares, each a supervised connection. */
 export interface McpUpstreams {
