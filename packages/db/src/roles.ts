@@ -157,6 +157,10 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
           bulkhead_rate_limit_exchange(text[], float8[], integer[], text[], timestamptz, boolean) to ${r}`;
         // Its switched-off tools, through the function that answers only for its own server.
         await tx`grant execute on function bulkhead_switched_off_tools(text) to ${r}`;
+        // Its drift from its pins (of an upstream MCP server), recorded and read for its own server only.
+        await tx`grant execute on function
+          bulkhead_record_mcp_drift(text, text, text, text, text, jsonb, jsonb, jsonb, text) to ${r}`;
+        await tx`grant execute on function bulkhead_mcp_accepted(text) to ${r}`;
         // The customer its call's token proves (a customer-bound server's row policies call it).
         await tx`grant execute on function bulkhead_fenced_customer() to ${r}`;
       }
@@ -418,6 +422,8 @@ async function grantConsole(tx: Tx, role: string): Promise<void> {
   await tx`grant execute on function bulkhead_operator_revoke_person(text, text) to ${r}`;
   await tx`grant execute on function bulkhead_operator_tool_switches(text) to ${r}`;
   await tx`grant execute on function bulkhead_operator_switch_tool(text, text, text, boolean, text) to ${r}`;
+  await tx`grant execute on function bulkhead_operator_mcp_drift(text) to ${r}`;
+  await tx`grant execute on function bulkhead_operator_accept_mcp_drift(text, text, text, text, text) to ${r}`;
   await policy(
     tx,
     `bh_${role}_operator`,

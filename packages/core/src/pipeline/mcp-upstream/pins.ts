@@ -36,11 +36,16 @@ export type PinnedTool = z.infer<typeof pinnedToolSchema>;
 
 /** A server's pin file (`pins.json`): the upstream it pins, and its chosen tools. */
 export const pinFileSchema = z
-  .object({ upstream: z.string().min(1), tools: z.array(pinnedToolSchema) })
+  .object({
+    upstream: z.string().min(1),
+    tools: z.array(pinnedToolSchema),
+    // The upstream's other tools when it was pinned: one it lists later that is in neither list is new.
+    others: z.array(z.string()).default([]),
+  })
   .strict();
 
 /** A pin file (see {@link pinFileSchema}). */
-export type PinFile = z.infer<typeof pinFileSchema>;
+export type PinFile = z.input<typeof pinFileSchema>;
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -81,7 +86,7 @@ export function pinTool(listing: Record<string, unknown>): PinnedTool {
  * Reads a pin file's text. Refuses a pin whose hash does not match its definition: an edit meant for the
  * model goes into `served`, never into what the upstream said (which is compared with the live listing).
  */
-export function parsePinFile(text: string, where = 'pins.json'): PinFile {
+export function parsePinFile(text: string, where = 'pins.json'): z.output<typeof pinFileSchema> {
   const file = pinFileSchema.parse(JSON.parse(text));
   for (const tool of file.tools)
     if (pinHash(tool) !== tool.sha256)
