@@ -113,3 +113,22 @@ export {
 } from './approvals/upstream-effect.ts';
 /** For a tool whose text an effect writes where a check before a retry looks (refuses a planted key). */
 export { mentionsOutboxKey } from './approvals/outbox.ts';
+/** A bounded server in front of an MCP server nobody here wrote: its pins, served and forwarded (`new server --from-mcp`). */
+export { resolveMcpUpstream, readPins } from './serve/mcp-upstream-config.ts';
+export { createMcpUpstreams, type McpUpstreams } from './pipeline/mcp-upstream/upstreams.ts';
+export {
+  createMcpConnection,
+  McpUpstreamDown,
+  type McpConnection,
+  type McpUpstreamConfig,
+} from './pipeline/mcp-upstream/connection.ts';
+export { pinnedTool, servedName, type PinnedToolOptions } from './pipeline/mcp-upstream/pinned-tool.ts';
+export {
+  formatPinFile,
+  parsePinFile,
+  pinHash,
+  pinTool,
+  type PinFile,
+  type PinnedTool,
+} from './pipeline/mcp-upstream/pins.ts';
+export type { McpAnswer, McpUpstreamClient } from './pipeline/mcp-upstream/client.ts';

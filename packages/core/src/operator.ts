@@ -93,3 +93,12 @@ export {
 } from './approvals/index.ts';
 export { PENDING_NOTE } from './pipeline/call/pending-result.ts';
 export { listCaughtMail, storeCaughtMail, type CaughtMail } from './approvals/caught-mail.ts';
+/** Drift of upstream MCP servers from a server's pins, and an operator's acceptance (the CLI, with the owner's connection). */
+export {
+  acceptMcpDrift,
+  acceptanceEvent,
+  listMcpDrift,
+  type McpDriftAcceptance,
+  type McpDriftRecord,
+} from './serve/mcp-pins.ts';
+export { BLOCKING_RULES } from './pipeline/mcp-upstream/drift.ts';

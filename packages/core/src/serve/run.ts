@@ -29,6 +29,8 @@ export interface RunOptions {
   upstreams?: readonly UpstreamConfig[];
   /** The upstream MCP servers of its manifest (`bulkhead.mcpUpstream`), resolved by its `env.ts`. */
   mcpUpstreams?: readonly McpUpstreamConfig[];
+  /** Per upstream MCP server, its tools not chosen when pinned (`pins.json`'s `others`): any other it lists is new. */
+  mcpKnownTools?: Record<string, readonly string[]>;
   /**
    * The server's own grants (its `grants.sql`, read by `ownGrants(import.meta.url)` in its `main.ts`):
    * given to its group role on the embedded default, which it sets up for itself when it starts alone.
@@ -188,7 +190,12 @@ export async function runServer(def: ServerDefinition, { env, stdio, ...run }: R
     return;
   }
 
-  const audit = await serveHttp(def, env, { sql: db.sql, reads, logger, upstreams, mcpUpstreams }, closers);
+  const audit = await serveHttp(
+    def,
+    env,
+    { sql: db.sql, reads, logger, upstreams, mcpUpstreams, known: run.mcpKnownTools },
+    closers,
+  );
   startExecutor(audit);
   logger.info({ url: `${env.BULKHEAD_PUBLIC_URL}/mcp` }, `${def.name} listening`);
 }
@@ -241,10 +248,17 @@ function approvalUrls(env: ServerEnv) {
 async function serveHttp(
   def: ServerDefinition,
   env: ServerEnv,
-  made: { sql: Sql; reads: Sql; logger: Logger; upstreams: Upstreams; mcpUpstreams: McpUpstreams },
+  made: {
+    sql: Sql;
+    reads: Sql;
+    logger: Logger;
+    upstreams: Upstreams;
+    mcpUpstreams: McpUpstreams;
+    known: Record<string, readonly string[]> | undefined;
+  },
   closers: (() => Promise<unknown>)[],
 ): Promise<AuditWriter> {
-  const { sql, reads, logger, upstreams, mcpUpstreams } = made;
+  const { sql, reads, logger, upstreams, mcpUpstreams, known } = made;
   const http = createHttpApp(def, {
     sql,
     reads,
@@ -264,7 +278,8 @@ async function serveHttp(
     poolMax: POOL_MAX + READ_POOL_MAX,
     authorizationServer: env.BULKHEAD_AUTHORIZATION_SERVER,
     upstreams,
-    mcpUpstreams,
+    ...(mcpUpstreams.byName.size ? { mcpUpstreams } : {}),
+    ...(known ? { mcpKnownTools: known } : {}),
   });
   const server = serve({ fetch: http.app.fetch, port: env.PORT, hostname: env.HOST }) as NodeServer;
   // A response counts until its last byte is sent: a call answered as an event stream outlives the handler.
