@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Client } from '@modelcontextprotocol/client';
 import pino from 'pino';
 import { createMcpConnection, type McpUpstreamConfig } from '../pipeline/mcp-upstream/connection.ts';
@@ -59,4 +60,24 @@ export function pinnedTools(
       ...(timeouts[pin.name] ? { timeoutMs: timeouts[pin.name] } : {}),
     }),
   );
+}
+
+/** The SDK-written upstream of the rug-pull tests (fixtures/rug-pull-upstream.ts), whose description `control` changes. */
+export function rugPullUpstream(control: string): McpUpstreamConfig {
+  return {
+    name: 'forecasts',
+    title: 'the forecast server',
+    transport: {
+      type: 'stdio',
+      command: process.execPath,
+      args: [
+        '--import',
+        'tsx',
+        fileURLToPath(new URL('./fixtures/rug-pull-upstream.ts', import.meta.url)),
+        control,
+      ],
+      cwd: fileURLToPath(new URL('../../../../', import.meta.url)),
+    },
+    secrets: [],
+  };
 }
