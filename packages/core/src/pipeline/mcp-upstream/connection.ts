@@ -37,6 +37,8 @@ export class McpUpstreamDown extends Error {
 export interface McpConnection {
   readonly config: McpUpstreamConfig;
   state(): McpConnectionState;
+  /** The process id of a stdio upstream's child while one runs (for the log and for tests); else null. */
+  pid(): number | null;
   /** Connects (once; later calls do nothing): the first listing of its tools follows. */
   start(): void;
   /** The connected client, waiting up to `waitMs` for a connection being made; throws {@link McpUpstreamDown}. */
@@ -126,6 +128,7 @@ export function createMcpConnection(
   let state: McpConnectionState = 'connecting';
   let started = false;
   let current: Client | undefined;
+  let transport: Transport | undefined;
   /** The client being connected or connected now. */
   let active: Client | undefined;
   let connecting: Promise<Client> | undefined;
@@ -168,7 +171,9 @@ export function createMcpConnection(
     active = client;
     client.onclose = () => lost(client);
     const attempt = (async () => {
-      await client.connect(openTransport(config, log));
+      const opened = openTransport(config, log);
+      transport = opened;
+      await client.connect(opened);
       const { tools } = await client.listTools();
       if (closed()) throw new McpUpstreamDown(`upstream ${config.name} is closed`);
       current = client;
@@ -189,6 +194,7 @@ export function createMcpConnection(
   return {
     config,
     state: () => state,
+    pid: () => (state === 'up' && transport instanceof StdioClientTransport ? (transport.pid ?? null) : null),
     start() {
       if (started) return;
       started = true;
