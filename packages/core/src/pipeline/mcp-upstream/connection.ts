@@ -136,9 +136,7 @@ export function createMcpConnection(
   let timer: NodeJS.Timeout | undefined;
   const listeners: ((tools: Tool[]) => void)[] = [];
   const closed = () => state === 'closed';
-  const emit = (tools: Tool[]) => {
-    for (const fn of listeners) fn(tools);
-  };
+  const emit = (tools: Tool[]) => listeners.forEach((fn) => fn(tools));
 
   const lost = (client: Client, err?: unknown) => {
     // Only the newest client's end counts: an older one closing late changes nothing.
