@@ -77,8 +77,20 @@ export interface PinsUpdate {
  * The pin file rewritten from the upstream's live tools: each pinned tool's definition and hash as the
  * upstream gives it now (an author's `served` text kept for review), and the other tools it lists.
  */
-export function updatedPins(current: PinFile, live: readonly PinnedTool[]): PinsUpdate {
+export function updatedPins(
+  current: PinFile,
+  live: readonly PinnedTool[],
+  add: readonly string[] = [],
+): PinsUpdate {
   const byName = new Map(live.map((t) => [t.name, t]));
+  for (const name of add) {
+    const tool = byName.get(name);
+    if (!tool)
+      throw new UsageError(
+        `--tool: the upstream lists no tool "${name}"; its tools: ${[...byName.keys()].join(', ')}`,
+      );
+  }
+  const adding = add.filter((n) => !current.tools.some((t) => t.name === n));
   const changed: PinsUpdate['changed'] = [];
   const missing: string[] = [];
   const tools = current.tools.map((pin) => {
@@ -90,7 +102,11 @@ export function updatedPins(current: PinFile, live: readonly PinnedTool[]): Pins
     if (now.sha256 !== pin.sha256) changed.push({ tool: pin.name, from: pin.sha256, to: now.sha256 });
     return { ...now, ...(pin.served ? { served: pin.served } : {}) };
   });
-  const pinned = new Set(current.tools.map((t) => t.name));
+  for (const name of adding) {
+    tools.push(byName.get(name)!);
+    changed.push({ tool: name, from: 'none', to: byName.get(name)!.sha256 });
+  }
+  const pinned = new Set(tools.map((t) => t.name));
   const others = live.map((t) => t.name).filter((n) => !pinned.has(n));
   const added = others.filter((n) => !(current.others ?? []).includes(n));
   return { file: { upstream: current.upstream, tools, others }, changed, missing, added };

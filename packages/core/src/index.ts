@@ -122,7 +122,12 @@ export {
   type McpConnection,
   type McpUpstreamConfig,
 } from './pipeline/mcp-upstream/connection.ts';
-export { pinnedAnnotations, pinnedTool, servedName, type PinnedToolOptions } from './pipeline/mcp-upstream/pinned-tool.ts';
+export {
+  pinnedAnnotations,
+  pinnedTool,
+  servedName,
+  type PinnedToolOptions,
+} from './pipeline/mcp-upstream/pinned-tool.ts';
 export {
   formatPinFile,
   parsePinFile,

@@ -4,9 +4,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { formatPinFile, pinTool } from '@bulkhead/core';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, vi, expect, it } from 'vitest';
 import { listUpstream } from '../mcp-upstream.ts';
 import { runCli } from '../run-cli.ts';
+
+// Each test starts real MCP servers (Node children); on a busy machine that takes its time.
+vi.setConfig({ testTimeout: 120_000 });
 
 const fromCore = createRequire(new URL('../../../core/package.json', import.meta.url));
 const MEMORY = join(
@@ -67,7 +70,7 @@ it('pins update rewrites a stale pin from what the upstream lists now, and names
   expect(lines[0]).toBe(
     `changed: read_graph (sha256 ${stale.sha256.slice(0, 12)} → ${readGraph.sha256.slice(0, 12)})`,
   );
-  expect(lines).toContain('new: create_entities (not served; add it with --tool in a new server or by hand)');
+  expect(lines).toContain('new: create_entities (not served; pin it with --tool)');
   expect(lines.at(-1)).toBe(`Wrote ${join(folder, 'pins.json')}: review the diff before it is deployed.`);
   const written = JSON.parse(await readFile(join(folder, 'pins.json'), 'utf8')) as {
     tools: unknown[];
@@ -75,6 +78,21 @@ it('pins update rewrites a stale pin from what the upstream lists now, and names
   };
   expect(written.tools).toEqual([readGraph]);
   expect(written.others).toEqual(live.map((t) => t.name).filter((n) => n !== 'read_graph'));
+
+  const added = await runCli(['pins', 'update', folder, '--tool', 'search_nodes'], env);
+  const searchNodes = live.find((t) => t.name === 'search_nodes')!;
+  expect(added.stdout.split('\n')[0]).toBe(
+    `pinned: search_nodes (sha256 ${searchNodes.sha256.slice(0, 12)})`,
+  );
+  const both = JSON.parse(await readFile(join(folder, 'pins.json'), 'utf8')) as {
+    tools: { name: string }[];
+    others: string[];
+  };
+  expect(both.tools.map((t) => t.name)).toEqual(['read_graph', 'search_nodes']);
+  expect(both.others).not.toContain('search_nodes');
+  const unknown = await runCli(['pins', 'update', folder, '--tool', 'drop_table'], env);
+  expect(unknown.code).toBe(2);
+  expect(unknown.stderr).toContain('--tool: the upstream lists no tool "drop_table"');
 
   const again = await runCli(['pins', 'update', folder], env);
   expect(again.stdout.trim().split('\n').at(-1)).toBe(

@@ -17,7 +17,7 @@ import {
 const update: Command = {
   name: 'update',
   summary: "rewrite a server's pin file from what its upstream MCP server lists now",
-  help: `Usage: bulkhead pins update <server>
+  help: `Usage: bulkhead pins update <server> [--tool <upstream tool>...]
 
 Connects to the upstream MCP server that <server> declares (bulkhead.mcpUpstream
 in its package.json, credentials from the environment or files it names) and
@@ -28,21 +28,28 @@ on the new definitions, for the code review that follows; a running server keeps
 withholding a drifted tool until the new pins are deployed or an operator
 accepts the drift (\`bulkhead pins accept\`).
 
-<server> is a server's name (a folder of servers/) or the path to its folder.`,
+<server> is a server's name (a folder of servers/) or the path to its folder.
+
+Options:
+  --tool <upstream tool>   repeatable: pin this tool of the upstream as well (a
+                           pins.json of {"upstream": "<name>", "tools": []} starts one)`,
   async run(argv, { env, io }) {
-    const { positionals } = parse(argv, {}, true);
+    const { values, positionals } = parse(argv, { tool: { type: 'string', multiple: true } }, true);
     const server = serverWithUpstream(positionals[0], env.cwd);
     const { config, pinsPath } = upstreamOf(server, env.passthrough);
     const current = readPinFile(pinsPath);
     const live = await listUpstream(config);
-    const result = updatedPins(current, live);
+    const result = updatedPins(current, live, values.tool ?? []);
     writeFileSync(pinsPath, formatPinFile(result.file));
     for (const c of result.changed)
-      io.out(`changed: ${c.tool} (sha256 ${c.from.slice(0, 12)} → ${c.to.slice(0, 12)})`);
+      io.out(
+        c.from === 'none'
+          ? `pinned: ${c.tool} (sha256 ${c.to.slice(0, 12)})`
+          : `changed: ${c.tool} (sha256 ${c.from.slice(0, 12)} → ${c.to.slice(0, 12)})`,
+      );
     for (const m of result.missing)
       io.out(`missing: ${m} is no longer listed by ${config.title}; its pin is kept`);
-    for (const a of result.added)
-      io.out(`new: ${a} (not served; add it with --tool in a new server or by hand)`);
+    for (const a of result.added) io.out(`new: ${a} (not served; pin it with --tool)`);
     const pinned = new Set(result.file.tools.map((t) => t.name));
     const findings = lintUpstream(result.file.tools as never).filter(
       (f) => f.tool === null || pinned.has(f.tool),

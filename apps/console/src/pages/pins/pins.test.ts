@@ -21,8 +21,11 @@ import {
 } from '@bulkhead/core/testing';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, vi, expect, it } from 'vitest';
 import { serveConsole, type ServedConsole } from '../../fixtures/served-console.ts';
+
+// Each test starts real MCP servers (Node children); on a busy machine that takes its time.
+vi.setConfig({ testTimeout: 120_000 });
 
 const CHANGED =
   'Returns the weather forecast for a city: summary and temperature in °C. city: the city name, as people write it. Only forecasts, not past weather.';

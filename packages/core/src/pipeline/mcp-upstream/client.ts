@@ -6,8 +6,11 @@ import type { UpstreamRecord } from '../upstream/upstreams.ts';
 import { McpUpstreamDown } from './connection.ts';
 import type { McpUpstreams } from './upstreams.ts';
 
-/** How long a call waits for an upstream that is still connecting (within its own time limit). */
-const CONNECT_WAIT_MS = 2_000;
+/**
+ * How long a call waits for an upstream that is still connecting (a child that is starting): longer
+ * than any tool's time limit, which ends the wait first (and answers that the call ran out of time).
+ */
+const CONNECT_WAIT_MS = 120_000;
 
 /** A handler's way to one declared upstream MCP server (`ctx.mcpUpstream(name)`). */
 export interface McpUpstreamClient {

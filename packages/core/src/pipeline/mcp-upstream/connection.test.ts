@@ -2,9 +2,12 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, vi, expect, it } from 'vitest';
 import { rugPullUpstream } from '../../testing/mcp-upstreams.ts';
 import { createMcpConnection, McpUpstreamDown, type McpConnection } from './connection.ts';
+
+// Each test starts real MCP servers (Node children); on a busy machine that takes its time.
+vi.setConfig({ testTimeout: 60_000 });
 
 let folder: string;
 let connection: McpConnection;

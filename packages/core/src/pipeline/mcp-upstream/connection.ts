@@ -83,7 +83,10 @@ async function waitFor(
   try {
     return await Promise.race([
       connecting,
-      new Promise<never>((_, reject) => (wait = setTimeout(() => reject(down()), waitMs))),
+      new Promise<never>((_, reject) => {
+        wait = setTimeout(() => reject(down()), waitMs);
+        wait.unref();
+      }),
     ]);
   } catch (err) {
     throw err instanceof McpUpstreamDown ? err : down();

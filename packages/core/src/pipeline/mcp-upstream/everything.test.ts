@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, vi, describe, expect, it } from 'vitest';
 import { createServer } from '../../serve/create-server.ts';
 import {
   callFlat,
@@ -14,6 +14,9 @@ import {
 import { livePins, npmServerEntry, pinnedTools, stdioUpstream } from '../../testing/mcp-upstreams.ts';
 import type { McpUpstreamConfig } from './connection.ts';
 import { createMcpUpstreams } from './upstreams.ts';
+
+// Each test starts real MCP servers (Node children); on a busy machine that takes its time.
+vi.setConfig({ testTimeout: 60_000 });
 
 const EVERYTHING = npmServerEntry('server-everything');
 const CHOSEN = ['echo', 'get-sum', 'trigger-long-running-operation'];

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, vi, expect, it } from 'vitest';
 import { startApprovalExecutor, type ApprovalExecutor } from '../../approvals/executor.ts';
 import { createServer } from '../../serve/create-server.ts';
 import {
@@ -16,6 +16,9 @@ import {
 } from '../../testing/index.ts';
 import { livePins, npmServerEntry, pinnedTools, stdioUpstream } from '../../testing/mcp-upstreams.ts';
 import { createMcpUpstreams, type McpUpstreams } from './upstreams.ts';
+
+// Each test starts real MCP servers (Node children); on a busy machine that takes its time.
+vi.setConfig({ testTimeout: 60_000 });
 
 let db: TestDatabase;
 let folder: string;

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { Client } from '@modelcontextprotocol/client';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import pino from 'pino';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, vi, expect, it } from 'vitest';
 import { createServer } from '../../serve/create-server.ts';
 import { acceptMcpDrift, listMcpDrift } from '../../serve/mcp-pins.ts';
 import {
@@ -19,6 +19,9 @@ import { livePins, pinnedTools } from '../../testing/mcp-upstreams.ts';
 import type { McpUpstreamConfig } from './connection.ts';
 import type { PinnedTool } from './pins.ts';
 import { createMcpUpstreams, type McpUpstreams } from './upstreams.ts';
+
+// Each test starts real MCP servers (Node children); on a busy machine that takes its time.
+vi.setConfig({ testTimeout: 60_000 });
 
 const FIXTURE = fileURLToPath(new URL('../../testing/fixtures/rug-pull-upstream.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../../../../', import.meta.url));
