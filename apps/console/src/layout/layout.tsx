@@ -18,7 +18,6 @@ const OPERATOR_PAGES = [
   ['audit', '/operator/audit', 'Audit log'],
   ['charts', '/operator/charts', 'Charts'],
   ['tools', '/operator/tools', 'Tools'],
-  ['pins', '/operator/pins', 'Pins'],
 ] as const;
 
 /** The page frame: skip link, header with navigation and sign-out, one main landmark. */
@@ -27,7 +26,7 @@ export function Layout(props: {
   approver?: Approver | undefined;
   /** How many requests wait, for the navigation; a page that did not count them shows no number. */
   pending?: number | undefined;
-  current?: 'pending' | 'history' | 'mail' | 'tokens' | 'audit' | 'charts' | 'tools' | 'pins' | undefined;
+  current?: 'pending' | 'history' | 'mail' | 'tokens' | 'audit' | 'charts' | 'tools' | undefined;
   children?: Child;
 }) {
   return (

@@ -23,7 +23,7 @@ export function PinsPage(props: {
   notice?: string | undefined;
 }) {
   return (
-    <Layout title="Pins" approver={props.approver} current="pins">
+    <Layout title="Pins" approver={props.approver} current="tools">
       <h1>Pins</h1>
       <p>
         A server in front of an upstream MCP server serves the tool definitions pinned in its folder. When the
@@ -94,7 +94,7 @@ export function DriftPage(props: {
   const d = props.drift;
   const acceptable = d.kind === 'changed' && !d.blocked && !d.acceptedBy;
   return (
-    <Layout title={`Drift of ${d.tool}`} approver={props.approver} current="pins">
+    <Layout title={`Drift of ${d.tool}`} approver={props.approver} current="tools">
       <h1>
         Drift of <Shown text={d.tool} />
       </h1>

@@ -1,7 +1,6 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Client } from '@modelcontextprotocol/client';
 import {
   createLogger,
   createMcpUpstreams,
@@ -41,7 +40,7 @@ let upstreams: McpUpstreams;
 let mcp: TestServer;
 let served: ServedConsole;
 let browser: Browser;
-let listener: Client;
+let token: string;
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -68,11 +67,9 @@ beforeAll(async () => {
     },
   ]);
   browser = served.browser;
-  listener = await connectTestClient(mcp.url, await issueTestToken(db.sql, def));
-  await listener.listen({ toolsListChanged: true });
+  token = await issueTestToken(db.sql, def);
 }, 90_000);
 afterAll(async () => {
-  await listener?.close();
   await served?.close();
   await mcp?.close();
   await upstreams?.close();
@@ -80,23 +77,22 @@ afterAll(async () => {
   await db.drop();
 });
 
-function nextListChanged(): Promise<void> {
-  return new Promise((resolve) =>
-    listener.setNotificationHandler('notifications/tools/list_changed', () => resolve()),
-  );
-}
-
+/** What a client that connects now is listed (the tools/list notification is the core rug-pull test's). */
 async function descriptions(): Promise<(string | undefined)[]> {
-  return (await listener.listTools()).tools.map((t) => t.description);
+  const client = await connectTestClient(mcp.url, token);
+  try {
+    return (await client.listTools()).tools.map((t) => t.description);
+  } finally {
+    await client.close();
+  }
 }
 
 it('an operator reads the pinned and the new text side by side and accepts it; a poisoned text cannot be accepted', async () => {
-  let told = nextListChanged();
+  expect(await descriptions()).toEqual([pin.description]);
   await writeFile(control, CHANGED);
-  await told;
-  expect(await descriptions()).toEqual([]);
+  await expect.poll(descriptions, { timeout: 20_000, interval: 100 }).toEqual([]);
 
-  const { token } = await issueToken(db.sql, {
+  const { token: operator } = await issueToken(db.sql, {
     kind: 'approver',
     server: 'console',
     label: 'Ola Nordmann',
@@ -110,27 +106,24 @@ it('an operator reads the pinned and the new text side by side and accepts it; a
   page.setDefaultTimeout(5000);
   try {
     await page.goto(`${served.base}/login`);
-    await page.getByLabel('Approver token').fill(token);
+    await page.getByLabel('Approver token').fill(operator);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Waiting for approval' }).waitFor();
-    await page.getByRole('link', { name: 'Pins' }).click();
+    await page.getByRole('link', { name: 'Tools' }).click();
+    await page.getByRole('link', { name: 'Pins', exact: true }).click();
     await page.getByRole('heading', { name: 'Pins', level: 1 }).waitFor();
     await page.getByRole('link', { name: 'get_forecast' }).click();
     const row = page.getByRole('row', { name: /^description/ });
     expect(await row.locator('td').allTextContents()).toEqual([pin.description, CHANGED]);
 
-    told = nextListChanged();
     await page.getByRole('button', { name: 'Accept the new definition' }).click();
     expect(await page.getByRole('status').textContent()).toBe(
       'Accepted: every replica of the server serves the tool with the new definition within a second.',
     );
-    await told;
-    expect(await descriptions()).toEqual([CHANGED]);
+    await expect.poll(descriptions, { timeout: 20_000, interval: 100 }).toEqual([CHANGED]);
 
-    told = nextListChanged();
     await writeFile(control, POISONED);
-    await told;
-    expect(await descriptions()).toEqual([]);
+    await expect.poll(descriptions, { timeout: 20_000, interval: 100 }).toEqual([]);
     await expect.poll(async () => (await db.sql`select 1 from bulkhead_mcp_drift`).length).toBe(2);
     await page.goto(`${served.base}/operator/pins`);
     await page.getByRole('link', { name: 'get_forecast' }).first().click();
