@@ -89,6 +89,10 @@ async function descriptions(): Promise<(string | undefined)[]> {
 
 it('an operator reads the pinned and the new text side by side and accepts it; a poisoned text cannot be accepted', async () => {
   expect(await descriptions()).toEqual([pin.description]);
+  // Drift is seen in what the upstream lists: wait until the server is connected to it (a busy machine starts it slowly).
+  const readyz = async () =>
+    ((await (await fetch(new URL('/readyz', mcp.url))).json()) as { upstreams?: unknown }).upstreams;
+  await expect.poll(readyz, { timeout: 60_000, interval: 100 }).toEqual({ forecasts: 'up' });
   await writeFile(control, CHANGED);
   await expect.poll(descriptions, { timeout: 20_000, interval: 100 }).toEqual([]);
 
