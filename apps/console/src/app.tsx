@@ -30,6 +30,7 @@ import { mountSignOut } from './pages/sign-in/sign-out-route.ts';
 import { createSignInThrottle, type SignInPolicy } from './pages/sign-in/throttle.ts';
 import { mountTokens } from './pages/tokens/route.tsx';
 import { mountTools } from './pages/tools/route.tsx';
+import { mountPins } from './pages/pins/route.tsx';
 import { mountProbes } from './probes.ts';
 import { findSession } from './sessions.ts';
 
@@ -161,6 +162,7 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
   mountCharts(app, ctx);
   mountTools(app, ctx);
   mountGroups(app, ctx);
+  mountPins(app, ctx);
 
   app.notFound((c) => c.text('Not found.', 404));
   app.onError((err, c) => {

@@ -129,3 +129,27 @@ export {
   type PolicyRequest,
   type PolicySet,
 } from './pipeline/policy/index.ts';
+/** A bounded server in front of an MCP server nobody here wrote: its pins, served and forwarded (`new server --from-mcp`). */
+export { resolveMcpUpstream, readPins } from './serve/mcp-upstream-config.ts';
+export { createMcpUpstreams, type McpUpstreams } from './pipeline/mcp-upstream/upstreams.ts';
+export {
+  createMcpConnection,
+  McpUpstreamDown,
+  type McpConnection,
+  type McpUpstreamConfig,
+} from './pipeline/mcp-upstream/connection.ts';
+export {
+  pinnedAnnotations,
+  pinnedTool,
+  servedName,
+  type PinnedToolOptions,
+} from './pipeline/mcp-upstream/pinned-tool.ts';
+export {
+  formatPinFile,
+  parsePinFile,
+  pinHash,
+  pinTool,
+  type PinFile,
+  type PinnedTool,
+} from './pipeline/mcp-upstream/pins.ts';
+export type { McpAnswer, McpUpstreamClient } from './pipeline/mcp-upstream/client.ts';

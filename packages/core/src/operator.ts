@@ -123,3 +123,12 @@ export {
   type PolicySet,
 } from './pipeline/policy/index.ts';
 export { createCatalog } from './pipeline/tool-definition/catalog.ts';
+/** Drift of upstream MCP servers from a server's pins, and an operator's acceptance (the CLI, with the owner's connection). */
+export {
+  acceptMcpDrift,
+  acceptanceEvent,
+  listMcpDrift,
+  type McpDriftAcceptance,
+  type McpDriftRecord,
+} from './serve/mcp-pins.ts';
+export { BLOCKING_RULES } from './pipeline/mcp-upstream/drift.ts';

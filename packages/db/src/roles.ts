@@ -111,7 +111,8 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
     // functions use, and the schema is the owner's. (Run by the database's owner or a superuser; the
     // servers refuse to start where this did not take.)
     const [db] = await tx<{ name: string }[]>`select current_database() as name`;
-    // Functions the servers got after 0053 (0062's forward lag, 0067's fence, 0068's policy), granted
+    // Functions the servers got after 0053 (0062's forward lag, 0065's pins, 0067's fence, 0068's
+    // policy), granted
     // where the schema has them: on a database behind this code the servers refuse to start, and
     // `db migrate` applies these grants again once it is current.
     const functions = new Set(
@@ -173,6 +174,12 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
           bulkhead_rate_limit_exchange(text[], float8[], integer[], text[], timestamptz, boolean) to ${r}`;
         // Its switched-off tools, through the function that answers only for its own server.
         await tx`grant execute on function bulkhead_switched_off_tools(text) to ${r}`;
+        // Its drift from its pins (of an upstream MCP server), recorded and read for its own server only.
+        if (functions.has('bulkhead_mcp_accepted(text)')) {
+          await tx`grant execute on function
+            bulkhead_record_mcp_drift(text, text, text, text, text, jsonb, jsonb, jsonb, text) to ${r}`;
+          await tx`grant execute on function bulkhead_mcp_accepted(text) to ${r}`;
+        }
         // The customer its call's token proves (a customer-bound server's row policies call it).
         await tx`grant execute on function bulkhead_fenced_customer() to ${r}`;
         // The approved policy set's text, and nothing else of the policy table (0068).
@@ -460,6 +467,8 @@ async function grantConsole(tx: Tx, role: string): Promise<void> {
   await tx`grant execute on function
       bulkhead_operator_set_group(text, text, text[], boolean, text[]) to ${r}`;
   await tx`grant execute on function bulkhead_operator_remove_group(text, text) to ${r}`;
+  await tx`grant execute on function bulkhead_operator_mcp_drift(text) to ${r}`;
+  await tx`grant execute on function bulkhead_operator_accept_mcp_drift(text, text, text, text, text) to ${r}`;
   await policy(
     tx,
     `bh_${role}_operator`,

@@ -8,6 +8,8 @@ export {
 export {
   manifestSchema,
   manifestProblems,
+  mcpUpstreamManifestSchema,
+  type McpUpstreamManifest,
   upstreamAuthSchema,
   upstreamManifestSchema,
   upstreamsManifestSchema,

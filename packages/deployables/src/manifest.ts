@@ -72,6 +72,41 @@ export const upstreamsManifestSchema = z.record(
 /** `bulkhead.upstreams` as written in a package.json. */
 export type UpstreamManifest = z.input<typeof upstreamsManifestSchema>;
 
+const secretSource = z
+  .object({ env: envName.optional(), file: filePath.optional() })
+  .strict()
+  .refine((s) => (s.env === undefined) !== (s.file === undefined), 'exactly one of env or file');
+
+/**
+ * `bulkhead.mcpUpstream`: the MCP server a bounded server stands in front of. Either a `command` run
+ * over stdio (with `args`, and environment variables for the child, each from a variable or a mounted
+ * file) or a Streamable HTTP `url`, reached only at its origin (with a header whose value comes from a
+ * variable or file). Credentials are never written here.
+ */
+export const mcpUpstreamManifestSchema = z
+  .object({
+    name: z.string().regex(NAME, 'an upstream name: lower-case letters, digits and -'),
+    /** How people call it ("the file server"), named in every error about it. */
+    title: z.string().min(1).max(80).optional(),
+    command: z.string().min(1).optional(),
+    args: z.array(z.string()).default([]),
+    env: z.record(envName, secretSource).default({}),
+    url: z.url({ protocol: /^https?$/ }).optional(),
+    header: z
+      .object({ name: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'an HTTP header name') })
+      .extend({ env: envName.optional(), file: filePath.optional() })
+      .strict()
+      .optional(),
+    /** The pin file, relative to the server's folder (default pins.json). */
+    pins: filePath.default('pins.json'),
+  })
+  .strict()
+  .refine((m) => (m.command === undefined) !== (m.url === undefined), 'exactly one of command or url')
+  .refine((m) => m.url !== undefined || m.header === undefined, 'a header is sent only to a url');
+
+/** `bulkhead.mcpUpstream` as written in a package.json. */
+export type McpUpstreamManifest = z.input<typeof mcpUpstreamManifestSchema>;
+
 const PORT = 'a whole number from 1 to 65535';
 const FLAG = 'true or false';
 const PROBE = '{ "tool": "<a read tool>", "arguments": { … } }';
@@ -96,6 +131,8 @@ export const manifestSchema = z.object({
     .optional(),
   /** The other systems it reaches, each with the variable holding its base URL. */
   upstreams: upstreamsManifestSchema.default({}),
+  /** The upstream MCP server it stands in front of (`new server --from-mcp`), if any. */
+  mcpUpstream: mcpUpstreamManifestSchema.optional(),
 });
 
 /** A deployable's manifest as checked: every default filled in. */

@@ -37,6 +37,11 @@ export const commands: CommandEntry[] = [
     load: async () => (await import('./tools.ts')).toolsCommand,
   },
   {
+    name: 'pins',
+    summary: 'Keep the pinned tool definitions of an upstream MCP server: update, drift, accept.',
+    load: async () => (await import('./pins.ts')).pinsCommand,
+  },
+  {
     name: 'approvals',
     summary: 'List, inspect, approve and reject gated actions.',
     load: async () => (await import('./approvals.ts')).approvalsCommand,

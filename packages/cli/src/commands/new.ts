@@ -11,6 +11,7 @@ import { serverReadme } from '../figures.ts';
 import { CliError, UsageError } from '../io.ts';
 import { ComposeShapeError, composeWithServer, k8sOverlay } from '../new-server/deployment.ts';
 import { loadDraft } from '../new-server/draft.ts';
+import { listMcpTools, mcpListing, mcpSource } from '../new-server/mcp.ts';
 import { listOperations, loadApiDocument, type ApiDocument } from '../new-server/openapi.ts';
 import type { Drafted, ToolPlan } from '../new-server/openapi-tools.ts';
 import { COMPOSE, MAX_NAME, OVERLAYS, planServer } from '../new-server/plan.ts';
@@ -21,6 +22,7 @@ import { defaultUrl } from '../servers.ts';
 const help = `Usage: bulkhead new server <name> [--port <n>] [--customer-bound] [--upstream <name>=<base URL variable>] [--description <text>] [--json]
        bulkhead new server [<name>] --from-openapi <file or URL> [--json]
        bulkhead new server <name> --from-openapi <file or URL> --operation <operationId>... [options]
+       bulkhead new server [<name>] --from-mcp <command or URL> [--header <Name>=<VARIABLE>] [--json]
 
 Scaffolds a new bounded MCP server in servers/<name>/ that passes typecheck, lint
 and its tests at once, and adds the deployment entries this repository keeps:
@@ -76,8 +78,19 @@ Options:
                          (e.g. alertmanager-api=ALERTMANAGER_API_URL); its auth from
                          the document's security scheme; its base path from basePath
                          or servers[0]. What the author must still decide is printed
+  --from-mcp <command or URL>
+                         an MCP server nobody here wrote: a command and its arguments
+                         (split at spaces, run over stdio) or a Streamable HTTP URL.
+                         Lists its tools with their annotations, whether Bulkhead
+                         would gate each (not marked read-only) and the tool linter's
+                         findings, and writes nothing
+  --header <Name>=<VARIABLE>
+                         with a --from-mcp URL: a header sent with the value of that
+                         environment variable (e.g. Authorization=FILES_TOKEN)
   --json                 print { name, port, customer_bound, files } as JSON; with
-                         --from-openapi alone, [{ operationId, method, path, summary }]
+                         --from-openapi alone, [{ operationId, method, path, summary }];
+                         with --from-mcp, [{ name, title, description, annotations,
+                         gated, findings }]
 
 Examples:
   bulkhead new server billing-reports
@@ -281,12 +294,21 @@ const serverCommand: Command = {
         description: { type: 'string' },
         'from-openapi': { type: 'string' },
         operation: { type: 'string', multiple: true },
+        'from-mcp': { type: 'string' },
+        header: { type: 'string' },
         json: { type: 'boolean', default: false },
       },
       true,
     );
     if (positionals.length > 1)
       throw new UsageError(`one name, not ${positionals.length}: ${positionals.join(' ')}`);
+    const mcp = values['from-mcp'];
+    if (mcp !== undefined) {
+      // The listing mode: the upstream's tools, what Bulkhead would make of each; nothing is written.
+      const rows = await listMcpTools(mcpSource(mcp, values.header, env.passthrough));
+      io.out(values.json ? JSON.stringify(rows) : mcpListing(mcp, rows).join('\n'));
+      return 0;
+    }
     const source = values['from-openapi'];
     const operations = values.operation ?? [];
     if (operations.length && source === undefined)

@@ -28,6 +28,8 @@ import { smtpDeliverer, type SmtpOptions } from './smtp.ts';
 import { APPROVAL_WEBHOOK, webhookDeliverer } from './webhook.ts';
 import { UPSTREAM_EFFECT, upstreamDeliverer } from './upstream-effect.ts';
 import type { Upstreams } from '../pipeline/upstream/upstreams.ts';
+import type { McpUpstreams } from '../pipeline/mcp-upstream/upstreams.ts';
+import { MCP_UPSTREAM_EFFECT, mcpUpstreamDeliverer } from './mcp-upstream-delivery.ts';
 
 /** What {@link startApprovalExecutor} needs. */
 export interface ApprovalExecutorOptions {
@@ -38,6 +40,8 @@ export interface ApprovalExecutorOptions {
   webhookUrl?: string | undefined;
   /** The server's declared upstreams: `upstream` rows of the outbox are delivered to them. */
   upstreams?: Upstreams;
+  /** The server's upstream MCP servers: `mcp_upstream` rows of the outbox are sent to them, at most once. */
+  mcpUpstreams?: McpUpstreams;
   /** `BULKHEAD_SMTP_URL` and `BULKHEAD_MAIL_FROM`; without them queued e-mails fail as undeliverable. */
   smtp?: SmtpOptions | undefined;
   /** Extra or replacement deliverers by outbox kind (defaults: `email` over SMTP, `approval_webhook`, `upstream`). */
@@ -204,6 +208,9 @@ function outboxLoop(
     ...(options.smtp ? { email: smtpDeliverer(options.smtp) } : {}),
     ...(options.webhookUrl ? { [APPROVAL_WEBHOOK]: webhookDeliverer(options.webhookUrl) } : {}),
     ...(options.upstreams?.byName.size ? { [UPSTREAM_EFFECT]: upstreamDeliverer(options.upstreams) } : {}),
+    ...(options.mcpUpstreams?.byName.size
+      ? { [MCP_UPSTREAM_EFFECT]: mcpUpstreamDeliverer(options.mcpUpstreams) }
+      : {}),
     ...options.deliverers,
   };
   let retryTimer: NodeJS.Timeout | undefined;

@@ -32,6 +32,10 @@ import type { McpEnv } from './http/state.ts';
 import { createResultWaits, type ResultWaitLimits } from '../tasks/result-waits.ts';
 import { createListenStreams, type ListenStreamOptions } from './listen-streams.ts';
 import type { Upstreams } from '../pipeline/upstream/upstreams.ts';
+import type { McpUpstreams } from '../pipeline/mcp-upstream/upstreams.ts';
+import { createPinWatch, type PinWatch } from '../pipeline/mcp-upstream/pin-watch.ts';
+import { mcpDriftMetrics } from './mcp-drift-metrics.ts';
+import type { SwitchedOff } from '../pipeline/call/switched-off.ts';
 
 /** What serving a definition over HTTP needs. */
 export interface HttpAppOptions {
@@ -87,6 +91,13 @@ export interface HttpAppOptions {
   authorizationServer?: string | undefined;
   /** The upstreams the server declares (`bulkhead.upstreams`, see `resolveUpstreams`); counted on `/metrics`. */
   upstreams?: Upstreams;
+  /**
+   * The upstream MCP servers the server declares (`bulkhead.mcpUpstream`): connected when the app is
+   * made, reported apart on `/readyz`, their calls counted on `/metrics`. Closed by their owner.
+   */
+  mcpUpstreams?: McpUpstreams;
+  /** Per upstream MCP server, its tools not chosen when it was pinned (`pins.json`'s `others`): any other is new. */
+  mcpKnownTools?: Record<string, readonly string[]>;
   /** How often the switched-off tools are read again whatever was announced (default 1000 ms). */
   toolSwitchRefreshMs?: number;
 }
@@ -101,7 +112,40 @@ export interface HttpApp {
   metrics: Metrics;
   /** Ends the open `subscriptions/listen` streams (they never end by themselves): the first step of a shutdown. */
   endStreams(): void;
+  /** The watch of the pins of tools served from upstream MCP servers (when it declares one). */
+  pins?: PinWatch;
   close(): Promise<void>;
+}
+
+/** The watch of the pins of a server in front of upstream MCP servers (none without them). */
+function watchPins(
+  def: ServerDefinition,
+  options: HttpAppOptions,
+  audit: AuditWriter,
+  metrics: Metrics,
+): PinWatch | undefined {
+  if (!options.mcpUpstreams) return undefined;
+  return createPinWatch({
+    server: def.name,
+    tools: def.catalog.tools,
+    upstreams: options.mcpUpstreams,
+    sql: options.sql,
+    audit,
+    logger: options.logger,
+    ...(options.mcpKnownTools ? { known: options.mcpKnownTools } : {}),
+    ...mcpDriftMetrics(metrics.registry),
+  });
+}
+
+/** The operator's switched-off tools and the tools withheld for drift: neither exists for a client. */
+function withWithheld(switches: SwitchedOff, pins: PinWatch): SwitchedOff {
+  return {
+    names: async () => {
+      const withheld = pins.withheld();
+      const off = await switches.names();
+      return withheld.size ? new Set([...off, ...withheld]) : off;
+    },
+  };
 }
 
 /**
@@ -148,6 +192,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
         onSessionMoved: (err) => logger.error({ err }, `a read lane's session moved: ${SESSIONS_SHARED}`),
       })
     : undefined;
+  const pins = watchPins(def, options, audit, metrics);
   const kit: CallKit<ApprovalRecord> = {
     server: def.name,
     catalog: def.catalog,
@@ -157,14 +202,19 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     audit,
     auditFullResults: options.auditFullResults ?? false,
     ...(options.upstreams ? { upstreams: options.upstreams } : {}),
-    switchedOff: switches,
+    ...(options.mcpUpstreams ? { mcpUpstreams: options.mcpUpstreams } : {}),
+    ...(pins ? { pins } : {}),
+    switchedOff: pins ? withWithheld(switches, pins) : switches,
     ...approvalsFor(def, options),
   };
   const mcp = mcpHandler(def, kit, cancellations, createResultWaits(options.taskResultWaits), maxBody);
   // Open 2026-07-28 `subscriptions/listen` streams on this replica hear of a switch at once.
   switches.onChange(() => mcp.handler.notify.toolsChanged());
+  // So do they when a pinned upstream tool is withheld for drift, or served again once accepted.
+  pins?.onChange(() => mcp.handler.notify.toolsChanged());
 
   const app = new Hono<McpEnv>();
+  options.mcpUpstreams?.start();
   const metadataUrl = mountProbes(app, def, options, { reads, metrics, publicUrl });
   const { hosts, origins } = allowedHostsAndOrigins(publicUrl, options);
   app.use('/mcp', requestContext(logger, audit, def.name));
@@ -194,8 +244,10 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     audit,
     metrics,
     endStreams: () => streams.abort(),
+    ...(pins ? { pins } : {}),
     close: async () => {
       streams.abort();
+      await pins?.close();
       listens.close();
       // Calls cut off by the end of the shutdown grace unwind (their query cancelled, their event handed over) first.
       await cancellations.idle(5_000);

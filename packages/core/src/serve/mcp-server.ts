@@ -53,9 +53,12 @@ function visibleTools(
   def: ServerDefinition,
   scopes: readonly string[],
   off: ReadonlySet<string> | undefined,
+  pins: CallKit['pins'],
 ): ToolListing[] {
   const listed = def.catalog.visible(scopes);
-  return off?.size ? listed.filter((t) => !off.has(t.name)) : listed;
+  const on = off?.size ? listed.filter((t) => !off.has(t.name)) : listed;
+  // A pinned upstream tool whose drift an operator accepted is listed as accepted.
+  return pins ? on.map((t) => pins.listing(t.name) ?? t) : on;
 }
 
 /**
@@ -102,7 +105,7 @@ export function buildMcpServer(def: ServerDefinition, kit: CallKit<ApprovalRecor
   ) => traceMcpRequest(server, { method, target, meta, ctx }, fn);
   server.setRequestHandler('tools/list', (request, ctx) =>
     traced('tools/list', undefined, request.params?._meta, ctx, async () => ({
-      tools: visibleTools(def, (await who(caller.audit())).scopes, await kit.switchedOff?.names()),
+      tools: visibleTools(def, (await who(caller.audit())).scopes, await kit.switchedOff?.names(), kit.pins),
     })),
   );
   server.setRequestHandler('tools/call', (request, ctx) =>

@@ -17,6 +17,8 @@ import { serveStdio, StartupError } from './stdio.ts';
 import { connectFailure, openOwnDatabase, prepareDatabase } from './start-up.ts';
 import type { UpstreamConfig, Upstreams } from '../pipeline/upstream/upstreams.ts';
 import { createUpstreams } from '../pipeline/upstream/upstreams.ts';
+import type { McpUpstreamConfig } from '../pipeline/mcp-upstream/connection.ts';
+import { createMcpUpstreams, type McpUpstreams } from '../pipeline/mcp-upstream/upstreams.ts';
 
 /** How a server process was started. */
 export interface RunOptions {
@@ -25,6 +27,10 @@ export interface RunOptions {
   stdio: boolean;
   /** The upstreams of the server's manifest, resolved by its `env.ts` (`resolveUpstreams`). */
   upstreams?: readonly UpstreamConfig[];
+  /** The upstream MCP servers of its manifest (`bulkhead.mcpUpstream`), resolved by its `env.ts`. */
+  mcpUpstreams?: readonly McpUpstreamConfig[];
+  /** Per upstream MCP server, its tools not chosen when pinned (`pins.json`'s `others`): any other it lists is new. */
+  mcpKnownTools?: Record<string, readonly string[]>;
   /**
    * The server's own grants (its `grants.sql`, read by `ownGrants(import.meta.url)` in its `main.ts`):
    * given to its group role on the embedded default, which it sets up for itself when it starts alone.
@@ -88,6 +94,7 @@ export async function runServer(def: ServerDefinition, { env, stdio, ...run }: R
   const smtp = smtpOptions(def, env);
   const logger = createLogger({ level: env.LOG_LEVEL, name: def.name, stderr: stdio });
   const upstreams = createUpstreams(run.upstreams);
+  const mcpUpstreams = createMcpUpstreams(run.mcpUpstreams ?? [], logger);
   // A lost connection is an outage of the moment, not a fault of the process: should one ever escape
   // unhandled (the postgres.js type fetch did, on a backend terminated while a connection opened), it is
   // logged and the server serves on; any other unhandled rejection still ends the process, as by default.
@@ -111,7 +118,11 @@ export async function runServer(def: ServerDefinition, { env, stdio, ...run }: R
     samplerArg: env.OTEL_TRACES_SAMPLER_ARG,
   });
   // Closed last (closers run in reverse): the spans of the last calls and of the shutdown are exported.
-  const closers: (() => Promise<unknown>)[] = [() => tracing.shutdown(), () => upstreams.close()];
+  const closers: (() => Promise<unknown>)[] = [
+    () => tracing.shutdown(),
+    () => upstreams.close(),
+    () => mcpUpstreams.close(),
+  ];
   const reads = createSql(db.url, {
     max: READ_POOL_MAX,
     applicationName: `bulkhead-${def.name}`,
@@ -151,6 +162,7 @@ export async function runServer(def: ServerDefinition, { env, stdio, ...run }: R
       logger,
       webhookUrl: env.BULKHEAD_APPROVAL_WEBHOOK_URL,
       upstreams,
+      mcpUpstreams,
       smtp,
       ...(audit ? { audit } : {}),
     });
@@ -165,6 +177,7 @@ export async function runServer(def: ServerDefinition, { env, stdio, ...run }: R
         token: env.BULKHEAD_TOKEN,
         auditFullResults: env.BULKHEAD_AUDIT_FULL_RESULTS,
         upstreams,
+        mcpUpstreams,
         ...approvalUrls(env),
       });
       closers.push(() => handle.close());
@@ -177,7 +190,12 @@ export async function runServer(def: ServerDefinition, { env, stdio, ...run }: R
     return;
   }
 
-  const audit = await serveHttp(def, env, { sql: db.sql, reads, logger, upstreams }, closers);
+  const audit = await serveHttp(
+    def,
+    env,
+    { sql: db.sql, reads, logger, upstreams, mcpUpstreams, known: run.mcpKnownTools },
+    closers,
+  );
   startExecutor(audit);
   logger.info({ url: `${env.BULKHEAD_PUBLIC_URL}/mcp` }, `${def.name} listening`);
 }
@@ -230,9 +248,17 @@ function approvalUrls(env: ServerEnv) {
 async function serveHttp(
   def: ServerDefinition,
   env: ServerEnv,
-  { sql, reads, logger, upstreams }: { sql: Sql; reads: Sql; logger: Logger; upstreams: Upstreams },
+  made: {
+    sql: Sql;
+    reads: Sql;
+    logger: Logger;
+    upstreams: Upstreams;
+    mcpUpstreams: McpUpstreams;
+    known: Record<string, readonly string[]> | undefined;
+  },
   closers: (() => Promise<unknown>)[],
 ): Promise<AuditWriter> {
+  const { sql, reads, logger, upstreams, mcpUpstreams, known } = made;
   const http = createHttpApp(def, {
     sql,
     reads,
@@ -252,6 +278,8 @@ async function serveHttp(
     poolMax: POOL_MAX + READ_POOL_MAX,
     authorizationServer: env.BULKHEAD_AUTHORIZATION_SERVER,
     upstreams,
+    ...(mcpUpstreams.byName.size ? { mcpUpstreams } : {}),
+    ...(known ? { mcpKnownTools: known } : {}),
   });
   const server = serve({ fetch: http.app.fetch, port: env.PORT, hostname: env.HOST }) as NodeServer;
   // A response counts until its last byte is sent: a call answered as an event stream outlives the handler.

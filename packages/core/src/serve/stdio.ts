@@ -13,6 +13,7 @@ import { buildMcpServer } from './mcp-server.ts';
 import { createTokenVerifier } from './tokens.ts';
 import { createToolSwitches } from './tool-switches.ts';
 import type { Upstreams } from '../pipeline/upstream/upstreams.ts';
+import type { McpUpstreams } from '../pipeline/mcp-upstream/upstreams.ts';
 import { withUrlsShown } from '../pipeline/observability/shown-url.ts';
 
 /** What serving over stdio needs; the token comes from `BULKHEAD_TOKEN`. */
@@ -27,6 +28,8 @@ export interface StdioOptions {
   consoleUrl?: string | undefined;
   /** The upstreams the server declares (`bulkhead.upstreams`). */
   upstreams?: Upstreams;
+  /** The upstream MCP servers the server declares (`bulkhead.mcpUpstream`). */
+  mcpUpstreams?: McpUpstreams;
 }
 
 /** The token given to a stdio server was refused: the server must not start. */
@@ -72,6 +75,7 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
     audit: createAuditWriter(options.sql),
     auditFullResults: options.auditFullResults ?? false,
     ...(options.upstreams ? { upstreams: options.upstreams } : {}),
+    ...(options.mcpUpstreams ? { mcpUpstreams: options.mcpUpstreams } : {}),
     switchedOff: switches,
     ...approvalsFor(def, options),
   };

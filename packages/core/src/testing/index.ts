@@ -388,3 +388,4 @@ export async function testApprover(
         : decideApproval(sql, audit, { id, decision, via: 'console', proof: token, ...options }),
   };
 }
+export { livePins, npmServerEntry, pinnedTools, rugPullUpstream, stdioUpstream } from './mcp-upstreams.ts';

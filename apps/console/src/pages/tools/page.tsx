@@ -207,6 +207,10 @@ export function ToolsPage(props: {
         second, and a call to it is refused as a call to an unknown tool. It stays off, across restarts, until
         it is switched on again. Every switch is audited.
       </p>
+      <p>
+        A tool served from an upstream MCP server is also withheld when the upstream changes its definition,
+        until an operator accepts the new text: see <a href="/operator/pins">Pins</a>.
+      </p>
       {props.notice && <Notice notice={props.notice} />}
       {props.error && (
         <div class="error" role="alert" id="switch-error">

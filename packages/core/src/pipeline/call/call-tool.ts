@@ -11,6 +11,8 @@ import type { ToolCatalog } from '../tool-definition/catalog.ts';
 import type { AnyTool, ToolContext } from '../tool-definition/define-tool.ts';
 import { internalError } from '../tool-definition/errors.ts';
 import type { Upstreams } from '../upstream/upstreams.ts';
+import type { McpUpstreams } from '../mcp-upstream/upstreams.ts';
+import type { PinnedServing } from '../mcp-upstream/pin-watch.ts';
 import type { Access } from './access.ts';
 import type { ProgressReporter } from './progress.ts';
 import { clientOf, errorResult, NOTHING_CHANGED, recordCall } from './record-call.ts';
@@ -51,6 +53,13 @@ export interface CallKit<A = unknown> {
   auditFullResults: boolean;
   /** The upstreams the server declares (`bulkhead.upstreams`); none when absent. */
   upstreams?: Upstreams;
+  /** The upstream MCP servers the server declares (`bulkhead.mcpUpstream`); none when absent. */
+  mcpUpstreams?: McpUpstreams;
+  /**
+   * The pins of tools served from upstream MCP servers, as compared with what the upstreams list now:
+   * a withheld tool is also in `switchedOff`; one whose drift an operator accepted is served as accepted.
+   */
+  pins?: PinnedServing;
   /** The tools an operator has switched off: they do not exist for any client (none when absent). */
   switchedOff?: SwitchedOff;
 }
@@ -128,7 +137,7 @@ async function answerCall<A>(
   sink: EventSink,
 ): Promise<CallOutcome<A>> {
   // Recorded from here on: the event knows the tool named (its arguments redacted as its schema says).
-  const named = kit.catalog.byName.get(name);
+  const named = kit.pins?.tool(name) ?? kit.catalog.byName.get(name);
   const rec = recordCall(kit, req, name, named, sink);
   const tool = await resolveTool(kit, req, name, named, rec);
   const args = validArguments(tool, req.arguments, rec.oversized);

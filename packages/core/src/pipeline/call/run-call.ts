@@ -131,6 +131,7 @@ async function runOn<A>(
         // A gated call only files its request here: its effects run after approval, from the outbox.
         readOnly: tool.annotations.readOnlyHint || Boolean(tool.approval),
       },
+      mcpUpstreams: kit.mcpUpstreams,
     },
     work: (ctx) =>
       inSpan(`handler ${tool.name}`, { attributes: { 'gen_ai.tool.name': tool.name } }, () =>

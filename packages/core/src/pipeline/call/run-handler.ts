@@ -9,6 +9,8 @@ import { Cancelled, TimeLimitExceeded, withTimeLimit } from './time-limit.ts';
 import { createUpstreamClient } from '../upstream/client.ts';
 import { createUpstreams, type UpstreamRecord, type Upstreams } from '../upstream/upstreams.ts';
 import type { Logger } from 'pino';
+import { createMcpUpstreamClient } from '../mcp-upstream/client.ts';
+import type { McpUpstreams } from '../mcp-upstream/upstreams.ts';
 
 const NO_UPSTREAMS = createUpstreams();
 
@@ -21,6 +23,8 @@ export interface HandlerContext {
   progress: ProgressReporter;
   /** The server's declared upstreams (none when absent), where the call's requests are recorded, and whether it may only read. */
   upstreams: { declared: Upstreams | undefined; records: UpstreamRecord[]; readOnly: boolean };
+  /** The server's declared upstream MCP servers (none when absent); their calls go into `upstreams.records`. */
+  mcpUpstreams?: McpUpstreams | undefined;
   /** Set only while an approved action runs: its outbox, on the handler's guarded connection. */
   outbox?: (sql: Sql) => Outbox;
   approval?: ToolContext['approval'];
@@ -84,6 +88,13 @@ function toolContext(
         signal,
         records: c.upstreams.records,
         readOnly: c.upstreams.readOnly,
+      }),
+    mcpUpstream: (name) =>
+      createMcpUpstreamClient(c.mcpUpstreams, name, {
+        signal,
+        progress: c.progress,
+        records: c.upstreams.records,
+        recorded: (r) => c.upstreams.declared?.recorded(r),
       }),
     ...(c.outbox ? { outbox: c.outbox(sql) } : {}),
     ...(c.approval ? { approval: c.approval } : {}),

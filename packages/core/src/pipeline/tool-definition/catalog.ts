@@ -184,7 +184,10 @@ export function createCatalog(tools: readonly AnyTool[]): ToolCatalog {
     listings.set(tool.name, {
       name: tool.name,
       description: tool.description,
-      inputSchema: jsonSchema(tool.input, 'input'),
+      // A pinned upstream tool is listed with the input schema the upstream gave (and its pin was reviewed with).
+      inputSchema: tool.pinned
+        ? (tool.pinned.pin.inputSchema as Json & { type: 'object' })
+        : jsonSchema(tool.input, 'input'),
       // A gated tool advertises no output schema: its call answers the kit's pending_approval envelope
       // (explained in its description and the answer's note), or, called as a task on the 2026-07-28
       // wire, a task with no structured content at all; and an SDK client refuses any answer without

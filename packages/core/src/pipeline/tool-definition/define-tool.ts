@@ -7,6 +7,8 @@ import type { Sql } from '@bulkhead/db';
 import type { Access } from '../call/access.ts';
 import type { ProgressReporter } from '../call/progress.ts';
 import type { UpstreamClient } from '../upstream/client.ts';
+import type { McpUpstreamClient } from '../mcp-upstream/client.ts';
+import type { PinnedTool } from '../mcp-upstream/pins.ts';
 
 /** What a handler running an approved action may use for effects outside the database. */
 export interface Outbox {
@@ -50,6 +52,12 @@ export interface ToolContext<V = unknown> {
    * is recorded in the call's audit event, and a read-only tool may only read. An undeclared name throws.
    */
   upstream: (name: string) => UpstreamClient;
+  /**
+   * The client of an upstream MCP server the server declares (`bulkhead.mcpUpstream`): the call's time
+   * limit reaches it as cancellation, its progress becomes the call's, each call is recorded in the
+   * call's audit event, and what it answers comes back as untrusted text. An undeclared name throws.
+   */
+  mcpUpstream: (name: string) => McpUpstreamClient;
   /** Set only while an approved action runs: effects outside the database go here, in the same transaction. */
   outbox?: Outbox;
   /**
@@ -139,6 +147,12 @@ export interface ToolSpec<
   icons?: ToolIcon[];
   /** Time limit in milliseconds (default 10 000). */
   timeoutMs?: number;
+  /**
+   * Set on a tool served from an upstream MCP server: the upstream's name and its pinned definition,
+   * listed as pinned (its input schema as the upstream gave it, not computed from `input`), and compared
+   * with what the upstream lists at run time (a drifted tool is withheld).
+   */
+  pinned?: { upstream: string; pin: PinnedTool };
   /** Present on tools whose action leaves the house: the call is persisted and waits for a person. */
   approval?: ApprovalSpec<z.output<I>, V>;
   handler: (args: z.output<I>, ctx: ToolContext<V>) => Promise<Output<O>>;

@@ -6,6 +6,7 @@ import { metricsRoute, type Metrics } from '../../metrics.ts';
 import { SESSIONS_SHARED } from '../../pooler.ts';
 import { sourceOf } from '../request-context/index.ts';
 import type { McpEnv } from '../state.ts';
+import type { McpUpstreams } from '../../../pipeline/mcp-upstream/upstreams.ts';
 
 /** What the probes read of the app's options. */
 export interface ProbeOptions {
@@ -14,6 +15,8 @@ export interface ProbeOptions {
   metricsToken?: string | undefined;
   /** `BULKHEAD_AUTHORIZATION_SERVER`: when set, the protected-resource metadata is published. */
   authorizationServer?: string | undefined;
+  /** Upstream MCP servers: `/readyz` reports each apart from the server itself. */
+  mcpUpstreams?: McpUpstreams | undefined;
 }
 
 /**
@@ -35,9 +38,11 @@ export function mountProbes(
     if (reads?.sharesSessions)
       return c.json({ status: 'unavailable', server: def.name, reason: SESSIONS_SHARED }, 503);
     const [main, read] = await Promise.all([isReachable(sql, 2000), reads ? reads.serves(2000) : true]);
-    if (main && read) return c.json({ status: 'ready', server: def.name });
+    // An upstream MCP server is reported apart: the server itself serves (and says so to the model) while one is down.
+    const upstreams = options.mcpUpstreams ? { upstreams: options.mcpUpstreams.states() } : {};
+    if (main && read) return c.json({ status: 'ready', server: def.name, ...upstreams });
     const reason = main ? 'read pool cannot serve' : 'database unreachable';
-    return c.json({ status: 'unavailable', server: def.name, reason }, 503);
+    return c.json({ status: 'unavailable', server: def.name, reason, ...upstreams }, 503);
   });
   app.get('/metrics', metricsRoute(made.metrics, options.metricsToken, sourceOf));
   const resource = `${publicUrl.origin}${publicUrl.pathname.replace(/\/$/, '')}/mcp`;
