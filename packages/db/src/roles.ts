@@ -112,9 +112,8 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
     // servers refuse to start where this did not take.)
     const [db] = await tx<{ name: string }[]>`select current_database() as name`;
     // Functions the servers got after 0053 (0062's forward lag, 0065's pins, 0067's fence, 0068's
-    // policy), granted
-    // where the schema has them: on a database behind this code the servers refuse to start, and
-    // `db migrate` applies these grants again once it is current.
+    // policy), granted where the schema has them: on a database behind this code the servers refuse to
+    // start, and `db migrate` applies these grants again once it is current.
     const functions = new Set(
       (
         await tx<{ sig: string }[]>`
