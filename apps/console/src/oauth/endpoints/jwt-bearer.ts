@@ -43,13 +43,17 @@ async function verified(
   ctx: OAuthContext,
   assertion: string,
   clientId: string,
-): Promise<{ claims: IdJagClaims; server: string }> {
+): Promise<{ claims: IdJagClaims; server: string; scopes: string[] }> {
   const claims = await ctx.idJag!.verify(assertion, ctx.issuer);
   if (claims.clientId !== clientId)
     throw new IdJagRefusal('client_mismatch', 'The ID-JAG was issued to another client.');
   const server = ctx.servers.find((s) => sameResource(s.resource, claims.resource));
   if (!server) throw new IdJagRefusal('resource_unknown', 'The ID-JAG names no resource of this console.');
-  return { claims, server: server.name };
+  const unknown = claims.scopes.filter((s) => !server.scopes.includes(s));
+  if (unknown.length > 0)
+    throw new IdJagRefusal('scope_unknown', `${server.name} has no scope ${unknown.join(', ')}.`);
+  // No scope asked for means the server's every scope (which the person's groups must then allow).
+  return { claims, server: server.name, scopes: claims.scopes.length > 0 ? claims.scopes : server.scopes };
 }
 
 /**
@@ -91,13 +95,13 @@ export async function jwtBearer(
   try {
     if (!assertion) throw new IdJagRefusal('assertion_missing', 'The assertion is missing.');
     const client = await authenticate(ctx, clientId);
-    const { claims, server } = await verified(ctx, assertion, client);
+    const { claims, server, scopes } = await verified(ctx, assertion, client);
     const { id, secret } = freshToken();
     const expiresAt = new Date(Date.now() + IDJAG_ACCESS_SECONDS * 1000);
     const [row] = await ctx.sql<Exchanged[]>`
       select refused, person_id as "personId", person_name as "personName", token_id as "tokenId", scopes
       from bulkhead_oauth_idjag_token(${assertion}, ${claims.iss}, ${ctx.issuer}, ${client}, ${server},
-        ${claims.scopes}, ${id}, ${createHash('sha256').update(secret).digest()},
+        ${scopes}, ${id}, ${createHash('sha256').update(secret).digest()},
         ${`ID-JAG of ${client} for ${claims.sub}`}, ${expiresAt})`;
     const person = { id: row!.personId, name: row!.personName };
     if (row!.refused) return await refuse(new IdJagRefusal(row!.refused, sentence(row!.refused)), person);
