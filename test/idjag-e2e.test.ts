@@ -190,9 +190,9 @@ it('refuses, with invalid_grant and an audit event, each assertion that must not
     'another resource': 'resource_unknown',
     'another client': 'client_mismatch',
   });
-  const [{ n }] = await db.sql<{ n: number }[]>`
+  const [issued] = await db.sql<{ n: number }[]>`
     select count(*)::int as n from bulkhead_tokens where created_by like 'idjag:%'`;
-  expect(n).toBe(1);
+  expect(issued?.n).toBe(1);
 });
 
 it('refuses an unregistered client as invalid_client', async () => {
