@@ -200,3 +200,45 @@ it('refuses an unregistered client as invalid_client', async () => {
   expect(res.status).toBe(401);
   expect(await res.json()).toMatchObject({ error: 'invalid_client' });
 });
+
+it("the console's own login gets no token beyond the person's groups, nor one for a replayed jti, signed or not", async () => {
+  const console = (await db.as('console')).sql;
+  const unsigned = (claims: Record<string, unknown>) => {
+    const part = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+    const now = Math.floor(Date.now() / 1000);
+    return `${part({ alg: 'none', typ: 'oauth-id-jag+jwt' })}.${part({
+      iss: idp.issuer,
+      aud: issuer,
+      client_id: clientId,
+      iat: now,
+      exp: now + 300,
+      jti: randomUUID(),
+      ...claims,
+    })}.x`;
+  };
+  const redeem = async (assertion: string, id: string) => {
+    const [row] = await console<{ refused: string | null; token_id: string | null }[]>`
+      select refused, token_id from bulkhead_oauth_idjag_token(${assertion}, ${idp.issuer}, ${issuer}, ${clientId},
+        'customer', '{}', ${id}, ${Buffer.alloc(32, 7)}, 'forged', now() + interval '10 minutes')`;
+    return row;
+  };
+  // The database cannot check the JWS (documented): within the person's rights a forgery gets through,
+  // and leaves its hash. Beyond them, or presented again, it does not.
+  const forged = unsigned({ sub: 'carla' });
+  expect(await redeem(forged, 'forgedtoken2')).toEqual({ refused: null, token_id: 'forgedtoken2' });
+  expect(await redeem(forged, 'forgedtoken3')).toEqual({ refused: 'assertion_replayed', token_id: null });
+  expect(await redeem(unsigned({ sub: 'ana' }), 'forgedtoken4')).toEqual({ refused: 'no_rights', token_id: null });
+  expect(await redeem(unsigned({ sub: 'carla', aud: 'https://elsewhere.example' }), 'forgedtoken5')).toMatchObject({
+    refused: 'audience_mismatch',
+  });
+  expect(await redeem(unsigned({ sub: 'carla', exp: 1_000_000 }), 'forgedtoken6')).toMatchObject({
+    refused: 'assertion_expired',
+  });
+  const [use] = await db.sql<{ hash: string }[]>`
+    select encode(assertion_hash, 'hex') as hash from bulkhead_idjag_uses where token_id = 'forgedtoken2'`;
+  expect(use?.hash).toBe(createHash('sha256').update(forged).digest('hex'));
+  await expect(
+    console`insert into bulkhead_idjag_uses (issuer, jti, person_id, client_id, server, assertion_hash, token_id, expires_at)
+      values ('x', 'y', 'pe_carla2345678', 'c', 'customer', '\\x00', 't', now())`,
+  ).rejects.toMatchObject({ code: '42501' });
+});
