@@ -180,7 +180,7 @@ it('refuses, with invalid_grant and an audit event, each assertion that must not
   }
   expect(reasons).toEqual({
     'no rights': 'no_rights',
-    'deactivated person': 'person_unknown',
+    'deactivated person': 'person_deactivated',
     'unknown person': 'person_unknown',
     'wrong audience': 'audience_mismatch',
     expired: 'assertion_expired',

@@ -68,8 +68,12 @@ begin
     return query select 'assertion_expired', person.id, person.name, null::text, null::text[], null::timestamptz;
     return;
   end if;
-  if person.id is null or person.deactivated_at is not null then
-    return query select 'person_unknown', person.id, person.name, null::text, null::text[], null::timestamptz;
+  if person.id is null then
+    return query select 'person_unknown', null::text, null::text, null::text, null::text[], null::timestamptz;
+    return;
+  end if;
+  if person.deactivated_at is not null then
+    return query select 'person_deactivated', person.id, person.name, null::text, null::text[], null::timestamptz;
     return;
   end if;
   if not exists (select 1 from public.bulkhead_deployables d where d.name = p_server and d.kind = 'mcp') then

@@ -131,7 +131,9 @@ function sentence(reason: string): string {
     case 'assertion_replayed':
       return 'The ID-JAG was already redeemed (its jti was seen before).';
     case 'person_unknown':
-      return 'The person the ID-JAG names has not signed in to Bulkhead, or was deactivated.';
+      return 'The person the ID-JAG names has never signed in to Bulkhead.';
+    case 'person_deactivated':
+      return 'The person the ID-JAG names was deactivated.';
     case 'no_rights':
       return 'None of the groups of the person is mapped to --tokens for this server and these scopes.';
     default:
