@@ -22,15 +22,22 @@ export interface TestIdp {
  * Starts an OpenID Provider for one client (the console, at each of `redirectUris`): authorization code with PKCE
  * (required), `iss` in the authorization response (RFC 9207), a `groups` claim with the profile scope in
  * the ID token, as Keycloak and Okta send it when configured to. Its development login page signs in
- * whoever types a login of `people` (`sub` = the login).
+ * whoever types a login of `people` (`sub` = the login). With `keys`, it signs with them and publishes
+ * their public halves at its `jwks_uri`.
  */
-export async function startTestIdp(redirectUris: string[], people: TestPerson[]): Promise<TestIdp> {
+export async function startTestIdp(
+  redirectUris: string[],
+  people: TestPerson[],
+  /** The IdP's signing keys (private JWKs), when the test needs to sign with them too. */
+  keys?: Record<string, unknown>[],
+): Promise<TestIdp> {
   const http: Server = createServer();
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
   const clientId = 'bulkhead-console';
   const clientSecret = 'test-client-secret-0123456789abcdef';
   const configuration: Configuration = {
+    ...(keys ? { jwks: { keys } } : {}),
     clients: [
       {
         client_id: clientId,

@@ -14,6 +14,7 @@ import { securityHeaders } from './middleware/security-headers.ts';
 import type { OAuthServer } from './oauth/context.ts';
 import { createOidcClient, type OidcSettings } from './oidc/client.ts';
 import type { RegistrationPolicy } from './oauth/registration-limit.ts';
+import { createIdJagVerifier } from './oauth/id-jag.ts';
 import { mountOAuth } from './oauth/routes.ts';
 import { mountApprovals } from './pages/approval/route.tsx';
 import { mountAuditLog } from './pages/audit-log/route.tsx';
@@ -140,6 +141,7 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
     issuer: publicUrl.origin + publicUrl.pathname.replace(/\/$/, ''),
     servers: ctx.servers,
     proxyHops: ctx.proxyHops,
+    idJag: options.oidc ? createIdJagVerifier(options.oidc.issuer) : undefined,
     ...(options.registrationPolicy ? { registrationPolicy: options.registrationPolicy } : {}),
     session: async (c) => {
       const sid = getCookie(c, ctx.cookies.session);

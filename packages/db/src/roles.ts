@@ -422,6 +422,9 @@ async function grantConsole(tx: Tx, role: string): Promise<void> {
   await tx`grant execute on function
       bulkhead_console_oidc_sign_in(text, text, text, text, text, double precision) to ${r}`;
   await tx`grant execute on function bulkhead_console_may_decide(text) to ${r}`;
+  // An ID-JAG (0070) is redeemed only through the function that re-reads its claims and its person's rights.
+  await tx`grant execute on function
+      bulkhead_oauth_idjag_token(text, text, text, text, text, text[], text, bytea, text, timestamptz) to ${r}`;
   await tx`grant execute on function bulkhead_console_proven_person() to ${r}`;
   await tx`grant select on bulkhead_persons to ${r}`;
   await tx`grant select on bulkhead_groups to ${r}`;

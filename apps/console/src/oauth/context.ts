@@ -5,6 +5,7 @@ import type { Sql } from '@bulkhead/db';
 import type { Context } from 'hono';
 import { auditOf } from '../middleware/request-audit.ts';
 import type { Approver } from '../sessions.ts';
+import type { IdJagVerifier } from './id-jag.ts';
 import type { RegistrationPolicy } from './registration-limit.ts';
 
 /** An MCP server the console grants tokens for: its resource URL is what clients name in `resource`. */
@@ -30,6 +31,8 @@ export interface OAuthDeps {
   proxyHops?: number;
   /** Dynamic registrations allowed per source address and window (default 30 in 10 minutes). */
   registrationPolicy?: RegistrationPolicy;
+  /** ID-JAGs of the company's IdP (BULKHEAD_OIDC_ISSUER) accepted as JWT bearer grants, if one is configured. */
+  idJag?: IdJagVerifier | undefined;
 }
 
 /** Who an OAuth audit event names besides the request's user agent. */
@@ -46,6 +49,7 @@ export interface OAuthContext {
   issuer: string;
   servers: OAuthServer[];
   proxyHops: number;
+  idJag: IdJagVerifier | undefined;
   session(c: Context): Promise<Approver | undefined>;
   /**
    * Writes an endpoint's audit event (server `console`, method `oauth/<method>`); a failure to write
@@ -73,6 +77,7 @@ export function createOAuthContext(deps: OAuthDeps): OAuthContext {
     issuer,
     servers,
     proxyHops: deps.proxyHops ?? 0,
+    idJag: deps.idJag,
     session,
     record: (c, method, outcome, started, summary, extra = {}) =>
       auditOf(c)

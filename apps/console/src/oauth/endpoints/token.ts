@@ -2,6 +2,7 @@ import type { Outcome } from '@bulkhead/audit';
 import type { GrantSecret } from '@bulkhead/core/operator';
 import type { Context } from 'hono';
 import { sameResource, type OAuthContext } from '../context.ts';
+import { jwtBearer, JWT_BEARER } from './jwt-bearer.ts';
 import { consumeCode, consumeRefresh, issueTokens, pkceMatches, revokeGrant } from '../store.ts';
 
 /** A refusal of the token endpoint: RFC 6749 5.2's JSON body. */
@@ -118,7 +119,8 @@ async function refreshGrant(
 
 /**
  * `POST /oauth/token`: exchanges an authorization code (with its PKCE verifier) or a refresh token
- * for the grant's next access and refresh token; every refusal is audited and answered as RFC 6749 5.2.
+ * for the grant's next access and refresh token, or an ID-JAG for a short-lived access token (see
+ * {@link jwtBearer}); every refusal is audited and answered as RFC 6749 5.2.
  */
 export async function token(c: Context, ctx: OAuthContext): Promise<Response> {
   const { sql, record, logger } = ctx;
@@ -127,6 +129,7 @@ export async function token(c: Context, ctx: OAuthContext): Promise<Response> {
   const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
   const field: FormField = (name) => (typeof form[name] === 'string' ? (form[name] as string) : undefined);
   const clientId = field('client_id');
+  if (field('grant_type') === JWT_BEARER && ctx.idJag) return jwtBearer(c, ctx, field);
   try {
     const grantType = field('grant_type');
     let grant: Issuable;
@@ -135,7 +138,7 @@ export async function token(c: Context, ctx: OAuthContext): Promise<Response> {
     else
       throw new OAuthRefusal(
         'unsupported_grant_type',
-        'grant_type is authorization_code or refresh_token.',
+        `grant_type is authorization_code or refresh_token${ctx.idJag ? ` or ${JWT_BEARER}` : ''}.`,
         'grant_type',
       );
     const { stored, secret, more } = grant;
