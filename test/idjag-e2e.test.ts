@@ -53,8 +53,20 @@ beforeAll(async () => {
       consolePort,
     ),
   ]);
-  await setGroup(db.sql, { group: 'support', approve: [], operate: false, tokens: ['customer'], operator: 'test' });
-  await setGroup(db.sql, { group: 'finance', approve: ['admin'], operate: false, tokens: [], operator: 'test' });
+  await setGroup(db.sql, {
+    group: 'support',
+    approve: [],
+    operate: false,
+    tokens: ['customer'],
+    operator: 'test',
+  });
+  await setGroup(db.sql, {
+    group: 'finance',
+    approve: ['admin'],
+    operate: false,
+    tokens: [],
+    operator: 'test',
+  });
   await db.sql`
     insert into bulkhead_persons (id, issuer, subject, name, email, groups, signed_in_at, deactivated_at) values
       ('pe_carla2345678', ${idp.issuer}, 'carla', 'Carla Diaz', 'carla@example.com', '{support}', now(), null),
@@ -227,8 +239,13 @@ it("the console's own login gets no token beyond the person's groups, nor one fo
   const forged = unsigned({ sub: 'carla' });
   expect(await redeem(forged, 'forgedtoken2')).toEqual({ refused: null, token_id: 'forgedtoken2' });
   expect(await redeem(forged, 'forgedtoken3')).toEqual({ refused: 'assertion_replayed', token_id: null });
-  expect(await redeem(unsigned({ sub: 'ana' }), 'forgedtoken4')).toEqual({ refused: 'no_rights', token_id: null });
-  expect(await redeem(unsigned({ sub: 'carla', aud: 'https://elsewhere.example' }), 'forgedtoken5')).toMatchObject({
+  expect(await redeem(unsigned({ sub: 'ana' }), 'forgedtoken4')).toEqual({
+    refused: 'no_rights',
+    token_id: null,
+  });
+  expect(
+    await redeem(unsigned({ sub: 'carla', aud: 'https://elsewhere.example' }), 'forgedtoken5'),
+  ).toMatchObject({
     refused: 'audience_mismatch',
   });
   expect(await redeem(unsigned({ sub: 'carla', exp: 1_000_000 }), 'forgedtoken6')).toMatchObject({

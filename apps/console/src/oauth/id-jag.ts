@@ -78,7 +78,10 @@ function refusalOf(err: unknown): IdJagRefusal {
   if (err instanceof errors.JOSEError && err.code === 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED')
     return new IdJagRefusal('signature_invalid', 'The ID-JAG is not signed by the trusted issuer.');
   if (err instanceof errors.JWKSNoMatchingKey)
-    return new IdJagRefusal('signature_invalid', 'The ID-JAG is signed by a key the trusted issuer does not publish.');
+    return new IdJagRefusal(
+      'signature_invalid',
+      'The ID-JAG is signed by a key the trusted issuer does not publish.',
+    );
   if (err instanceof errors.JOSEError)
     return new IdJagRefusal('assertion_invalid', `The ID-JAG is not a valid JWS (${err.code}).`);
   return new IdJagRefusal('issuer_unreachable', "The trusted issuer's keys could not be fetched.");
@@ -108,7 +111,18 @@ export function createIdJagVerifier(issuer: string): IdJagVerifier {
           audience,
           clockTolerance: ID_JAG_SKEW_SECONDS,
           requiredClaims: ['sub', 'jti', 'exp', 'iat'],
-          algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'],
+          algorithms: [
+            'RS256',
+            'RS384',
+            'RS512',
+            'PS256',
+            'PS384',
+            'PS512',
+            'ES256',
+            'ES384',
+            'ES512',
+            'EdDSA',
+          ],
         }));
       } catch (err) {
         if (err instanceof errors.JWTClaimValidationFailed && err.claim === 'typ')
@@ -120,7 +134,14 @@ export function createIdJagVerifier(issuer: string): IdJagVerifier {
       const { client_id: clientId, resource } = payload;
       if (typeof clientId !== 'string' || typeof resource !== 'string')
         throw new IdJagRefusal('claims_invalid', 'The ID-JAG lacks client_id or resource.');
-      return { iss: issuer, sub: payload.sub!, jti: payload.jti!, clientId, resource, scopes: scopesOf(payload) };
+      return {
+        iss: issuer,
+        sub: payload.sub!,
+        jti: payload.jti!,
+        clientId,
+        resource,
+        scopes: scopesOf(payload),
+      };
     },
   };
 }

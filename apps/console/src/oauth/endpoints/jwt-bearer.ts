@@ -89,7 +89,8 @@ export async function jwtBearer(
       { clientId: clientId ?? null },
     );
     ctx.logger.info({ reason: err.reason, clientId }, 'oauth ID-JAG exchange refused');
-    const [error, status] = err.reason === 'client_unknown' ? ['invalid_client', 401] : ['invalid_grant', 400];
+    const [error, status] =
+      err.reason === 'client_unknown' ? ['invalid_client', 401] : ['invalid_grant', 400];
     return c.json({ error, error_description: err.message }, status as 400 | 401);
   };
   try {
