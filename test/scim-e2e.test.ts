@@ -27,7 +27,13 @@ beforeAll(async () => {
     spawnServer('admin', (await db.as('admin')).url),
     spawnServer('console', (await db.as('console')).url, { BULKHEAD_SCIM_TOKEN: SCIM_TOKEN }),
   ]);
-  await setGroup(db.sql, { group: 'finance', approve: ['admin'], operate: false, tokens: [], operator: 'test' });
+  await setGroup(db.sql, {
+    group: 'finance',
+    approve: ['admin'],
+    operate: false,
+    tokens: [],
+    operator: 'test',
+  });
 }, 120_000);
 afterAll(async () => {
   await Promise.all([admin?.stop(), consoleServer?.stop()]);
@@ -82,7 +88,10 @@ it('refuses a missing or wrong bearer with 401, audited', async () => {
   const wrong = await scim('GET', '/Users', undefined, `bh_scim_${'x'.repeat(43)}`);
   expect(wrong.status).toBe(401);
   expect(wrong.type).toContain(SCIM_JSON);
-  expect(wrong.body).toMatchObject({ schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'], status: '401' });
+  expect(wrong.body).toMatchObject({
+    schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'],
+    status: '401',
+  });
   const [e] = await db.sql<{ outcome: string; tool: string }[]>`
     select outcome, tool from audit_events where method = 'console/scim' order by seq desc limit 1`;
   expect(e).toEqual({ outcome: 'unauthorized', tool: 'bearer' });
@@ -90,12 +99,16 @@ it('refuses a missing or wrong bearer with 401, audited', async () => {
 
 it("the console's login cannot offboard or regroup by SQL without the SCIM token", async () => {
   const consoleSql = (await db.as('console')).sql;
-  await expect(consoleSql`update bulkhead_persons set deactivated_at = now()`).rejects.toThrow(/permission denied/);
+  await expect(consoleSql`update bulkhead_persons set deactivated_at = now()`).rejects.toThrow(
+    /permission denied/,
+  );
   await expect(
     consoleSql`select * from bulkhead_scim_put_user(${'not the token'}, null, null, 'x@example.com', null, null, null,
       true, 'r')`,
   ).rejects.toThrow('the SCIM bearer token is not the one the owner set');
-  await expect(consoleSql`select bulkhead_scim_set_token_hash(sha256('mine'))`).rejects.toThrow(/permission denied/);
+  await expect(consoleSql`select bulkhead_scim_set_token_hash(sha256('mine'))`).rejects.toThrow(
+    /permission denied/,
+  );
 });
 
 it('creates a user, finds it by userName, and a group PATCH changes their rights', async () => {
@@ -114,7 +127,11 @@ it('creates a user, finds it by userName, and a group PATCH changes their rights
   const group = await scim('POST', '/Groups', { displayName: 'finance', members: [] });
   expect(group.status).toBe(201);
   expect(await mayApprove(id)).toBe(false);
-  const add = await scim('PATCH', `/Groups/${group.body.id}`, patchOp([{ op: 'add', path: 'members', value: [{ value: id }] }]));
+  const add = await scim(
+    'PATCH',
+    `/Groups/${group.body.id}`,
+    patchOp([{ op: 'add', path: 'members', value: [{ value: id }] }]),
+  );
   expect(add.status).toBe(200);
   expect(add.body.members).toEqual([expect.objectContaining({ value: id })]);
   expect(await mayApprove(id)).toBe(true);
@@ -136,9 +153,13 @@ it('creates a user, finds it by userName, and a group PATCH changes their rights
 it('PATCH active=false revokes every token, grant, session and right of the person, refused at the server, audited', async () => {
   const created = await scim('POST', '/Users', newUser('hugo', 'Hugo Lind'));
   const id = created.body.id as string;
-  const [finance] = (await scim('GET', `/Groups?filter=${encodeURIComponent('displayName eq "finance"')}`)).body
-    .Resources as { id: string }[];
-  await scim('PATCH', `/Groups/${finance!.id}`, patchOp([{ op: 'add', path: 'members', value: [{ value: id }] }]));
+  const [finance] = (await scim('GET', `/Groups?filter=${encodeURIComponent('displayName eq "finance"')}`))
+    .body.Resources as { id: string }[];
+  await scim(
+    'PATCH',
+    `/Groups/${finance!.id}`,
+    patchOp([{ op: 'add', path: 'members', value: [{ value: id }] }]),
+  );
   expect(await mayApprove(id)).toBe(true);
 
   // Two MCP tokens owned by the person, an approver token of theirs with a console session, and an OAuth
@@ -147,7 +168,10 @@ it('PATCH active=false revokes every token, grant, session and right of the pers
   const tokens = await Promise.all(
     ['Claude (Hugo)', 'Cursor (Hugo)'].map((label) => issueTestToken(db.sql, adminServer, { label, owner })),
   );
-  const approver = await signedIn(db, (await db.as('console')).sql, owner, ['approvals:decide', 'grants:issue']);
+  const approver = await signedIn(db, (await db.as('console')).sql, owner, [
+    'approvals:decide',
+    'grants:issue',
+  ]);
   const grant = await oauthGrant(db, {
     server: 'admin',
     scopes: ['invoices:read'],
@@ -162,10 +186,17 @@ it('PATCH active=false revokes every token, grant, session and right of the pers
   // A request they filed, pending.
   const [draft] = await db.sql<{ number: string }[]>`
     select number from invoices where status = 'draft' order by number limit 1`;
-  const filed = await clients[0]!.callTool({ name: 'send_invoice', arguments: { invoice_number: draft!.number } });
+  const filed = await clients[0]!.callTool({
+    name: 'send_invoice',
+    arguments: { invoice_number: draft!.number },
+  });
   const approval = (filed.structuredContent as { approval_id: string }).approval_id;
 
-  const answer = await scim('PATCH', `/Users/${id}`, patchOp([{ op: 'Replace', path: 'active', value: 'False' }]));
+  const answer = await scim(
+    'PATCH',
+    `/Users/${id}`,
+    patchOp([{ op: 'Replace', path: 'active', value: 'False' }]),
+  );
   const answered = performance.now();
   expect(answer.status).toBe(200);
   expect(answer.body.active).toBe(false);
@@ -185,7 +216,9 @@ it('PATCH active=false revokes every token, grant, session and right of the pers
     status: 'withdrawn',
     withdrawn_reason: `the person was offboarded by SCIM (PATCH /scim/v2/Users/${id})`,
   });
-  const [e] = await db.sql<{ tool: string; arguments: { request: string }; result_summary: { revoked: Record<string, unknown> } }[]>`
+  const [e] = await db.sql<
+    { tool: string; arguments: { request: string }; result_summary: { revoked: Record<string, unknown> } }[]
+  >`
     select tool, arguments, result_summary from audit_events where method = 'console/scim' order by seq desc limit 1`;
   expect(e!.tool).toBe('deactivate_user');
   expect(e!.arguments.request).toBe(`PATCH /scim/v2/Users/${id}`);
@@ -200,7 +233,10 @@ it('PATCH active=false revokes every token, grant, session and right of the pers
 
 it('DELETE offboards the person and the user is gone', async () => {
   const id = (await scim('POST', '/Users', newUser('ivan', 'Ivan Roth'))).body.id as string;
-  const token = await issueTestToken(db.sql, adminServer, { label: 'Claude (Ivan)', owner: 'ivan@example.com' });
+  const token = await issueTestToken(db.sql, adminServer, {
+    label: 'Claude (Ivan)',
+    owner: 'ivan@example.com',
+  });
   expect((await scim('DELETE', `/Users/${id}`)).status).toBe(204);
   expect((await scim('GET', `/Users/${id}`)).status).toBe(404);
   const client = await connectTestClient(admin.url, token, 'scim-delete').catch((err: unknown) => err);

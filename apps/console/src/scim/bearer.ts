@@ -17,14 +17,21 @@ export function scimBearer(ctx: ConsoleContext, token: string | undefined): Midd
     if (!expected) return c.text('Not found.', 404);
     const started = performance.now();
     const m = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '');
-    let refused = !m || !timingSafeEqual(digest(m[1]!), expected) ? 'A valid SCIM bearer token is required.' : undefined;
+    let refused =
+      !m || !timingSafeEqual(digest(m[1]!), expected) ? 'A valid SCIM bearer token is required.' : undefined;
     if (!refused) {
       const [row] = await ctx.sql<{ ok: boolean }[]>`select bulkhead_scim_check(${token!}) as ok`;
       if (!row!.ok)
-        refused = 'The database holds no hash of this SCIM token: its owner sets it with `bulkhead scim set-token`.';
+        refused =
+          'The database holds no hash of this SCIM token: its owner sets it with `bulkhead scim set-token`.';
     }
     if (refused) {
-      await auditScim(c, ctx, undefined, { action: 'bearer', outcome: 'unauthorized', started, summary: { refused } });
+      await auditScim(c, ctx, undefined, {
+        action: 'bearer',
+        outcome: 'unauthorized',
+        started,
+        summary: { refused },
+      });
       c.header('WWW-Authenticate', 'Bearer realm="scim"');
       return scimError(c, 401, refused);
     }

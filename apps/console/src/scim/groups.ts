@@ -7,7 +7,9 @@ import { scimWrite, type Tx } from './write.ts';
 type Json = Record<string, unknown>;
 
 /** A group's name and members (person ids) from a request body. */
-function groupInput(body: Json): { displayName: string; externalId: string | null; members: string[] } | string {
+function groupInput(
+  body: Json,
+): { displayName: string; externalId: string | null; members: string[] } | string {
   if (typeof body.displayName !== 'string' || !body.displayName.trim()) return 'displayName is required';
   const members = Array.isArray(body.members) ? (body.members as Json[]) : [];
   if (members.some((m) => typeof m.value !== 'string')) return 'each member has a value (the user id)';
@@ -18,7 +20,12 @@ function groupInput(body: Json): { displayName: string; externalId: string | nul
   };
 }
 
-function groups(tx: Tx | ConsoleContext['sql'], token: string, id: string | null, displayName: string | null) {
+function groups(
+  tx: Tx | ConsoleContext['sql'],
+  token: string,
+  id: string | null,
+  displayName: string | null,
+) {
   return tx<GroupRow[]>`select * from bulkhead_scim_groups(${token}, ${id}, ${displayName})`;
 }
 
@@ -48,13 +55,18 @@ export function mountScimGroups(app: Hono<ConsoleEnv>, ctx: ConsoleContext, toke
     const name = eqFilter(c.req.query('filter'), 'displayName');
     if (name instanceof Error) return scimError(c, 400, name.message, 'invalidFilter');
     const rows = await groups(ctx.sql, token, null, name);
-    return listResponse(c, rows.map((g) => groupResource(g, base())));
+    return listResponse(
+      c,
+      rows.map((g) => groupResource(g, base())),
+    );
   });
   app.get('/scim/v2/Groups/:id', async (c) => {
     const [g] = await groups(ctx.sql, token, c.req.param('id'), null);
     return g ? scimJson(c, groupResource(g, base())) : scimError(c, 404, `no group ${c.req.param('id')}`);
   });
-  app.post('/scim/v2/Groups', async (c) => put(c, null, (await c.req.json().catch(() => ({}))) as Json, 'create_group'));
+  app.post('/scim/v2/Groups', async (c) =>
+    put(c, null, (await c.req.json().catch(() => ({}))) as Json, 'create_group'),
+  );
   app.put('/scim/v2/Groups/:id', async (c) =>
     put(c, c.req.param('id'), (await c.req.json().catch(() => ({}))) as Json, 'replace_group'),
   );
@@ -63,7 +75,12 @@ export function mountScimGroups(app: Hono<ConsoleEnv>, ctx: ConsoleContext, toke
     if (!g) return scimError(c, 404, `no group ${c.req.param('id')}`);
     const body = (await c.req.json().catch(() => ({}))) as { Operations?: ScimPatchOperation[] };
     try {
-      return await put(c, g.id, scimPatch(groupResource(g, base()) as never, body.Operations ?? []) as Json, 'patch_group');
+      return await put(
+        c,
+        g.id,
+        scimPatch(groupResource(g, base()) as never, body.Operations ?? []) as Json,
+        'patch_group',
+      );
     } catch (err) {
       if ((err as { code?: string }).code) throw err;
       return scimError(c, 400, (err as Error).message, 'invalidSyntax');

@@ -75,7 +75,12 @@ export function scimJson(c: Context, body: unknown, status: ContentfulStatusCode
 }
 
 /** A SCIM error (RFC 7644 §3.12). */
-export function scimError(c: Context, status: ContentfulStatusCode, detail: string, scimType?: string): Response {
+export function scimError(
+  c: Context,
+  status: ContentfulStatusCode,
+  detail: string,
+  scimType?: string,
+): Response {
   return scimJson(
     c,
     { schemas: [SCHEMAS.error], status: String(status), detail, ...(scimType ? { scimType } : {}) },

@@ -51,7 +51,12 @@ function users(tx: Tx | ConsoleContext['sql'], token: string, id: string | null,
  * (RFC 7644 §3.5.2, applied by `scim-patch`) and delete. Going inactive or being deleted revokes all the
  * person holds in the same transaction as the audit event that lists it.
  */
-export function mountScimUsers(app: Hono<ConsoleEnv>, ctx: ConsoleContext, token: string, issuer: string | null) {
+export function mountScimUsers(
+  app: Hono<ConsoleEnv>,
+  ctx: ConsoleContext,
+  token: string,
+  issuer: string | null,
+) {
   const base = () => `${ctx.publicUrl.origin}/scim/v2`;
   const reason = (method: string, path: string) => `the person was offboarded by SCIM (${method} ${path})`;
 
@@ -63,7 +68,12 @@ export function mountScimUsers(app: Hono<ConsoleEnv>, ctx: ConsoleContext, token
           ${input.name}, ${input.email}, ${input.active}, ${reason(c.req.method, c.req.path)})`;
       const [u] = await users(tx, token, r!.person_id, null);
       return {
-        summary: { person: r!.person_id, userName: input.userName, active: input.active, ...(r!.revoked ? { revoked: r!.revoked } : {}) },
+        summary: {
+          person: r!.person_id,
+          userName: input.userName,
+          active: input.active,
+          ...(r!.revoked ? { revoked: r!.revoked } : {}),
+        },
         answer: () => scimJson(c, userResource(u!, base()), r!.created ? 201 : 200),
       };
     });
@@ -72,7 +82,10 @@ export function mountScimUsers(app: Hono<ConsoleEnv>, ctx: ConsoleContext, token
     const userName = eqFilter(c.req.query('filter'), 'userName');
     if (userName instanceof Error) return scimError(c, 400, userName.message, 'invalidFilter');
     const rows = await users(ctx.sql, token, null, userName);
-    return listResponse(c, rows.map((u) => userResource(u, base())));
+    return listResponse(
+      c,
+      rows.map((u) => userResource(u, base())),
+    );
   });
   app.get('/scim/v2/Users/:id', async (c) => {
     const [u] = await users(ctx.sql, token, c.req.param('id'), null);
@@ -100,7 +113,12 @@ export function mountScimUsers(app: Hono<ConsoleEnv>, ctx: ConsoleContext, token
     }
     const input = userInput(patched);
     if (typeof input === 'string') return scimError(c, 400, input, 'invalidValue');
-    const action = u.active && !input.active ? 'deactivate_user' : !u.active && input.active ? 'reactivate_user' : 'update_user';
+    const action =
+      u.active && !input.active
+        ? 'deactivate_user'
+        : !u.active && input.active
+          ? 'reactivate_user'
+          : 'update_user';
     return put(c, u.id, input, action);
   });
   app.delete('/scim/v2/Users/:id', (c) =>

@@ -29,7 +29,13 @@ export async function auditScim(
   c: Context<ConsoleEnv>,
   ctx: ConsoleContext,
   tx: Tx | undefined,
-  o: { action: string; outcome: Outcome; started: number; target?: string; summary?: Record<string, unknown> },
+  o: {
+    action: string;
+    outcome: Outcome;
+    started: number;
+    target?: string;
+    summary?: Record<string, unknown>;
+  },
 ): Promise<void> {
   const event = c.get('audit').event({
     method: 'console/scim',

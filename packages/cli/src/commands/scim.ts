@@ -42,8 +42,6 @@ Options:
   },
 };
 
-export const scimCommand = group(
-  'scim',
-  "Set up SCIM provisioning: the identity provider's bearer token.",
-  [setToken],
-);
+export const scimCommand = group('scim', "Set up SCIM provisioning: the identity provider's bearer token.", [
+  setToken,
+]);
