@@ -24,6 +24,19 @@ function secretFile(path: string, ctx: z.RefinementCtx, name = 'BULKHEAD_OIDC_CL
   }
 }
 
+/** The SCIM bearer from its file (`BULKHEAD_SCIM_TOKEN_FILE`), at least 32 characters like the variable's. */
+function scimTokenFile(path: string | undefined, ctx: z.RefinementCtx): string | undefined {
+  if (!path) return undefined;
+  const token = secretFile(path, ctx, 'BULKHEAD_SCIM_TOKEN_FILE');
+  if (token && token.length < 32)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['BULKHEAD_SCIM_TOKEN_FILE'],
+      message: 'holds fewer than 32 characters',
+    });
+  return token || undefined;
+}
+
 const schema = z
   .object({
     ...baseEnvShape,
@@ -141,11 +154,7 @@ const schema = z
         }
       : undefined,
     tokenSignIn: env.BULKHEAD_CONSOLE_TOKEN_SIGN_IN === 'on',
-    scimToken:
-      env.BULKHEAD_SCIM_TOKEN ??
-      (env.BULKHEAD_SCIM_TOKEN_FILE
-        ? secretFile(env.BULKHEAD_SCIM_TOKEN_FILE, ctx, 'BULKHEAD_SCIM_TOKEN_FILE')
-        : undefined),
+    scimToken: env.BULKHEAD_SCIM_TOKEN ?? scimTokenFile(env.BULKHEAD_SCIM_TOKEN_FILE, ctx),
   }));
 
 export type ConsoleEnv = z.output<typeof schema>;

@@ -41,6 +41,12 @@ function userInput(body: Json): UserInput | string {
   };
 }
 
+/** The audit action of a change from `was` to `is` active. */
+function actionOf(was: boolean, is: boolean, otherwise: string): string {
+  if (was && !is) return 'deactivate_user';
+  return !was && is ? 'reactivate_user' : otherwise;
+}
+
 /** Users as the database lists them for the SCIM token. */
 function users(tx: Tx | ConsoleContext['sql'], token: string, id: string | null, userName: string | null) {
   return tx<UserRow[]>`select * from bulkhead_scim_users(${token}, ${id}, ${userName})`;
@@ -99,7 +105,9 @@ export function mountScimUsers(
   app.put('/scim/v2/Users/:id', async (c) => {
     const input = userInput((await c.req.json().catch(() => ({}))) as Json);
     if (typeof input === 'string') return scimError(c, 400, input, 'invalidValue');
-    return put(c, c.req.param('id'), input, input.active ? 'replace_user' : 'deactivate_user');
+    const [u] = await users(ctx.sql, token, c.req.param('id'), null);
+    if (!u) return scimError(c, 404, `no user ${c.req.param('id')}`);
+    return put(c, u.id, input, actionOf(u.active, input.active, 'replace_user'));
   });
   app.patch('/scim/v2/Users/:id', async (c) => {
     const [u] = await users(ctx.sql, token, c.req.param('id'), null);
@@ -113,13 +121,7 @@ export function mountScimUsers(
     }
     const input = userInput(patched);
     if (typeof input === 'string') return scimError(c, 400, input, 'invalidValue');
-    const action =
-      u.active && !input.active
-        ? 'deactivate_user'
-        : !u.active && input.active
-          ? 'reactivate_user'
-          : 'update_user';
-    return put(c, u.id, input, action);
+    return put(c, u.id, input, actionOf(u.active, input.active, 'update_user'));
   });
   app.delete('/scim/v2/Users/:id', (c) =>
     scimWrite(c, ctx, 'delete_user', c.req.param('id'), async (tx) => {
