@@ -127,7 +127,8 @@ end $$;
 revoke all on function bulkhead_scim_offboard(text, text) from public;
 
 -- Creates (p_id null) or replaces a SCIM User. A new one is matched to a person who already signed in
--- (the issuer's subject = externalId, or the e-mail = userName) if that person is not provisioned yet.
+-- (the issuer's subject = externalId, or the e-mail = userName) if that person is not provisioned yet,
+-- or was deleted.
 -- Going inactive offboards the person (`p_reason` names the SCIM request); going active again lets them
 -- sign in again (nothing revoked comes back). Returns the person's id and the revocations.
 create function bulkhead_scim_put_user(p_token text, p_id text, p_issuer text, p_user_name text, p_external_id text,
@@ -144,11 +145,12 @@ begin
     raise exception 'userName is required' using errcode = 'check_violation';
   end if;
   if p_id is null then
-    select * into p from public.bulkhead_persons x where x.scim_deleted_at is null and (
+    -- A person deleted before comes back as themselves (a rehire), with nothing they held.
+    select * into p from public.bulkhead_persons x where (
         (p_external_id is not null and x.issuer = p_issuer and x.subject = p_external_id)
         or lower(x.email) = lower(p_user_name) or lower(x.scim_user_name) = lower(p_user_name))
-      order by (x.scim_user_name is null) limit 1 for update;
-    if found and p.scim_user_name is not null then
+      order by (x.scim_deleted_at is not null), (x.scim_user_name is null) limit 1 for update;
+    if found and p.scim_user_name is not null and p.scim_deleted_at is null then
       raise exception 'a user with userName % exists already', p_user_name using errcode = 'unique_violation';
     end if;
     if not found then
@@ -166,6 +168,7 @@ begin
   end if;
   was_active := p.deactivated_at is null;
   update public.bulkhead_persons x set scim_user_name = btrim(p_user_name), external_id = p_external_id,
+      scim_deleted_at = null,
       name = coalesce(left(p_name, 200), x.name), email = coalesce(left(p_email, 320), x.email),
       deactivated_at = case when p_active then null else coalesce(x.deactivated_at, now()) end, updated_at = now()
     where x.id = p.id returning * into p;

@@ -79,6 +79,12 @@ it("applies Entra's PATCH without a path, and reactivation lets the person back 
   const events = await db.sql<{ tool: string }[]>`
     select tool from audit_events where method = 'console/scim' and outcome = 'ok' order by seq`;
   expect(events.map((e) => e.tool)).toEqual(['create_user', 'deactivate_user', 'reactivate_user']);
+  expect((await scim(on, 'DELETE', `/Users/${id}`)).status).toBe(204);
+  expect(
+    (await scim(on, 'GET', `/Users?filter=${encodeURIComponent('userName eq "jo@example.com"')}`)).body,
+  ).toMatchObject({ totalResults: 0 });
+  const rehired = await scim(on, 'POST', '/Users', { userName: 'jo@example.com', active: true });
+  expect(rehired).toMatchObject({ status: 201, body: { id, active: true } });
   expect((await scim(on, 'PATCH', `/Users/pe_nobodyhere22`, { Operations: [] })).status).toBe(404);
   expect((await scim(on, 'GET', `/Users?filter=${encodeURIComponent('name sw "J"')}`)).status).toBe(400);
 });

@@ -76,11 +76,12 @@ export function mountScimUsers(
       return {
         summary: {
           person: r!.person_id,
+          created: r!.created,
           userName: input.userName,
           active: input.active,
           ...(r!.revoked ? { revoked: r!.revoked } : {}),
         },
-        answer: () => scimJson(c, userResource(u!, base()), r!.created ? 201 : 200),
+        answer: () => scimJson(c, userResource(u!, base()), id === null ? 201 : 200),
       };
     });
 
