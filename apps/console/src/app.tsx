@@ -33,6 +33,7 @@ import { mountTokens } from './pages/tokens/route.tsx';
 import { mountTools } from './pages/tools/route.tsx';
 import { mountPins } from './pages/pins/route.tsx';
 import { mountProbes } from './probes.ts';
+import { mountScim } from './scim/index.ts';
 import { findSession } from './sessions.ts';
 
 /** What the console needs. */
@@ -70,6 +71,8 @@ export interface ConsoleOptions {
   oidc?: OidcSettings | undefined;
   /** `BULKHEAD_CONSOLE_TOKEN_SIGN_IN`: approver tokens open the console (default true). */
   tokenSignIn?: boolean;
+  /** `BULKHEAD_SCIM_TOKEN`: the IdP's SCIM client's bearer; unset, /scim/v2 answers 404. */
+  scimToken?: string | undefined;
 }
 
 /** The console app and how to release what it holds. */
@@ -148,6 +151,8 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
       return sid ? findSession(sql, sid, ctx.tokenSignIn) : undefined;
     },
   });
+  // The IdP's SCIM client authenticates with its own bearer, never as an approver.
+  mountScim(app, ctx, options.scimToken, options.oidc?.issuer ?? null);
   // Everything below needs an approver.
   app.use(requireApprover(ctx));
   mountPending(app, ctx);

@@ -58,3 +58,23 @@ it('names each missing or conflicting OpenID Connect setting, and refuses token 
 function toSettings(o: typeof OIDC) {
   return { issuer: o.BULKHEAD_OIDC_ISSUER, clientId: o.BULKHEAD_OIDC_CLIENT_ID };
 }
+
+it('reads the SCIM bearer from the variable or its file, and refuses both, a short one or an unreadable file', () => {
+  const token = 'x'.repeat(40);
+  expect(loadEnv({}).scimToken).toBeUndefined();
+  expect(loadEnv({ BULKHEAD_SCIM_TOKEN: token }).scimToken).toBe(token);
+  const dir = mkdtempSync(join(tmpdir(), 'bulkhead-scim-'));
+  writeFileSync(join(dir, 'token'), `${token}\n`);
+  writeFileSync(join(dir, 'short'), 'short\n');
+  expect(loadEnv({ BULKHEAD_SCIM_TOKEN_FILE: join(dir, 'token') }).scimToken).toBe(token);
+  expect(problems({ BULKHEAD_SCIM_TOKEN_FILE: join(dir, 'short') })).toEqual([
+    expect.stringMatching(/^BULKHEAD_SCIM_TOKEN_FILE: holds fewer than 32 characters/),
+  ]);
+  expect(problems({ BULKHEAD_SCIM_TOKEN: token, BULKHEAD_SCIM_TOKEN_FILE: join(dir, 'token') })[0]).toMatch(
+    /^BULKHEAD_SCIM_TOKEN_FILE: set BULKHEAD_SCIM_TOKEN or BULKHEAD_SCIM_TOKEN_FILE, not both/,
+  );
+  expect(problems({ BULKHEAD_SCIM_TOKEN: 'short' })[0]).toMatch(/^BULKHEAD_SCIM_TOKEN: /);
+  expect(problems({ BULKHEAD_SCIM_TOKEN_FILE: '/nonexistent/scim' })[0]).toMatch(
+    /^BULKHEAD_SCIM_TOKEN_FILE: cannot be read: ENOENT/,
+  );
+});

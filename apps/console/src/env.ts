@@ -11,17 +11,30 @@ const manifest = ownManifest(pkg);
 export const DEFAULT_PORT = manifest.port;
 
 /** The first line of a secret's file; a file that cannot be read is a configuration problem. */
-function secretFile(path: string, ctx: z.RefinementCtx): string {
+function secretFile(path: string, ctx: z.RefinementCtx, name = 'BULKHEAD_OIDC_CLIENT_SECRET_FILE'): string {
   try {
     return readFileSync(path, 'utf8').split('\n')[0]!.trim();
   } catch (err) {
     ctx.addIssue({
       code: 'custom',
-      path: ['BULKHEAD_OIDC_CLIENT_SECRET_FILE'],
+      path: [name],
       message: `cannot be read: ${(err as Error).message}`,
     });
     return '';
   }
+}
+
+/** The SCIM bearer from its file (`BULKHEAD_SCIM_TOKEN_FILE`), at least 32 characters like the variable's. */
+function scimTokenFile(path: string | undefined, ctx: z.RefinementCtx): string | undefined {
+  if (!path) return undefined;
+  const token = secretFile(path, ctx, 'BULKHEAD_SCIM_TOKEN_FILE');
+  if (token && token.length < 32)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['BULKHEAD_SCIM_TOKEN_FILE'],
+      message: 'holds fewer than 32 characters',
+    });
+  return token || undefined;
 }
 
 const schema = z
@@ -91,6 +104,9 @@ const schema = z
     BULKHEAD_OIDC_GROUPS_CLAIM: z.string().min(1).default('groups'),
     /** `off`: approver tokens no longer open the console (form or bearer); people sign in at the IdP only. */
     BULKHEAD_CONSOLE_TOKEN_SIGN_IN: z.enum(['on', 'off']).default('on'),
+    /** The bearer the IdP's SCIM client presents at /scim/v2 (or a file holding it); unset: no SCIM (404). */
+    BULKHEAD_SCIM_TOKEN: z.string().min(32).optional(),
+    BULKHEAD_SCIM_TOKEN_FILE: z.string().min(1).optional(),
   })
   .superRefine((env, ctx) => {
     const oidc = ['BULKHEAD_OIDC_ISSUER', 'BULKHEAD_OIDC_CLIENT_ID'] as const;
@@ -110,6 +126,12 @@ const schema = z
         code: 'custom',
         path: ['BULKHEAD_OIDC_CLIENT_SECRET_FILE'],
         message: 'set BULKHEAD_OIDC_CLIENT_SECRET or BULKHEAD_OIDC_CLIENT_SECRET_FILE, not both',
+      });
+    if (env.BULKHEAD_SCIM_TOKEN && env.BULKHEAD_SCIM_TOKEN_FILE)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['BULKHEAD_SCIM_TOKEN_FILE'],
+        message: 'set BULKHEAD_SCIM_TOKEN or BULKHEAD_SCIM_TOKEN_FILE, not both',
       });
     if (env.BULKHEAD_CONSOLE_TOKEN_SIGN_IN === 'off' && !env.BULKHEAD_OIDC_ISSUER)
       ctx.addIssue({
@@ -132,6 +154,7 @@ const schema = z
         }
       : undefined,
     tokenSignIn: env.BULKHEAD_CONSOLE_TOKEN_SIGN_IN === 'on',
+    scimToken: env.BULKHEAD_SCIM_TOKEN ?? scimTokenFile(env.BULKHEAD_SCIM_TOKEN_FILE, ctx),
   }));
 
 export type ConsoleEnv = z.output<typeof schema>;

@@ -40,6 +40,7 @@ try {
     oauthServers: oauthServers(env.BULKHEAD_SERVER_URLS),
     oidc: env.oidc,
     tokenSignIn: env.tokenSignIn,
+    scimToken: env.scimToken,
     ...(env.BULKHEAD_ALLOWED_HOSTS ? { allowedHosts: env.BULKHEAD_ALLOWED_HOSTS } : {}),
   });
   const server = serve({ fetch: consoleApp.app.fetch, port: env.PORT, hostname: env.HOST });

@@ -471,6 +471,16 @@ async function grantConsole(tx: Tx, role: string): Promise<void> {
   await tx`grant execute on function bulkhead_operator_remove_group(text, text) to ${r}`;
   await tx`grant execute on function bulkhead_operator_mcp_drift(text) to ${r}`;
   await tx`grant execute on function bulkhead_operator_accept_mcp_drift(text, text, text, text, text) to ${r}`;
+  // SCIM (0069): every function takes the IdP's bearer and checks it against the hash the owner stored;
+  // setting that hash is the owner's alone.
+  await tx`grant execute on function bulkhead_scim_check(text) to ${r}`;
+  await tx`grant execute on function bulkhead_scim_users(text, text, text) to ${r}`;
+  await tx`grant execute on function
+      bulkhead_scim_put_user(text, text, text, text, text, text, text, boolean, text) to ${r}`;
+  await tx`grant execute on function bulkhead_scim_delete_user(text, text, text) to ${r}`;
+  await tx`grant execute on function bulkhead_scim_groups(text, text, text) to ${r}`;
+  await tx`grant execute on function bulkhead_scim_put_group(text, text, text, text, text[]) to ${r}`;
+  await tx`grant execute on function bulkhead_scim_delete_group(text, text) to ${r}`;
   await policy(
     tx,
     `bh_${role}_operator`,

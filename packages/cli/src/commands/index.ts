@@ -57,6 +57,11 @@ export const commands: CommandEntry[] = [
     load: async () => (await import('./groups.ts')).groupsCommand,
   },
   {
+    name: 'scim',
+    summary: "Set up SCIM provisioning: the identity provider's bearer token.",
+    load: async () => (await import('./scim.ts')).scimCommand,
+  },
+  {
     name: 'policy',
     summary: 'Propose, approve, show and test who must approve what (Cedar policy).',
     load: async () => (await import('./policy.ts')).policyCommand,
