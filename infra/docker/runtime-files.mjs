@@ -45,6 +45,9 @@ for (const f of ['main.js', 'main.js.map', 'migrations'])
   cpSync(join(dist, f), join(out, f), { recursive: true });
 // The deployable's own grants, which it gives its group role when it sets the embedded default up alone.
 if (existsSync(join(dist, 'grants.sql'))) cpSync(join(dist, 'grants.sql'), join(out, 'grants.sql'));
+// The Cedar engine's WebAssembly, which the bundle reads beside itself when a policy is loaded.
+if (existsSync(join(dist, 'cedar_wasm_bg.wasm')))
+  cpSync(join(dist, 'cedar_wasm_bg.wasm'), join(out, 'cedar_wasm_bg.wasm'));
 cpSync(join(root, 'infra/docker/healthcheck.mjs'), join(out, 'healthcheck.mjs'));
 
 const pkg = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
