@@ -118,9 +118,13 @@ async function call(f: DefinerFunction, caller: string): Promise<'refused' | Rec
 /** Nothing done, nothing told: no row, or rows of nulls and falses, or a verification status other than ok. */
 function answeredNothing(result: 'refused' | Record<string, unknown>[]): boolean {
   if (result === 'refused') return true;
+  // A `status` other than ok, and a `refused` reason (the ID-JAG exchange names why it wrote nothing),
+  // say that nothing was given; every other column must be empty.
   return result.every((row) =>
     Object.entries(row).every(([k, v]) =>
-      k === 'status' ? v !== 'ok' : v === null || v === false || (Array.isArray(v) && v.length === 0),
+      k === 'status'
+        ? v !== 'ok'
+        : k === 'refused' || v === null || v === false || (Array.isArray(v) && v.length === 0),
     ),
   );
 }
