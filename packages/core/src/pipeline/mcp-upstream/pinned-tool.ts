@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { compileModelPattern } from '../text-safety/model-pattern.ts';
 import { quoted } from '../text-safety/quoted.ts';
 import { defineTool, type AnyTool, type ToolAnnotations } from '../tool-definition/define-tool.ts';
 import type { PinnedTool } from './pins.ts';
@@ -54,12 +55,61 @@ export function pinnedAnnotations(pin: PinnedTool): ToolAnnotations {
   return out;
 }
 
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The schema without its `pattern`s, which zod would compile as JavaScript regular expressions: an
+ * upstream's pattern that backtracks badly would let a model's argument freeze the process. Each is
+ * compiled for the linear-time engine instead (refused at start-up when it cannot be), and checked on
+ * the values it governs (properties and array items, as the schema nests them).
+ */
+function withoutPatterns(schema: unknown): { schema: unknown; check: (value: unknown) => string | null } {
+  if (Array.isArray(schema)) {
+    const parts = schema.map(withoutPatterns);
+    return { schema: parts.map((p) => p.schema), check: () => null };
+  }
+  if (!isObject(schema)) return { schema, check: () => null };
+  if ('patternProperties' in schema) throw new Error('patternProperties is not supported in a pinned schema');
+  const { pattern, properties, items, ...rest } = schema;
+  const own = typeof pattern === 'string' ? compileModelPattern(pattern, { maxLength: 1000 }) : null;
+  const props = isObject(properties)
+    ? Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, withoutPatterns(v)]))
+    : null;
+  const item = items === undefined ? null : withoutPatterns(items);
+  const out: Json = { ...rest };
+  if (props) out.properties = Object.fromEntries(Object.entries(props).map(([k, v]) => [k, v.schema]));
+  if (item) out.items = item.schema;
+  return {
+    schema: out,
+    check(value) {
+      if (own && typeof value === 'string' && !own.matchesSomewhere(value))
+        return `does not match the pattern ${own.source}`;
+      if (props && isObject(value))
+        for (const [k, p] of Object.entries(props)) {
+          const problem = p.check(value[k]);
+          if (problem) return `${k} ${problem}`;
+        }
+      if (item && Array.isArray(value))
+        for (const [i, v] of value.entries()) {
+          const problem = item.check(v);
+          if (problem) return `item ${i} ${problem}`;
+        }
+      return null;
+    },
+  };
+}
+
 /** The pinned input schema as a validator: arguments are checked against it before anything is sent. */
 function inputOf(pin: PinnedTool): z.ZodObject {
-  const schema = z.fromJSONSchema(pin.inputSchema as z.core.JSONSchema.JSONSchema);
+  const { schema: plain, check } = withoutPatterns(pin.inputSchema);
+  const schema = z.fromJSONSchema(plain as z.core.JSONSchema.JSONSchema);
   if (!(schema instanceof z.ZodObject))
     throw new Error(`the pinned input schema of ${pin.name} does not describe an object of named arguments`);
-  return schema;
+  return schema.superRefine((value, ctx) => {
+    const problem = check(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }) as unknown as z.ZodObject;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { servedName } from './pinned-tool.ts';
+import { pinnedTool, servedName } from './pinned-tool.ts';
 import { canonicalJson, diffPin, formatPinFile, parsePinFile, pinHash, pinTool } from './pins.ts';
 
 const listing = {
@@ -66,5 +66,34 @@ describe('a pin', () => {
       'x_y',
       't_2fa',
     ]);
+  });
+});
+
+describe('a pinned schema’s patterns', () => {
+  it('are matched by the linear-time engine: a pattern that backtracks badly cannot freeze the process', () => {
+    const tool = pinnedTool(
+      pinTool({
+        name: 'find',
+        description: 'Finds things by their code, which must be letters a.',
+        inputSchema: {
+          type: 'object',
+          properties: {
+            code: { type: 'string', pattern: '^(a+)+$' },
+            tags: { type: 'array', items: { type: 'string', pattern: '^[a-z]+$' } },
+          },
+          required: ['code'],
+        },
+        annotations: { readOnlyHint: true },
+      }),
+      { upstream: 'u', readScope: 'u:read', writeScope: 'u:write' },
+    );
+    // 40 a's and a !: JavaScript's engine would take longer than the age of the universe here.
+    const bad = tool.input.safeParse({ code: `${'a'.repeat(40)}!` });
+    expect(bad.success).toBe(false);
+    expect(bad.error?.issues[0]?.message).toBe('code does not match the pattern ^(a+)+$');
+    expect(tool.input.safeParse({ code: 'aaa', tags: ['x', 'Y'] }).error?.issues[0]?.message).toBe(
+      'tags item 1 does not match the pattern ^[a-z]+$',
+    );
+    expect(tool.input.safeParse({ code: 'aaa', tags: ['x'] }).success).toBe(true);
   });
 });
