@@ -108,7 +108,11 @@ afterAll(async () => {
 });
 
 /** `bulkhead audit seal --follow` as its own process, as a deployment runs it; resolves once it runs. */
-async function startForwarder(): Promise<{ child: ChildProcess; stop(): Promise<string> }> {
+async function startForwarder(): Promise<{
+  child: ChildProcess;
+  output(): string;
+  stop(): Promise<string>;
+}> {
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', `${root}packages/cli/src/main.ts`, 'audit', 'seal', '--follow', '--interval', '200'],
@@ -124,6 +128,7 @@ async function startForwarder(): Promise<{ child: ChildProcess; stop(): Promise<
   });
   return {
     child,
+    output: () => err,
     stop: () =>
       new Promise<string>((resolve) => {
         child.removeAllListeners('exit');
@@ -194,6 +199,12 @@ it(
     await new Promise((r) => setTimeout(r, Math.max(0, 10_000 - (Date.now() - down))));
     await rsyslog.start();
     await calls(200);
+    // The forwarder takes again once its retry, at most 5 s after the last failure, finds rsyslog back
+    // (a line, not a clock: stopped before that, it would have no reason to say so).
+    for (let tries = 0; !forwarder.output().includes(`forwarding to ${syslog} again`); tries++) {
+      if (tries > 600) throw new Error(`the forwarder did not take again: ${forwarder.output()}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
 
     // Bulkhead's forwarder restarted once, while calls go on.
     const during = calls(200);
