@@ -5,6 +5,7 @@ import {
   DEFAULT_POLICY,
   loadPolicySet,
   PolicySetInvalid,
+  policyTools,
   timeOf,
   type PolicyRequest,
   type PolicySet,
@@ -27,7 +28,7 @@ const SERVERS = {
 };
 const schema = cedarSchema(
   Object.fromEntries(
-    Object.entries(SERVERS).map(([name, def]) => [name, [...def.catalog.listings.values()]]),
+    Object.entries(SERVERS).map(([name, def]) => [name, policyTools(def.catalog)]),
   ),
 );
 const EXAMPLES = readFileSync(`${root}packages/core/src/pipeline/policy/examples.cedar`, 'utf8');

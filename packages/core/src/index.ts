@@ -119,6 +119,7 @@ export {
   DEFAULT_POLICY,
   loadPolicySet,
   notPermitted,
+  policyTools,
   PolicySetInvalid,
   serverNamespace,
   timeOf,

@@ -117,6 +117,7 @@ export {
   DEFAULT_POLICY,
   loadPolicySet,
   PolicySetInvalid,
+  policyTools,
   type ListedTool,
   type PolicyOutcome,
   type PolicyRequest,

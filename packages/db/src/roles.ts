@@ -199,8 +199,11 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
         await tx`grant select, insert on bulkhead_outbox_attempts to ${r}`;
         const ownRow = 'exists (select 1 from bulkhead_outbox o where o.id = outbox_id)';
         await policy(tx, `bh_${role}_own`, 'bulkhead_outbox_attempts', 'all', role, ownRow, ownRow);
+        // A policy's durable counts (0073): through the function that counts for its own server only.
+        if (functions.has('bulkhead_policy_usage_today(text,text,boolean)'))
+          await tx`grant execute on function bulkhead_policy_usage_today(text, text, boolean) to ${r}`;
       }
-      if (spec.kind === 'console') await grantConsole(tx, role);
+      if (spec.kind === 'console') await grantConsole(tx, role, functions);
       if (spec.grantsSql) await tx.unsafe(spec.grantsSql);
     }
   });
@@ -397,7 +400,7 @@ export async function unpinnedFunctions(sql: Sql): Promise<string[]> {
  * sessions, grants, the token table, the tool switches and the whole audit log only through functions
  * that check an approver's proof (a session or approver token secret), never a token id.
  */
-async function grantConsole(tx: Tx, role: string): Promise<void> {
+async function grantConsole(tx: Tx, role: string, functions: ReadonlySet<string>): Promise<void> {
   const r = tx(role);
   await tx`grant select on audit_events to ${r}`;
   await policy(tx, `bh_${role}_approvals`, 'audit_events', 'select', role, 'approval_id is not null', null);
@@ -440,6 +443,13 @@ async function grantConsole(tx: Tx, role: string): Promise<void> {
   await tx`grant select on bulkhead_policy_sets to ${r}`;
   await tx`grant execute on function bulkhead_console_prove(text) to ${r}`;
   await tx`grant execute on function bulkhead_console_proven() to ${r}`;
+  // Votes on a request that needs more than one person (0073): cast through the approvals guard, under
+  // the proof of the transaction, with its decision event; read for the approval page's progress.
+  if (functions.has('bulkhead_approval_vote(text,uuid,text)')) {
+    await tx`grant execute on function bulkhead_console_proven_voter() to ${r}`;
+    await tx`grant execute on function bulkhead_approval_vote(text, uuid, text) to ${r}`;
+    await tx`grant execute on function bulkhead_approval_votes_of(text) to ${r}`;
+  }
   // The OAuth authorization server: clients are its own; grants, codes and refresh tokens are written
   // only through functions that take an approver's proof or the grant's own secrets.
   await tx`grant select, insert, update on bulkhead_oauth_clients to ${r}`;

@@ -7,6 +7,7 @@ import {
   cedarSchema,
   createCatalog,
   loadPolicySet,
+  policyTools,
   PolicySetInvalid,
   type PolicySet,
 } from '@bulkhead/core/operator';
@@ -47,7 +48,7 @@ export async function serverTools(): Promise<Record<string, AnyTool[]>> {
 export function schemaOf(tools: Record<string, AnyTool[]>): ReturnType<typeof cedarSchema> {
   return cedarSchema(
     Object.fromEntries(
-      Object.entries(tools).map(([name, list]) => [name, [...createCatalog(list).listings.values()]]),
+      Object.entries(tools).map(([name, list]) => [name, policyTools(createCatalog(list))]),
     ),
   );
 }

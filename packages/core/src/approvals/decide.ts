@@ -159,6 +159,10 @@ export async function decideApproval(
     }
     const changed = changedArguments(approval, decision);
     if (changed) return { error: changed };
+    if (decision.decision === 'approve') {
+      const unasked = await notAskedOf(tx, audit, approval, decider, decision);
+      if (unasked) return { error: unasked };
+    }
     const status = decision.decision === 'approve' ? 'approved' : 'rejected';
     // The event first: the database accepts a decision only with its event written before it in the same
     // transaction (the approvals guard looks it up by id), so a decision never exists unrecorded.
@@ -216,6 +220,49 @@ async function withoutRight(
     `you may not decide requests of ${approval.server}: none of your groups${groups} is mapped to approve ${approval.server} (an operator maps one with \`bulkhead groups add <group> --approve ${approval.server}\`)`,
     'forbidden',
   );
+}
+
+/**
+ * Why the company's policy does not count the proven approver's approval of this request, audited;
+ * null when it does: they are in none of the groups it names, or they approved it already and it
+ * waits for another person (a request that needs more than one). The approvals guard checks the same.
+ */
+async function notAskedOf(
+  tx: Tx,
+  audit: AuditWriter,
+  approval: ApprovalRecord,
+  decider: { tokenId: string; label: string },
+  decision: Decision,
+): Promise<ApprovalDecisionError | null> {
+  if (!approval.approverGroups.length && approval.requiredApprovals <= 1) return null;
+  const [voter] = await tx<{ person: string; groups: string[] }[]>`
+    select person, groups from bulkhead_console_proven_voter()`;
+  const groups = voter?.groups ?? [];
+  if (approval.approverGroups.length && !approval.approverGroups.some((g) => groups.includes(g))) {
+    await audit.appendIn(
+      tx,
+      decisionEvent(
+        approval,
+        decider,
+        'forbidden',
+        { reason: 'not_in_groups', groups: approval.approverGroups, policy: approval.policyIds },
+        decision.requestId,
+      ),
+    );
+    return new ApprovalDecisionError(
+      `the company's policy asks for approval of ${approval.id} by someone from ${approval.approverGroups.join(' or ')}, and you are in none of those groups`,
+      'forbidden',
+    );
+  }
+  if (approval.requiredApprovals > 1) {
+    const votes = await tx<{ person: string }[]>`select person from bulkhead_approval_votes_of(${approval.id})`;
+    if (voter && votes.some((v) => v.person === voter.person))
+      return new ApprovalDecisionError(
+        `you have already approved ${approval.id}; the company's policy asks ${approval.requiredApprovals} different people to approve it, so another person must`,
+        'decided',
+      );
+  }
+  return null;
 }
 
 /** The decision's reason, trimmed (null for none), once what needs no database is checked: the id and the reason. */

@@ -325,7 +325,7 @@ function check(
   const tool = executor.def.catalog.byName.get(approval.tool);
   if (!tool?.approval)
     return { refused: `${approval.tool} is no longer a gated tool of ${executor.server}.` };
-  if (!approval.decidedByTokenId || !approval.decidedArgumentsHash)
+  if (!approval.decidedArgumentsHash || (!approval.decidedByTokenId && !approval.approvedByPolicy))
     return { refused: 'The approval carries no decision by an approver token.' };
   if (argumentsHash(approval.arguments) !== approval.argumentsHash)
     return {

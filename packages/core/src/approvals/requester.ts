@@ -4,7 +4,13 @@ import type { ApprovalRequester } from '../pipeline/call/call-tool.ts';
 import { hasGatedTools, type ServerDefinition } from '../pipeline/tool-definition/server-definition.ts';
 import { redactArguments } from '../pipeline/text-safety/secret.ts';
 import { untrusted } from '../pipeline/text-safety/untrusted/wrap.ts';
-import { PENDING_NOTE, previewSource, type PendingApprovalResult } from '../pipeline/call/pending-result.ts';
+import {
+  pendingNote,
+  previewSource,
+  RUNS_BY_POLICY_NOTE,
+  type PendingApprovalResult,
+} from '../pipeline/call/pending-result.ts';
+import type { CallVerdict } from '../pipeline/policy/gate.ts';
 import { currentValues } from './approved-values.ts';
 import { APPROVAL_COLUMNS, argumentsHash, newApprovalId, storedForm, type ApprovalRecord } from './store.ts';
 import { APPROVAL_WEBHOOK, approvalWebhookPayload, consoleLink } from './webhook.ts';
@@ -41,7 +47,7 @@ export function createApprovalRequester(
 ): ApprovalRequester<ApprovalRecord> {
   const { logger, server } = options;
   return {
-    async request({ tool, args, ctx, task = false }) {
+    async request({ tool, args, ctx, task = false, policy }) {
       const spec = tool.approval!;
       const tx = ctx.sql;
       // Read once, then both stored and put into the sentence: what the person sees is what runs.
@@ -50,15 +56,20 @@ export function createApprovalRequester(
       const stored = storedForm(args);
       const id = newApprovalId();
       const hours = spec.expiresInHours ?? DEFAULT_EXPIRY_HOURS;
+      const hash = argumentsHash(stored);
+      const asked = askedOfPeople(policy, hash);
       const [record] = await tx<ApprovalRecord[]>`
         insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
           approved_values, expires_at, request_id, requested_by_token_id, requested_by_label, requested_scopes,
-          customer_id, as_task, filed_in_trace)
+          customer_id, as_task, filed_in_trace, required_approvals, approver_groups, policy_version, policy_ids,
+          approved_by_policy, status, decided_by, decided_arguments_hash)
         values (${id}, ${server}, ${tool.name}, ${tx.json(stored as never)},
-          ${tx.json(storedForm(redactArguments(tool.input, args)) as never)}, ${argumentsHash(stored)}, ${preview},
+          ${tx.json(storedForm(redactArguments(tool.input, args)) as never)}, ${hash}, ${preview},
           ${values === null ? null : tx.json(values as never)},
           now() + ${hours} * interval '1 hour', ${ctx.requestId}, ${ctx.access.tokenId}, ${ctx.access.label},
-          ${[...ctx.access.scopes]}, ${ctx.access.customerId}, ${task}, ${activeTraceparent()})
+          ${[...ctx.access.scopes]}, ${ctx.access.customerId}, ${task}, ${activeTraceparent()},
+          ${asked.requiredApprovals}, ${asked.approverGroups}, ${asked.policyVersion}, ${asked.policyIds},
+          ${asked.approvedByPolicy}, ${asked.status}, ${asked.decidedBy}, ${asked.decidedArgumentsHash})
         returning ${tx.unsafe(APPROVAL_COLUMNS)}`;
       if (options.webhookUrl) {
         await tx`
@@ -82,10 +93,30 @@ export function createApprovalRequester(
         // Customer-entered text is quoted in it: data for the model, checked for injection like any.
         preview: untrusted(preview, { source: previewSource(id) }),
         expires_at: record!.expiresAt.toISOString(),
-        note: PENDING_NOTE,
+        note: asked.approvedByPolicy ? RUNS_BY_POLICY_NOTE : pendingNote(asked.requiredApprovals),
       };
+      if (asked.approvedByPolicy) result.status = 'approved';
       return { approvalId: id, result, approval: record! };
     },
+  };
+}
+
+/**
+ * What a request stores of its policy verdict (0073): how many distinct persons must approve and from
+ * which groups, under which set and policies; a request the active set lets run is filed approved by
+ * its first deciding policy, for its own arguments. Without a policy: one person, any approver.
+ */
+function askedOfPeople(policy: CallVerdict | undefined, hash: string) {
+  const runs = policy?.kind === 'run' && policy.active;
+  return {
+    requiredApprovals: policy?.kind === 'approve' ? policy.approvals : 1,
+    approverGroups: policy?.kind === 'approve' ? policy.groups : [],
+    policyVersion: policy?.active ? policy.version : null,
+    policyIds: policy?.active ? policy.policies : [],
+    approvedByPolicy: runs,
+    status: runs ? 'approved' : 'pending',
+    decidedBy: runs ? `policy:${policy.policies[0]}` : null,
+    decidedArgumentsHash: runs ? hash : null,
   };
 }
 

@@ -60,6 +60,15 @@ export interface ApprovalRecord {
   withdrawnAt: Date | null;
   /** The span that filed it, as a W3C `traceparent` (when that call was traced): its execution links to it. */
   filedInTrace: string | null;
+  /** Distinct persons who must approve it (the company's policy; 1 without one). */
+  requiredApprovals: number;
+  /** The groups they come from (empty: any approver of the server). */
+  approverGroups: string[];
+  /** The active policy set's version that decided it, and the deciding policies (none without one). */
+  policyVersion: string | null;
+  policyIds: string[];
+  /** The active policy let it run without a person: filed approved, by its first deciding policy. */
+  approvedByPolicy: boolean;
 }
 
 /** The select list matching {@link ApprovalRecord}. */
@@ -71,7 +80,9 @@ export const APPROVAL_COLUMNS = `id, server, tool, arguments, arguments_redacted
   decided_at as "decidedAt", decided_by as "decidedBy", decided_by_token_id as "decidedByTokenId",
   decision_reason as "decisionReason", decided_arguments_hash as "decidedArgumentsHash", executed_at as "executedAt", executed_by as "executedBy",
   duration_ms as "durationMs", result, error, failure, as_task as "asTask", withdrawn_at as "withdrawnAt",
-  filed_in_trace as "filedInTrace"`;
+  filed_in_trace as "filedInTrace", required_approvals as "requiredApprovals",
+  approver_groups as "approverGroups", policy_version as "policyVersion", policy_ids as "policyIds",
+  approved_by_policy as "approvedByPolicy"`;
 
 const ID_ALPHABET = 'abcdefghijkmnpqrstuvwxyz23456789';
 

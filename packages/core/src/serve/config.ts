@@ -4,6 +4,16 @@ import { z } from 'zod';
 import { addressProblem } from '../approvals/email.ts';
 import { shownUrl } from '../pipeline/observability/shown-url.ts';
 
+/** Whether `zone` is a time zone this Node knows (an IANA name such as Europe/Berlin). */
+function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** A bad environment: one line per problem, ready to print before exiting. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -84,6 +94,11 @@ export function serverEnvSchema(defaultPort: number) {
         .default(1024 * 1024),
       BULKHEAD_MIGRATE: bool.default(true),
       BULKHEAD_AUDIT_FULL_RESULTS: bool.default(false),
+      /** The IANA time zone the company's policy reads the time of a call in (`context.time`). */
+      BULKHEAD_POLICY_TIME_ZONE: z
+        .string()
+        .refine(isTimeZone, { message: 'must be an IANA time zone, e.g. Europe/Berlin or UTC' })
+        .default('UTC'),
       BULKHEAD_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
       /** Open 2025-11-25 tasks/result waits one token may hold; past it, tasks/result says to poll tasks/get. */
       BULKHEAD_TASK_RESULT_WAITS_PER_TOKEN: z.coerce.number().int().min(1).max(10_000).default(10),

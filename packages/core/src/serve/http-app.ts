@@ -13,6 +13,7 @@ import { createRateLimiter, type RateLimiter } from './rate-limit.ts';
 import { createReadLanes } from '../pipeline/database/read-lanes.ts';
 import { SESSIONS_SHARED } from './pooler.ts';
 import { createTokenVerifier, type TokenVerifier } from './tokens.ts';
+import { watchPolicy } from './policy-watch.ts';
 import { createToolSwitches } from './tool-switches.ts';
 import { bearerAuth } from './http/bearer-auth/index.ts';
 import { declaredBodySize } from './http/body-size/index.ts';
@@ -100,6 +101,8 @@ export interface HttpAppOptions {
   mcpKnownTools?: Record<string, readonly string[]>;
   /** How often the switched-off tools are read again whatever was announced (default 1000 ms). */
   toolSwitchRefreshMs?: number;
+  /** `BULKHEAD_POLICY_TIME_ZONE`: the time zone the policy's `context.time` is given in (default UTC). */
+  policyTimeZone?: string | undefined;
 }
 
 /** A served server: the Hono app and how to release what it holds. */
@@ -165,6 +168,7 @@ function withWithheld(switches: SwitchedOff, pins: PinWatch): SwitchedOff {
 export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): HttpApp {
   const { sql, logger } = options;
   const switches = createToolSwitches(sql, def.name, { refreshMs: options.toolSwitchRefreshMs });
+  const policy = watchPolicy(sql, logger, { timeZone: options.policyTimeZone });
   const verifier = options.verifier ?? createTokenVerifier(sql, def.name);
   const metrics = createMetrics({
     server: def.name,
@@ -205,6 +209,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
     ...(options.mcpUpstreams ? { mcpUpstreams: options.mcpUpstreams } : {}),
     ...(pins ? { pins } : {}),
     switchedOff: pins ? withWithheld(switches, pins) : switches,
+    policy,
     ...approvalsFor(def, options),
   };
   const mcp = mcpHandler(def, kit, cancellations, createResultWaits(options.taskResultWaits), maxBody);
@@ -253,6 +258,7 @@ export function createHttpApp(def: ServerDefinition, options: HttpAppOptions): H
       await cancellations.idle(5_000);
       await mcp.handler.close();
       await switches.close();
+      await policy.close();
       await verifier.close();
       await limiter.close();
       await refusals.close();

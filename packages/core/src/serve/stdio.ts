@@ -11,6 +11,7 @@ import { approvalsFor } from '../approvals/requester.ts';
 import type { ServerDefinition } from '../pipeline/tool-definition/server-definition.ts';
 import { buildMcpServer } from './mcp-server.ts';
 import { createTokenVerifier } from './tokens.ts';
+import { watchPolicy } from './policy-watch.ts';
 import { createToolSwitches } from './tool-switches.ts';
 import type { Upstreams } from '../pipeline/upstream/upstreams.ts';
 import type { McpUpstreams } from '../pipeline/mcp-upstream/upstreams.ts';
@@ -22,6 +23,8 @@ export interface StdioOptions {
   logger: Logger;
   token: string | undefined;
   auditFullResults?: boolean;
+  /** `BULKHEAD_POLICY_TIME_ZONE` (default UTC). */
+  policyTimeZone?: string | undefined;
   /** Files gated calls; created automatically when the server has a gated tool. */
   approvals?: ApprovalRequester<ApprovalRecord>;
   approvalWebhookUrl?: string | undefined;
@@ -67,6 +70,7 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
       `BULKHEAD_TOKEN ${REASONS[verdict.reason] ?? 'was refused'}; this server is ${def.name}`,
     );
   const switches = createToolSwitches(options.sql, def.name);
+  const policy = watchPolicy(options.sql, options.logger, { timeZone: options.policyTimeZone });
   const kit: CallKit<ApprovalRecord> = {
     server: def.name,
     catalog: def.catalog,
@@ -77,6 +81,7 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
     ...(options.upstreams ? { upstreams: options.upstreams } : {}),
     ...(options.mcpUpstreams ? { mcpUpstreams: options.mcpUpstreams } : {}),
     switchedOff: switches,
+    policy,
     ...approvalsFor(def, options),
   };
   // The connection lives on; the token is checked again on every request, so revocation and expiry hold here too.
@@ -127,6 +132,7 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
   return {
     close: async () => {
       await switches.close();
+      await policy.close();
       await handle.close();
     },
   };

@@ -93,6 +93,8 @@ export const createSilence = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   icons: icons.silence,
   timeoutMs: 10_000,
+  // What the company's policy weighs: the length in minutes (a rule on long silences at night).
+  policyFacts: { types: { minutes: 'Long' }, of: ({ duration }) => ({ minutes: minutes(duration)! }) },
   approval: {
     // The silence as Alertmanager will get it; only its start is the moment it runs.
     values: ({ matchers, duration, comment }) => {

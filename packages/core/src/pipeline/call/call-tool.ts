@@ -13,6 +13,7 @@ import { internalError } from '../tool-definition/errors.ts';
 import type { Upstreams } from '../upstream/upstreams.ts';
 import type { McpUpstreams } from '../mcp-upstream/upstreams.ts';
 import type { PinnedServing } from '../mcp-upstream/pin-watch.ts';
+import type { CallVerdict, PolicyGate } from '../policy/gate.ts';
 import type { Access } from './access.ts';
 import type { ProgressReporter } from './progress.ts';
 import { clientOf, errorResult, NOTHING_CHANGED, recordCall } from './record-call.ts';
@@ -27,7 +28,14 @@ import { validArguments } from './validate-arguments.ts';
  */
 export interface ApprovalRequester<A = unknown> {
   /** `task`: the client asked for an MCP task; the approval id is then also its task id. */
-  request(input: { tool: AnyTool; args: unknown; ctx: ToolContext; task?: boolean }): Promise<{
+  request(input: {
+    tool: AnyTool;
+    args: unknown;
+    ctx: ToolContext;
+    task?: boolean;
+    /** What the company's policy asked of people (stored with the request), or that it runs without one. */
+    policy?: CallVerdict;
+  }): Promise<{
     approvalId: string;
     result: Record<string, unknown>;
     approval: A;
@@ -62,6 +70,8 @@ export interface CallKit<A = unknown> {
   pins?: PinnedServing;
   /** The tools an operator has switched off: they do not exist for any client (none when absent). */
   switchedOff?: SwitchedOff;
+  /** The company's policy every call asks before it runs or is filed (none: the tools' gates alone). */
+  policy?: PolicyGate;
 }
 
 /** One tool call as it arrives. */

@@ -7,6 +7,8 @@ import type { AnyTool, ToolContext } from '../tool-definition/define-tool.ts';
 import { answerFailure } from './answer-failure.ts';
 import type { CallKit, CallRequest } from './call-tool.ts';
 import { pendingApprovalOutput } from './pending-result.ts';
+import { askPolicy, verdictSummary, type CallVerdict } from '../policy/gate.ts';
+import { errorResult } from './record-call.ts';
 import { NO_PROGRESS } from './progress.ts';
 import type { CallRecord } from './record-call.ts';
 import { callHandler, runHandler } from './run-handler.ts';
@@ -135,7 +137,7 @@ async function runOn<A>(
     },
     work: (ctx) =>
       inSpan(`handler ${tool.name}`, { attributes: { 'gen_ai.tool.name': tool.name } }, () =>
-        handle(kit, req, tool, run.args, ctx),
+        handle(kit, req, tool, run.args, ctx, run.writes),
       ),
   });
   const done = rec.event(shaped.outcome, {
@@ -155,26 +157,61 @@ async function runOn<A>(
   return { shaped, done };
 }
 
-/** The handler's run (or, for a gated tool, the approval request), with the tool's context. */
+/**
+ * The handler's run (or, for a gated tool, the approval request), with the tool's context, once the
+ * company's policy let it: refused by a policy, it is answered with the policy's sentence and nothing
+ * runs or is filed; a gated tool is filed with what the policy asks of people (or as run by policy).
+ */
 async function handle<A>(
   kit: CallKit<A>,
   req: CallRequest,
   tool: AnyTool,
   args: unknown,
   ctx: ToolContext,
+  writes: boolean,
 ): Promise<Shaped<A>> {
+  const verdict = kit.policy
+    ? await askPolicy(kit.policy, {
+        server: kit.server,
+        tool,
+        args,
+        access: req.access,
+        q: ctx.sql,
+        counting: writes,
+      })
+    : undefined;
+  if (verdict?.kind === 'refuse') return refusedByPolicy(verdict.reason, verdict);
   if (tool.approval) {
     if (!kit.approvals) throw new Error(`tool ${tool.name} is gated but this server has no approval store`);
     const task = req.task === true;
-    const gated = await kit.approvals.request({ tool, args, ctx, task });
+    const gated = await kit.approvals.request({ tool, args, ctx, task, ...(verdict ? { policy: verdict } : {}) });
     const result = shapeResult(
       { ...tool, output: pendingApprovalOutput },
       gated.result,
       kit.auditFullResults,
     );
     if (task) result.summary.task = true;
-    return { approvalId: gated.approvalId, approval: gated.approval, outcome: 'pending_approval', ...result };
+    if (verdict?.active) Object.assign(result.summary, verdictSummary(verdict));
+    const outcome = verdict?.kind === 'run' ? 'approved' : 'pending_approval';
+    return { approvalId: gated.approvalId, approval: gated.approval, outcome, ...result };
   }
+  if (verdict?.kind === 'approve')
+    return refusedByPolicy(
+      `The company's policy asks a person to approve ${tool.name}, which runs at once and cannot wait for approval; nothing was done. Tell an operator.`,
+      verdict,
+    );
   const value = await callHandler(tool, args, ctx);
-  return { outcome: 'ok', ...shapeResult(tool, value, kit.auditFullResults) };
+  const shaped = shapeResult(tool, value, kit.auditFullResults);
+  if (verdict?.active) Object.assign(shaped.summary, verdictSummary(verdict));
+  return { outcome: 'ok', ...shaped };
+}
+
+/** A call a policy refused: its sentence as the answer, the deciding policies in its event. */
+function refusedByPolicy<A>(reason: string, verdict: CallVerdict): Shaped<A> {
+  return {
+    outcome: 'forbidden',
+    result: errorResult(reason),
+    summary: { error: reason, ...verdictSummary(verdict) },
+    injectionSuspected: false,
+  };
 }

@@ -9,6 +9,7 @@
 // `gated`, `read_only`, `time` and `usage` — so a policy over every action (`permit(principal,
 // action, resource) when { context.gated }`) validates too.
 import type { SchemaJson, TypeOfAttribute } from '@cedar-policy/cedar-wasm/nodejs';
+import type { ToolCatalog } from '../tool-definition/catalog.ts';
 
 type CedarType = TypeOfAttribute<string>;
 type Json = Record<string, unknown>;
@@ -68,10 +69,24 @@ const FRAME: Record<string, CedarType> = {
   usage: { type: 'Record', attributes: { today: long } },
 };
 
+/** A tool's facts as a Cedar record: every one present on every call. */
+function factsOf(facts: Readonly<Record<string, 'Long' | 'String' | 'Boolean'>>): CedarType {
+  const attributes: Record<string, CedarType> = {};
+  for (const [name, type] of Object.entries(facts)) attributes[name] = { type } as CedarType;
+  return { type: 'Record', attributes };
+}
+
 /** A tool as its server lists it: its name and its input's JSON Schema (a catalog's listing, or tools/list). */
 export interface ListedTool {
   name: string;
   inputSchema: Record<string, unknown>;
+  /** The facts the tool gives its policy (`context.facts`), by Cedar type (`policyFacts` of its definition). */
+  facts?: Readonly<Record<string, 'Long' | 'String' | 'Boolean'>> | undefined;
+}
+
+/** A server's tools as its policy schema needs them: each listing, with the facts the tool declares. */
+export function policyTools(catalog: ToolCatalog): ListedTool[] {
+  return catalog.tools.map((t) => ({ ...catalog.listings.get(t.name)!, facts: t.policyFacts?.types }));
 }
 
 /**
@@ -107,7 +122,10 @@ export function cedarSchema(servers: Readonly<Record<string, readonly ListedTool
         appliesTo: {
           principalTypes: ['Bulkhead::Token'],
           resourceTypes: ['Bulkhead::Server'],
-          context: { type: 'Record', attributes: { args, ...FRAME } },
+          context: {
+            type: 'Record',
+            attributes: { args, ...FRAME, ...(tool.facts ? { facts: factsOf(tool.facts) } : {}) },
+          },
         },
       };
     }

@@ -29,6 +29,8 @@ export interface PolicyRequest {
   principal: PolicyPrincipal;
   /** Calls of this tool by this token today, before this one (durable, across replicas). */
   usageToday: number;
+  /** The facts the tool gives its policy (`policyFacts`), when it declares any. */
+  facts?: Record<string, number | string | boolean> | undefined;
   now: Date;
   /** The IANA time zone `context.time` is given in (default UTC). */
   timeZone?: string;
@@ -117,6 +119,7 @@ export function decide(set: PolicySet, r: PolicyRequest): PolicyOutcome {
       read_only: r.readOnly,
       time: timeOf(r.now, r.timeZone),
       usage: { today: r.usageToday },
+      ...(r.facts ? { facts: r.facts } : {}),
     },
     preparsedPolicySetId: set.engineId,
     entities,

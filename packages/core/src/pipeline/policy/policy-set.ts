@@ -81,8 +81,12 @@ function metaOf(
   return { effect, approvals, groups, reason: a.reason ?? null };
 }
 
-/** Parses `text` and validates it against `schema` (strict mode); throws {@link PolicySetInvalid}. */
-export async function loadPolicySet(text: string, schema: SchemaJson<string>): Promise<PolicySet> {
+/**
+ * Parses `text` and validates it against `schema` (strict mode); throws {@link PolicySetInvalid}. A
+ * server, which knows only its own tools, loads the active set with `schema` null: that set was validated
+ * against every server's tools when it was proposed and approved.
+ */
+export async function loadPolicySet(text: string, schema: SchemaJson<string> | null): Promise<PolicySet> {
   const cedar = await cedarEngine();
   const parts = cedar.policySetTextToParts(text);
   if (parts.type === 'failure') throw new PolicySetInvalid(parts.errors.map(message));
@@ -105,13 +109,13 @@ export async function loadPolicySet(text: string, schema: SchemaJson<string>): P
   }
   if (!parts.policies.length) findings.push('the set has no policy: every call would be refused');
   if (findings.length) throw new PolicySetInvalid(findings);
-  const checked = cedar.validate({
+  const checked = schema && cedar.validate({
     schema,
     policies: { staticPolicies: policies },
     validationSettings: { mode: 'strict' },
   });
-  if (checked.type === 'failure') throw new PolicySetInvalid(checked.errors.map(message));
-  if (checked.validationErrors.length)
+  if (checked?.type === 'failure') throw new PolicySetInvalid(checked.errors.map(message));
+  if (checked?.validationErrors.length)
     throw new PolicySetInvalid(
       checked.validationErrors.map((e) => `policy "${e.policyId}": ${message(e.error)}`),
     );

@@ -126,6 +126,12 @@ export interface ApprovalSpec<I, V extends ApprovedValues | null = null> {
   sends?: readonly string[];
 }
 
+/** What {@link ToolSpec.policyFacts} declares: each fact's Cedar type, and how the arguments give them. */
+export interface PolicyFacts<I> {
+  types: Readonly<Record<string, 'Long' | 'String' | 'Boolean'>>;
+  of: (args: I) => Record<string, number | string | boolean>;
+}
+
 type Output<O> = O extends z.ZodObject ? z.input<O> : string | Record<string, unknown>;
 
 /** Everything a tool is: what the model sees (name, title, description, schemas, annotations) and its handler. */
@@ -155,6 +161,12 @@ export interface ToolSpec<
   pinned?: { upstream: string; pin: PinnedTool };
   /** Present on tools whose action leaves the house: the call is persisted and waits for a person. */
   approval?: ApprovalSpec<z.output<I>, V>;
+  /**
+   * Facts the company's policy may weigh besides the arguments (`context.facts`), computed from the
+   * validated arguments — a silence's `duration: "1h30m"` as `minutes: 90` — with their Cedar types, so
+   * that the schema a policy set is validated against has them.
+   */
+  policyFacts?: PolicyFacts<z.output<I>>;
   handler: (args: z.output<I>, ctx: ToolContext<V>) => Promise<Output<O>>;
 }
 
