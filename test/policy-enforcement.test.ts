@@ -27,6 +27,7 @@ import { adminServer } from '../servers/admin/src/server.ts';
 import { startAlertmanager } from '../servers/ops/src/fixtures/alertmanager.ts';
 import { opsServer } from '../servers/ops/src/server.ts';
 import { upstreamsAt } from '../servers/ops/src/test-client.ts';
+import { runCli } from '../packages/cli/src/run-cli.ts';
 import { root } from './helpers.ts';
 
 // Issue 47, enforced: the shipped example policies active, two replicas of the admin server asking them
@@ -41,6 +42,8 @@ let executor: ApprovalExecutor;
 let invoice: string;
 let finance: { bob: TestApprover; carol: TestApprover };
 let dave: TestApprover;
+/** Approvals the tests made, for `policy explain`. */
+const made: Record<string, string> = {};
 
 /** Activates `text` as an operator's approved set would be (the owner writes it; servers hear of it). */
 async function activate(text: string): Promise<void> {
@@ -117,6 +120,7 @@ describe('the shipped examples, enforced', () => {
     const s = r.structured as { status: string; approval_id: string; note: string };
     expect(s.status).toBe('approved');
     expect(s.note).toContain('without a person');
+    made.ran = s.approval_id;
     const done = await until(s.approval_id, 'executed');
     expect(done).toMatchObject({ approvedByPolicy: true, decidedBy: 'policy:credit notes up to 50 run' });
     expect(await callEvent(s.approval_id)).toMatchObject({
@@ -154,6 +158,7 @@ describe('the shipped examples, enforced', () => {
     expect(s.status).toBe('pending_approval');
     expect(s.note).toContain('2 different people must approve');
     const id = s.approval_id;
+    made.four = id;
     expect(await finance.bob.decide(id, 'approve')).toMatchObject({ status: 'pending', decidedBy: null });
     await expect(finance.bob.decide(id, 'approve')).rejects.toThrow(/you have already approved/);
     // Bob's second token, and Bob under a zero-width space: the same person to the database.
@@ -207,6 +212,45 @@ describe('the shipped examples, enforced', () => {
     const [usage] = await db.sql<{ calls: number }[]>`
       select calls from bulkhead_policy_usage where tool = 'issue_credit_note'`;
     expect(usage!.calls).toBe(10);
+  });
+});
+
+describe('bulkhead policy explain', () => {
+  const explain = async (ref: string) => {
+    const run = await runCli(['policy', 'explain', ref, '--json'], { DATABASE_URL: db.url });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    return JSON.parse(run.stdout) as Record<string, unknown>;
+  };
+
+  it('says why a call ran, waited for two people, or was refused, with each deciding policy’s text', async () => {
+    expect(await explain(made.ran!)).toMatchObject({
+      kind: 'approval',
+      outcome: 'ran without a person (executed)',
+      policies: [{ id: 'credit notes up to 50 run', text: expect.stringContaining('amount_cents <= 5000') }],
+      quorum: null,
+    });
+    expect(await explain(made.four!)).toMatchObject({
+      outcome: 'executed',
+      quorum: { required: 2, groups: ['finance'], approved_by: ['console:Bob', 'console:Carol'] },
+      policies: [{ id: 'larger credit notes need two people from finance' }],
+    });
+    const [quota] = await db.sql<{ seq: string }[]>`
+      select seq::text from audit_events
+      where method = 'tools/call' and tool = 'issue_credit_note' and outcome = 'forbidden'`;
+    expect(await explain(quota!.seq)).toMatchObject({
+      kind: 'call',
+      outcome: 'refused',
+      reason: expect.stringContaining('already issued ten credit notes today'),
+      policies: [{ id: 'at most ten credit notes a day per client', text: expect.stringContaining('forbid') }],
+    });
+    const text = await runCli(['policy', 'explain', made.four!], { DATABASE_URL: db.url });
+    expect(text.stdout).toContain(
+      'Asked of people: 2 distinct persons from finance; approved so far by console:Bob, console:Carol',
+    );
+    const unknown = await runCli(['policy', 'explain', 'ap_aaaaaaaaaaaa'], { DATABASE_URL: db.url });
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toContain('approval ap_aaaaaaaaaaaa does not exist');
   });
 });
 

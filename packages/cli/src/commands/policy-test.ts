@@ -120,6 +120,7 @@ Options:
         usageToday: f.usage_today,
         now: f.at ? new Date(f.at) : new Date(),
         timeZone: f.time_zone,
+        facts: tool.policyFacts?.of(args.data),
       });
       return { fixture: f, outcome, ok: matches(f, outcome) };
     });

@@ -15,6 +15,7 @@ import type { CliEnv } from '../env.ts';
 import { table, when } from '../format.ts';
 import { CliError, UsageError } from '../io.ts';
 import { checkedPolicy } from './policy-check.ts';
+import { explainPolicy } from './policy-explain.ts';
 import { testPolicy } from './policy-test.ts';
 
 function readPolicyFile(file: string | undefined): string {
@@ -187,6 +188,6 @@ Options:
 
 export const policyCommand = group(
   'policy',
-  'Propose, approve, show and test who must approve what (Cedar policy).',
-  [propose, decideCommand(true), decideCommand(false), show, testPolicy],
+  'Propose, approve, show, test and explain who must approve what (Cedar policy).',
+  [propose, decideCommand(true), decideCommand(false), show, testPolicy, explainPolicy],
 );
