@@ -215,6 +215,21 @@ describe('the shipped examples, enforced', () => {
   });
 });
 
+it('bulkhead approvers add --group gives a hand-issued approver the groups a policy names', async () => {
+  const run = await runCli(
+    ['approvers', 'add', '--person', 'Erin', '--group', 'finance', '--group', 'audit', '--json'],
+    { DATABASE_URL: db.url },
+  );
+  expect(run.code, run.stderr).toBe(0);
+  const issued = JSON.parse(run.stdout) as { id: string; groups: string[] };
+  expect(issued.groups).toEqual(['finance', 'audit']);
+  const [row] = await db.sql<{ groups: string[] }[]>`select groups from bulkhead_tokens where id = ${issued.id}`;
+  expect(row!.groups).toEqual(['finance', 'audit']);
+  const bad = await runCli(['approvers', 'add', '--person', 'Erin', '--group', 'a,b'], { DATABASE_URL: db.url });
+  expect(bad.code).not.toBe(0);
+  expect(bad.stderr).toContain('--group "a,b": a group name of 1 to 100 characters, without commas');
+});
+
 describe('bulkhead policy explain', () => {
   const explain = async (ref: string) => {
     const run = await runCli(['policy', 'explain', ref, '--json'], { DATABASE_URL: db.url });

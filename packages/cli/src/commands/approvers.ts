@@ -61,7 +61,7 @@ function rights(token: TokenRecord): string {
 const add: Command = {
   name: 'add',
   summary: 'issue an approver token for the console (shown once)',
-  help: `Usage: bulkhead approvers add --person <person> [--label <text>] [--expires <when>] [--can-grant] [--can-manage-tokens] [--json]
+  help: `Usage: bulkhead approvers add --person <person> [--label <text>] [--group <group>…] [--expires <when>] [--can-grant] [--can-manage-tokens] [--json]
 
 Issues a token with which one person signs in to the approvers' console and
 decides with the CLI. It is printed once (only its hash is kept). It is refused
@@ -73,6 +73,10 @@ Options:
   --person <person>    the person who approves with it ("ana@example.com"); the
                        same name as \`tokens issue --owner\` for that person
   --label <text>       how it is shown ("Ana Berg, finance"; default: the person)
+  --group <group>      a group the person is in, for the company's policy
+                       (\`@groups("finance")\`: who may approve what); repeat for
+                       several. A person signing in by the identity provider
+                       has the IdP's groups instead
   --expires <when>     30d, 12h, 2w, a date (2027-01-31) or never (default 90d)
   --can-grant          may also grant MCP clients access by OAuth on the
                        console's consent page (scope grants:issue)
@@ -88,8 +92,13 @@ Options:
       expires: { type: 'string', default: '90d' },
       'can-grant': { type: 'boolean', default: false },
       'can-manage-tokens': { type: 'boolean', default: false },
+      group: { type: 'string', multiple: true, default: [] },
       json: { type: 'boolean', default: false },
     });
+    const groups = [...new Set(values.group.map((g) => g.trim()))];
+    for (const g of groups)
+      if (!/^[^\s,][^,]{0,99}$/.test(g) || /\s$/.test(g))
+        throw new UsageError(`--group "${g}": a group name of 1 to 100 characters, without commas`);
     const person = personOption(values.person, '--person');
     if (!person)
       throw new UsageError(
@@ -119,11 +128,14 @@ Options:
         createdBy: env.operator,
         owner: person,
       });
+      if (groups.length) await sql`update bulkhead_tokens set groups = ${groups} where id = ${record.id}`;
       if (values.json) {
-        io.out(escapeJson(JSON.stringify(json(record, token))));
+        io.out(escapeJson(JSON.stringify({ ...json(record, token), groups })));
         return 0;
       }
-      io.out(`Issued approver token ${record.id} for ${visible(person)} — "${visible(label)}"`);
+      io.out(
+        `Issued approver token ${record.id} for ${visible(person)} — "${visible(label)}"${groups.length ? ` in ${groups.map((g) => visible(g)).join(', ')}` : ''}`,
+      );
       io.out('');
       io.out(`  ${token}`);
       io.out('');
