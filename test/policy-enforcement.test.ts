@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Client } from '@modelcontextprotocol/client';
 import { createAuditWriter } from '@bulkhead/audit';
+import { runCli } from '@bulkhead/cli/run-cli';
 import { createLogger } from '@bulkhead/core';
 import {
   getApproval,
@@ -27,7 +28,7 @@ import { adminServer } from '../servers/admin/src/server.ts';
 import { startAlertmanager } from '../servers/ops/src/fixtures/alertmanager.ts';
 import { opsServer } from '../servers/ops/src/server.ts';
 import { upstreamsAt } from '../servers/ops/src/test-client.ts';
-import { runCli } from '../packages/cli/src/run-cli.ts';
+import { serveConsole } from '../apps/console/src/fixtures/served-console.ts';
 import { root } from './helpers.ts';
 
 // Issue 47, enforced: the shipped example policies active, two replicas of the admin server asking them
@@ -173,6 +174,48 @@ describe('the shipped examples, enforced', () => {
     await until(id, 'executed');
   });
 
+  it('the console’s approval page shows the deciding policy and the quorum’s progress, in Chromium', async () => {
+    // Another client of the assistant's (its own quota): €2,000 waits for two people from finance.
+    const other = await connectTestClient(
+      replicas[1]!.url,
+      await issueTestToken(db.sql, adminServer, { owner: 'Ada', label: 'assistant, second client' }),
+    );
+    const r = await credit(other, 200_000);
+    await other.close();
+    const id = (r.structured as { approval_id: string }).approval_id;
+    const served = await serveConsole(db, createLogger({ level: 'silent' }), []);
+    try {
+      const approve = async (who: TestApprover) => {
+        const context = await served.browser.newContext();
+        const page = await context.newPage();
+        page.setDefaultTimeout(10_000);
+        await page.goto(`${served.base}/login`);
+        await page.getByLabel('Approver token').fill(who.token);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.getByRole('heading', { name: 'Waiting for approval' }).waitFor();
+        await page.goto(`${served.base}/approvals/${id}`);
+        const before = await page.locator('#quorum').textContent();
+        await page.getByRole('button', { name: 'Approve and run' }).click();
+        await page.getByRole('status').waitFor();
+        const after = { notice: await page.getByRole('status').textContent(), quorum: await page.locator('#quorum').textContent() };
+        const policy = await page.locator('dt:text-is("Policy") + dd').textContent();
+        await context.close();
+        return { before, after, policy };
+      };
+      const bob = await approve(finance.bob);
+      expect(bob.policy).toContain('larger credit notes need two people from finance');
+      expect(bob.before).toBe('0 of 2 approvals from finance');
+      expect(bob.after.notice).toContain('Your approval is recorded: 1 of 2 approvals from finance');
+      expect(bob.after.quorum).toBe('1 of 2 approvals from finance — by console:Bob');
+      const carol = await approve(finance.carol);
+      expect(carol.after.notice).toMatch(/Approved/);
+      expect(carol.after.quorum).toBe('2 of 2 approvals from finance — by console:Bob, console:Carol');
+      await until(id, 'executed');
+    } finally {
+      await served.close();
+    }
+  });
+
   it('a server login cannot file a request as run by policy unless the active set has such a permit', async () => {
     const admin = replicas[0]!.sql;
     const file = (policy: string[], version: string) =>
@@ -210,7 +253,7 @@ describe('the shipped examples, enforced', () => {
       result_summary: { policy: ['at most ten credit notes a day per client'] },
     });
     const [usage] = await db.sql<{ calls: number }[]>`
-      select calls from bulkhead_policy_usage where tool = 'issue_credit_note'`;
+      select max(calls) as calls from bulkhead_policy_usage where tool = 'issue_credit_note'`;
     expect(usage!.calls).toBe(10);
   });
 });

@@ -26,7 +26,21 @@ import {
  * What the decision came to, shown after the decision redirects back here. The sentence comes from the
  * approval's state, never from the address: an undecided request has none, whatever the URL says.
  */
-function DecidedNotice({ approval: a, status }: { approval: ApprovalRecord; status: ApprovalStatus }) {
+function DecidedNotice({
+  approval: a,
+  status,
+  votes,
+}: {
+  approval: ApprovalRecord;
+  status: ApprovalStatus;
+  votes: readonly Vote[];
+}) {
+  if (status === 'pending' && votes.length)
+    return (
+      <div class="notice" role="status">
+        Your approval is recorded: {quorum(a, votes.length)}. Another person must approve before it runs.
+      </div>
+    );
   const said: Partial<Record<ApprovalStatus, string>> = {
     rejected: 'Rejected. It will never run.',
     executed: 'Approved and executed.',
@@ -42,15 +56,65 @@ function DecidedNotice({ approval: a, status }: { approval: ApprovalRecord; stat
   );
 }
 
+/** One person's approval of a request that needs more than one. */
+export interface Vote {
+  decidedBy: string;
+  votedAt: Date;
+}
+
+/** "1 of 2 approvals from finance": where a request that needs more than one person stands. */
+function quorum(a: ApprovalRecord, given: number): string {
+  const from = a.approverGroups.length ? ` from ${a.approverGroups.join(' or ')}` : '';
+  return `${given} of ${a.requiredApprovals} approval${a.requiredApprovals === 1 ? '' : 's'}${from}`;
+}
+
+/** What the company's policy decided about the request: who must approve it, and who has. */
+function PolicyRows({ approval: a, votes }: { approval: ApprovalRecord; votes: readonly Vote[] }) {
+  if (a.approvedByPolicy)
+    return (
+      <>
+        <dt>Policy</dt>
+        <dd>
+          Ran without a person: the company's policy <Shown text={`“${a.policyIds.join('”, “')}”`} /> lets it
+        </dd>
+      </>
+    );
+  const asks = a.requiredApprovals > 1 || a.approverGroups.length > 0;
+  return (
+    <>
+      {a.policyIds.length > 0 && <dt>Policy</dt>}
+      {a.policyIds.length > 0 && (
+        <dd>
+          <Shown text={`“${a.policyIds.join('”, “')}”`} />
+        </dd>
+      )}
+      {asks && <dt>Approvals</dt>}
+      {asks && (
+        <dd id="quorum">
+          {quorum(a, a.status === 'pending' ? votes.length : Math.max(votes.length, a.decidedAt ? 1 : 0))}
+          {votes.length > 0 && (
+            <>
+              {' — by '}
+              <Shown text={votes.map((v) => v.decidedBy).join(', ')} />
+            </>
+          )}
+        </dd>
+      )}
+    </>
+  );
+}
+
 /** The action's summary and its story: who asked, when, the decision, the run and its result. */
 function ActionCard({
   approval: a,
   status,
   previewFindings,
+  votes,
 }: {
   approval: ApprovalRecord;
   status: ApprovalStatus;
   previewFindings: TextFindings;
+  votes: readonly Vote[];
 }) {
   return (
     <section class="card" aria-labelledby="what">
@@ -82,6 +146,7 @@ function ActionCard({
         <dd>
           <time datetime={a.expiresAt.toISOString()}>{when(a.expiresAt)}</time>
         </dd>
+        <PolicyRows approval={a} votes={votes} />
         <ActionStory approval={a} />
       </dl>
     </section>
@@ -303,6 +368,8 @@ export function DetailPage(props: {
   valueRows: ArgumentRow[];
   events: ApprovalEvent[];
   deliveries: ApprovalDelivery[];
+  /** Who has approved so far, when the company's policy asks more than one person. */
+  votes: readonly Vote[];
   error?: string | undefined;
   reason?: string | undefined;
   decided?: boolean;
@@ -321,9 +388,9 @@ export function DetailPage(props: {
           <Shown text={props.error} />
         </div>
       )}
-      {props.decided && !props.error && <DecidedNotice approval={a} status={status} />}
+      {props.decided && !props.error && <DecidedNotice approval={a} status={status} votes={props.votes} />}
       <LookClosely of={mergeFindings([previewFindings, argFindings])} where="below, each with a note" />
-      <ActionCard approval={a} status={status} previewFindings={previewFindings} />
+      <ActionCard approval={a} status={status} previewFindings={previewFindings} votes={props.votes} />
       <ArgumentsCard approval={a} rows={props.rows} shownHash={props.shownHash} />
       {props.valueRows.length > 0 && <ValuesCard approval={a} rows={props.valueRows} />}
       {status === 'pending' && (

@@ -33,10 +33,12 @@ async function detail(
       <MessagePage title="Not found" message={`There is no approval ${id}.`} approver={c.var.approver} />,
       404,
     );
-  const [events, deliveries, pending] = await Promise.all([
+  const [events, deliveries, pending, votes] = await Promise.all([
     approvalEvents(sql, id),
     approvalDeliveries(sql, id),
     countPending(sql),
+    sql<{ decidedBy: string; votedAt: Date }[]>`
+      select decided_by as "decidedBy", voted_at as "votedAt" from bulkhead_approval_votes_of(${id})`,
   ]);
   return page(
     c,
@@ -51,6 +53,7 @@ async function detail(
       }
       events={events}
       deliveries={deliveries}
+      votes={votes}
       {...extra}
     />,
     status,
