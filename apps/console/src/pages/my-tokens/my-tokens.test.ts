@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createLogger, createServer, defineTool } from '@bulkhead/core';
-import { setGroup } from '@bulkhead/core/operator';
+import { createAuditWriter } from '@bulkhead/audit';
+import { argumentsHash, decideApproval, setGroup } from '@bulkhead/core/operator';
 import { startTestServer, type TestServer } from '@bulkhead/core/testing';
 import type { Sql } from '@bulkhead/db';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
@@ -335,5 +336,41 @@ describe('revoking', () => {
     const page = await (await get(`/my-tokens?revoked=${mineId}`, ana)).text();
     expect(page).toContain(`Token ${mineId} is revoked: its server refuses it from now on.`);
     expect(await listed(ana)).not.toContain(mineId);
+  });
+});
+
+describe('separation of duties', () => {
+  it('compares persons where both sides are persons: the same person is refused, another of the same name and e-mail approves; a hand-issued approver token of that name is refused', async () => {
+    const sam = await personSession(consoleSql, {
+      sub: 'sam-1',
+      name: 'Sam Meyer',
+      email: 'sam@example.com',
+      groups: ['mechanics', 'finance'],
+    });
+    // A newcomer given the same name and e-mail address: another person at the IdP (another `sub`).
+    const newcomer = await personSession(consoleSql, {
+      sub: 'sam-2',
+      name: 'Sam Meyer',
+      email: 'sam@example.com',
+      groups: ['finance'],
+    });
+    const token = shownToken(await (await issue(sam, ['fleet:read'], 'fleet-demo', 'Sam’s Cursor')).text())!;
+    const id = 'ap_mytokenssame';
+    await db.sql`
+      insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
+        expires_at, request_id, requested_by_token_id)
+      values (${id}, 'fleet-demo', 'who_am_i', '{}', '{}', ${argumentsHash({})}, 'Who am I', now() + interval '1 hour',
+        'r', ${token.split('_')[2]!})`;
+    const audit = createAuditWriter(consoleSql);
+    const decide = (proof: string) =>
+      decideApproval(consoleSql, audit, { id, decision: 'approve', proof, via: 'console' });
+    await expect(decide(sam.sid)).rejects.toThrow(
+      `approval ${id} was requested with a token issued to sam@example.com, who may not approve it too`,
+    );
+    // A token issued by hand has no person: its name is compared, as before.
+    const byHand = await signedIn(db, consoleSql, 'Sam@Example.com', ['approvals:decide']);
+    await expect(decide(byHand.sid)).rejects.toThrow('who may not approve it too');
+    const decided = await decide(newcomer.sid);
+    expect(decided.decidedByTokenId).toBe(newcomer.tokenId);
   });
 });
