@@ -21,6 +21,8 @@ const PROOF = /^p_(proof|secret|secret_hash|session|token|verifier|code)$/;
 const STATE_CHECKED: Record<string, string> = {
   'bulkhead_token_owner(p_id text)':
     'answers only for a token that requested an approval still pending (the approvals guard needs the requester)',
+  'bulkhead_proven_is_requester(p_token_id text)':
+    'answers only for the approver proven in the same transaction, and a token that requested an approval still pending',
 };
 
 interface DefinerFunction {
@@ -218,5 +220,36 @@ describe('definer functions act on proofs, not claims (generated from the catalo
     expect(
       (await logins.console!<{ o: string | null }[]>`select bulkhead_token_owner(${operatorId}) as o`)[0]!.o,
     ).toBeNull();
+  });
+
+  it('bulkhead_proven_is_requester answers only for the approver proven in the transaction and a token that requested a pending approval', async () => {
+    const issue = (kind: 'mcp' | 'approver', owner: string) =>
+      issueToken(db.sql, {
+        kind,
+        server: kind === 'mcp' ? 'admin' : 'console',
+        label: owner,
+        scopes: kind === 'mcp' ? ['invoices:read'] : ['approvals:decide'],
+        expiresAt: null,
+        createdBy: 'test',
+        owner,
+      });
+    const { record } = await issue('mcp', 'Nora');
+    const nora = (await issue('approver', 'Nora')).token;
+    const rita = (await issue('approver', 'Rita')).token;
+    const asked = (proof: string | null) =>
+      logins.console!.begin(async (tx) => {
+        if (proof) await tx`select 1 from bulkhead_console_prove(${proof})`;
+        const [r] = await tx<{ same: boolean }[]>`select bulkhead_proven_is_requester(${record.id}) as same`;
+        return r!.same;
+      });
+    expect([await asked(null), await asked(nora)]).toEqual([false, false]);
+    await db.sql`
+      insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
+        expires_at, request_id, requested_by_token_id)
+      values ('ap_claimsproven', 'admin', 'issue_credit_note', '{}', '{}', ${'0'.repeat(64)}, 'Credit', now() + interval '1 hour', 'r',
+        ${record.id})`;
+    expect([await asked(null), await asked(nora), await asked(rita)]).toEqual([false, true, false]);
+    await db.sql`update bulkhead_approvals set status = 'expired', expires_at = now() where id = 'ap_claimsproven'`;
+    expect(await asked(nora)).toBe(false);
   });
 });

@@ -24,6 +24,7 @@ import { mountIssueToken } from './pages/issue-token/route.tsx';
 import { mountPending } from './pages/pending/route.tsx';
 import { mountRevokePerson } from './pages/revoke-person/route.tsx';
 import { mountMail } from './pages/sent-mail/route.tsx';
+import { mountMyTokens } from './pages/my-tokens/route.tsx';
 import { mountGroups } from './pages/groups/route.tsx';
 import { mountOidcSignIn } from './pages/sign-in/oidc-route.tsx';
 import { mountSignIn } from './pages/sign-in/route.tsx';
@@ -160,6 +161,8 @@ export function createConsoleApp(options: ConsoleOptions): ConsoleApp {
   mountHistory(app, ctx);
   mountMail(app, ctx);
   mountSignOut(app, ctx);
+  // A person's own tokens (signed in by OpenID Connect).
+  mountMyTokens(app, ctx);
   // Everything under /operator needs an operator (403 and audited otherwise).
   app.use('/operator/*', requireOperator(ctx));
   mountTokens(app, ctx);

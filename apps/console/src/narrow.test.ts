@@ -7,7 +7,7 @@ import { argumentsHash } from '@bulkhead/core/operator';
 import { createTestDatabase, type TestDatabase } from '@bulkhead/db/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { approverToken } from './fixtures/people.ts';
+import { approverToken, personSession } from './fixtures/people.ts';
 import { serveConsole, type ServedConsole } from './fixtures/served-console.ts';
 
 // The console on a phone, where an approver is when a request comes in: at 390 px wide, every page an
@@ -50,6 +50,13 @@ beforeAll(async () => {
       description: 'admin',
       resource: 'http://127.0.0.1:1/admin/mcp',
       scopes: [],
+      customerBound: false,
+    },
+    {
+      name: 'dev-knowledge',
+      description: 'the engineering knowledge base, read-only, for assistants in the editor',
+      resource: 'http://127.0.0.1:1/dev-knowledge/mcp',
+      scopes: ['kb:read'],
       customerBound: false,
     },
   ]);
@@ -273,6 +280,39 @@ it('an operator on a phone sees and taps every link of the navigation, Charts, T
     const here = name === 'Audit log' ? nav : ['Pending', ...rest];
     await fits(page, `operator-${name.toLowerCase().replace(' ', '-')}`, here, name === 'Tokens');
   }
+  await context.close();
+});
+
+it('a person signed in with their company account issues a token of their own on a phone; My tokens and the token page fit', async () => {
+  await db.sql`insert into bulkhead_groups (idp_group, tokens, updated_by) values ('engineering', '{dev-knowledge}', 'test')`;
+  const person = await personSession((await db.as('console')).sql, {
+    sub: 'phone-person',
+    name: 'Maximiliane Nordlicht-Oberhauser',
+    email: EMAIL,
+    groups: ['engineering'],
+  });
+  const context = await browser.newContext({
+    viewport: { width: WIDTH, height: 844 },
+    deviceScaleFactor: SCALE,
+    isMobile: true,
+    hasTouch: true,
+  });
+  await context.addCookies([{ name: 'bh_session', value: person.sid, url: base }]);
+  const page = await context.newPage();
+  page.setDefaultTimeout(5000);
+  await page.goto(`${base}/`);
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'My tokens' }).tap();
+  const nav = ['Pending', 'History', 'Sent mail', 'My tokens'];
+  await fits(page, 'my-tokens-empty', nav);
+  const form = page.getByRole('form', { name: 'Issue a token for dev-knowledge' });
+  await form.getByLabel('Label').fill('Cursor on the laptop of the Hamburg office, second floor');
+  await form.getByRole('button', { name: 'Issue a token for dev-knowledge' }).tap();
+  await page.getByRole('heading', { name: 'Token issued' }).waitFor();
+  await fits(page, 'my-token-issued', nav);
+  await page.getByRole('link', { name: 'Back to my tokens' }).tap();
+  await page.getByRole('heading', { name: 'My tokens' }).waitFor();
+  expect(await page.getByRole('region', { name: 'My tokens' }).locator('tbody tr').count()).toBe(1);
+  await fits(page, 'my-tokens', nav, true);
   await context.close();
 });
 

@@ -61,6 +61,7 @@ export {
   issueGrantToken,
   issueToken,
   issueTokenAsOperator,
+  issueTokenAsPerson,
   listTokens,
   parseToken,
   revokeToken,

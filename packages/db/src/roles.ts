@@ -429,6 +429,15 @@ async function grantConsole(tx: Tx, role: string, functions: ReadonlySet<string>
   await tx`grant execute on function
       bulkhead_oauth_idjag_token(text, text, text, text, text, text[], text, bytea, text, timestamptz) to ${r}`;
   await tx`grant execute on function bulkhead_console_proven_person() to ${r}`;
+  // My tokens (0071): a person lists, issues (within their groups' rights) and revokes their own MCP
+  // tokens through functions that derive the person from the session's secret; separation of duties
+  // compares the proven approver with a pending request's token as persons.
+  await tx`grant execute on function bulkhead_my_rights(text) to ${r}`;
+  await tx`grant execute on function bulkhead_my_tokens(text) to ${r}`;
+  await tx`grant execute on function
+      bulkhead_my_issue_token(text, text, bytea, text, text, text[], text, timestamptz) to ${r}`;
+  await tx`grant execute on function bulkhead_my_revoke_token(text, text) to ${r}`;
+  await tx`grant execute on function bulkhead_proven_is_requester(text) to ${r}`;
   await tx`grant select on bulkhead_persons to ${r}`;
   await tx`grant select on bulkhead_groups to ${r}`;
   await tx`grant select, insert, delete on bulkhead_console_sign_in_forms to ${r}`;

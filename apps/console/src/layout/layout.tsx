@@ -27,7 +27,17 @@ export function Layout(props: {
   approver?: Approver | undefined;
   /** How many requests wait, for the navigation; a page that did not count them shows no number. */
   pending?: number | undefined;
-  current?: 'pending' | 'history' | 'mail' | 'tokens' | 'audit' | 'charts' | 'tools' | 'groups' | undefined;
+  current?:
+    | 'pending'
+    | 'history'
+    | 'mail'
+    | 'my-tokens'
+    | 'tokens'
+    | 'audit'
+    | 'charts'
+    | 'tools'
+    | 'groups'
+    | undefined;
   children?: Child;
 }) {
   return (
@@ -65,6 +75,13 @@ export function Layout(props: {
                       Sent mail
                     </a>
                   </li>
+                  {props.approver.personId && (
+                    <li>
+                      <a href="/my-tokens" aria-current={props.current === 'my-tokens' ? 'page' : undefined}>
+                        My tokens
+                      </a>
+                    </li>
+                  )}
                   {props.approver.operator &&
                     OPERATOR_PAGES.map(([key, href, name]) => (
                       <li>

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
-import { samePerson } from '../pipeline/text-safety/person-name.ts';
 import { decisionEvent, expiryEvent } from './audit-trail.ts';
 import { APPROVAL_COLUMNS, APPROVAL_ID, argumentsHash, getApproval, type ApprovalRecord } from './store.ts';
 
@@ -136,12 +135,16 @@ export async function decideApproval(
     }
     const refused = await withoutRight(tx, audit, approval, decider, decision);
     if (refused) return { error: refused };
-    if (decision.decision === 'approve' && !allowSelf && approver.owner && approval.requestedByTokenId) {
-      const [requester] = await tx<{ owner: string | null }[]>`
-        select bulkhead_token_owner(${approval.requestedByTokenId}) as owner`;
-      if (requester?.owner && samePerson(requester.owner, approver.owner)) {
+    if (decision.decision === 'approve' && !allowSelf && approval.requestedByTokenId) {
+      // The database's answer, the one the approvals guard gives too: persons by id where both sides are
+      // persons, else names as the database compares them.
+      const [requester] = await tx<{ same: boolean; owner: string | null }[]>`
+        select bulkhead_proven_is_requester(${approval.requestedByTokenId}) as same,
+          bulkhead_token_owner(${approval.requestedByTokenId}) as owner`;
+      if (requester!.same) {
+        const person = approver.owner ?? requester!.owner ?? approver.label;
         const error = new ApprovalDecisionError(
-          `approval ${decision.id} was requested with a token issued to ${approver.owner}, who may not approve it too: another approver must decide (separation of duties)`,
+          `approval ${decision.id} was requested with a token issued to ${person}, who may not approve it too: another approver must decide (separation of duties)`,
           'self_approval',
         );
         await audit.appendIn(
@@ -150,7 +153,7 @@ export async function decideApproval(
             approval,
             decider,
             'forbidden',
-            { reason: 'self_approval', person: approver.owner },
+            { reason: 'self_approval', person },
             decision.requestId,
           ),
         );

@@ -111,6 +111,27 @@ export async function issueTokenAsOperator(
   return { token: `bh_${options.server}_${id}_${secret}`, id, ...row! };
 }
 
+/**
+ * Issues an MCP token to the person a console session proves, through `bulkhead_my_issue_token` ("My
+ * tokens"): the database derives the person from `sessionProof` (the session's cookie value, never an id),
+ * refuses a server or scopes their groups do not allow them to hold now (insufficient_privilege) and an
+ * expiry beyond a year, and records the person as the token's owner. The caller checks scopes and
+ * customer against the server's manifest, as the CLI does.
+ */
+export async function issueTokenAsPerson(
+  sql: Sql,
+  sessionProof: string,
+  options: { server: string; label: string; scopes: string[]; customerId: string | null; expiresAt: Date },
+): Promise<{ token: string; id: string; owner: string; createdAt: Date; expiresAt: Date }> {
+  const id = newId();
+  const secret = randomBytes(32).toString('base64url');
+  const [row] = await sql<{ owner: string; createdAt: Date; expiresAt: Date }[]>`
+    select owner, created_at as "createdAt", expires_at as "expiresAt"
+    from bulkhead_my_issue_token(${sessionProof}, ${id}, ${hashSecret(secret)}, ${options.server}, ${options.label},
+      ${options.scopes}, ${options.customerId}, ${options.expiresAt})`;
+  return { token: `bh_${options.server}_${id}_${secret}`, id, ...row! };
+}
+
 /** What opens a grant's next tokens: its authorization code with the PKCE verifier, or a refresh token. */
 export type GrantSecret = { code: string; verifier: string } | { refreshToken: string };
 

@@ -139,7 +139,10 @@ export function IssueTokenPage(props: {
   );
 }
 
-/** The new token, shown once, with the client configuration the CLI prints. */
+/**
+ * The new token, shown once, with the client configuration the CLI prints: for an operator (back to the
+ * tokens) or for a person's own token (`current` and `back` of "My tokens").
+ */
 export function IssuedTokenPage(props: {
   approver: Approver;
   id: string;
@@ -151,9 +154,12 @@ export function IssuedTokenPage(props: {
   customerId: string | null;
   expiresAt: Date | null;
   configs: { client: string; where: string; text: string }[];
+  current?: 'tokens' | 'my-tokens';
+  back?: { href: string; words: string };
 }) {
+  const back = props.back ?? { href: '/operator/tokens', words: 'Back to the tokens' };
   return (
-    <Layout title="Token issued" approver={props.approver} current="tokens">
+    <Layout title="Token issued" approver={props.approver} current={props.current ?? 'tokens'}>
       <h1>Token issued</h1>
       <div class="warn" role="note">
         <p>This is the only time the token is shown: store it now. Only its hash is kept.</p>
@@ -194,7 +200,7 @@ export function IssuedTokenPage(props: {
         </section>
       ))}
       <p>
-        <a href="/operator/tokens">Back to the tokens</a>
+        <a href={back.href}>{back.words}</a>
       </p>
     </Layout>
   );
