@@ -23,6 +23,12 @@ const STATE_CHECKED: Record<string, string> = {
     'answers only for a token that requested an approval still pending (the approvals guard needs the requester)',
   'bulkhead_proven_is_requester(p_token_id text)':
     'answers only for the approver proven in the same transaction, and a token that requested an approval still pending',
+  'bulkhead_approval_vote(p_approval text, p_event uuid, p_decided_by text)':
+    'votes only as the approver proven in the same transaction, with their decision event written first in it',
+  'bulkhead_approval_votes_of(p_approval text)':
+    'reads only who approved a request, which the console reads of its decision events anyway; changes nothing',
+  'bulkhead_policy_usage_today(p_token_id text, p_tool text, p_add boolean)':
+    'counts only for a live token of the calling server, and only upwards: a forged id can use up a quota early, never lift one',
 };
 
 interface DefinerFunction {
@@ -39,6 +45,8 @@ const roles = new Map<string, string>();
 const logins: Record<string, Sql> = {};
 /** An operator's real token id: the id a compromised login reads, without the secret. */
 let operatorId = '';
+/** That operator's token in full: a proof. */
+let operatorToken = '';
 
 async function definerFunctions(sql: Sql): Promise<DefinerFunction[]> {
   const rows = await sql<{ oid: number; name: string; names: string[] | null; types: string[] }[]>`
@@ -137,7 +145,7 @@ beforeAll(async () => {
     roles.set(d.name, groupRole(d.name));
     logins[d.name] = (await db.as(d.name)).sql;
   }
-  const { record } = await issueToken(db.sql, {
+  const { record, token } = await issueToken(db.sql, {
     kind: 'approver',
     server: 'console',
     label: 'Olga',
@@ -147,6 +155,7 @@ beforeAll(async () => {
     owner: 'Olga',
   });
   operatorId = record.id;
+  operatorToken = token;
 }, 120_000);
 afterAll(async () => {
   await db?.drop();
@@ -251,5 +260,37 @@ describe('definer functions act on proofs, not claims (generated from the catalo
     expect([await asked(null), await asked(nora), await asked(rita)]).toEqual([false, true, false]);
     await db.sql`update bulkhead_approvals set status = 'expired', expires_at = now() where id = 'ap_claimsproven'`;
     expect(await asked(nora)).toBe(false);
+  });
+
+  it('bulkhead_policy_usage_today counts only for a live token of the calling server; a vote needs the proof and its event', async () => {
+    const issue = (server: string) =>
+      issueToken(db.sql, {
+        server,
+        label: 'counted',
+        scopes: ['invoices:read'],
+        expiresAt: null,
+        createdBy: 'test',
+      });
+    const own = (await issue('admin')).record.id;
+    const other = (await issue('customer')).record.id;
+    const count = (id: string, add: boolean) =>
+      logins.admin!.begin(async (tx) => {
+        const [r] = await tx<{ n: number }[]>`select bulkhead_policy_usage_today(${id}, 'issue_credit_note', ${add}) as n`;
+        return r!.n;
+      });
+    expect(await count(own, true)).toBe(0);
+    expect(await count(own, false)).toBe(1);
+    await expect(count(other, true)).rejects.toThrow(/is no live token of admin/);
+    await expect(count('nosuchtoken0', true)).rejects.toThrow(/is no live token of admin/);
+    // A vote without an approver proven in the transaction, or without its decision event: refused.
+    await expect(
+      logins.console!`select bulkhead_approval_vote('ap_claimsproven', ${crypto.randomUUID()}, 'console:x')`,
+    ).rejects.toThrow(/proves themselves in the same transaction/);
+    await expect(
+      logins.console!.begin(async (tx) => {
+        await tx`select 1 from bulkhead_console_prove(${operatorToken})`;
+        await tx`select bulkhead_approval_vote('ap_claimsproven', ${crypto.randomUUID()}, 'console:x')`;
+      }),
+    ).rejects.toThrow(/recorded with its audit event/);
   });
 });

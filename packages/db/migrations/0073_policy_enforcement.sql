@@ -66,6 +66,12 @@ begin
   if me is null then
     raise exception 'role % serves no deployable', current_user using errcode = 'insufficient_privilege';
   end if;
+  -- A live token of the calling server only. The count only grows: a login naming another token can
+  -- use up that client's quota early (its calls are refused), never lift one.
+  if not exists (select 1 from public.bulkhead_tokens t where t.id = p_token_id and t.server = me
+      and t.revoked_at is null and (t.expires_at is null or t.expires_at > now())) then
+    raise exception 'token % is no live token of %', p_token_id, me using errcode = 'insufficient_privilege';
+  end if;
   insert into public.bulkhead_policy_usage (server, tool, token_id, day) values (me, p_tool, p_token_id, today)
     on conflict do nothing;
   select u.calls into n from public.bulkhead_policy_usage u
@@ -151,7 +157,6 @@ declare
   me text;
   proof record;
   voter record;
-  requester_owner text;
   active record;
   votes integer;
   pid text;
@@ -238,13 +243,11 @@ begin
     if new.decided_by_token_id is not distinct from old.requested_by_token_id then
       raise exception 'approval % cannot be decided with the token that requested it', old.id using errcode = 'check_violation';
     end if;
-    if new.status = 'approved' and not proof.self_approval then
-      requester_owner := public.bulkhead_token_owner(old.requested_by_token_id);
-      if proof.owner is not null and requester_owner is not null
-         and public.bulkhead_same_person(proof.owner, requester_owner) then
-        raise exception 'approval % was requested by %, who may not approve it too', old.id, requester_owner
-          using errcode = 'check_violation';
-      end if;
+    -- Separation of duties by person (0071): person ids where both sides have one, else names' keys.
+    if new.status = 'approved' and not proof.self_approval
+       and public.bulkhead_proven_is_requester(old.requested_by_token_id) then
+      raise exception 'approval % was requested by %, who may not approve it too', old.id,
+        coalesce(public.bulkhead_token_owner(old.requested_by_token_id), proof.label) using errcode = 'check_violation';
     end if;
     if new.status = 'approved' and cardinality(old.approver_groups) > 0 then
       select * into voter from public.bulkhead_console_proven_voter();
