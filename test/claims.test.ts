@@ -27,6 +27,8 @@ const STATE_CHECKED: Record<string, string> = {
     'votes only as the approver proven in the same transaction, with their decision event written first in it',
   'bulkhead_approval_votes_of(p_approval text)':
     'reads only who approved a request, which the console reads of its decision events anyway; changes nothing',
+  'bulkhead_token_groups(p_token_id text)':
+    'answers only for a live token of the calling server (the groups its policy weighs); changes nothing',
   'bulkhead_policy_usage_today(p_token_id text, p_tool text, p_add boolean)':
     'counts only for a live token of the calling server, and only upwards: a forged id can use up a quota early, never lift one',
 };
@@ -262,7 +264,7 @@ describe('definer functions act on proofs, not claims (generated from the catalo
     expect(await asked(nora)).toBe(false);
   });
 
-  it('bulkhead_policy_usage_today counts only for a live token of the calling server; a vote needs the proof and its event', async () => {
+  it('bulkhead_policy_usage_today and bulkhead_token_groups answer only for a live token of the calling server; a vote needs the proof and its event', async () => {
     const issue = (server: string) =>
       issueToken(db.sql, {
         server,
@@ -275,13 +277,19 @@ describe('definer functions act on proofs, not claims (generated from the catalo
     const other = (await issue('customer')).record.id;
     const count = (id: string, add: boolean) =>
       logins.admin!.begin(async (tx) => {
-        const [r] = await tx<{ n: number }[]>`select bulkhead_policy_usage_today(${id}, 'issue_credit_note', ${add}) as n`;
+        const [r] = await tx<
+          { n: number }[]
+        >`select bulkhead_policy_usage_today(${id}, 'issue_credit_note', ${add}) as n`;
         return r!.n;
       });
     expect(await count(own, true)).toBe(0);
     expect(await count(own, false)).toBe(1);
     await expect(count(other, true)).rejects.toThrow(/is no live token of admin/);
     await expect(count('nosuchtoken0', true)).rejects.toThrow(/is no live token of admin/);
+    await db.sql`update bulkhead_tokens set groups = '{finance}' where id in (${own}, ${other})`;
+    const groups = async (id: string) =>
+      (await logins.admin!<{ g: string[] | null }[]>`select bulkhead_token_groups(${id}) as g`)[0]!.g;
+    expect([await groups(own), await groups(other)]).toEqual([['finance'], null]);
     // A vote without an approver proven in the transaction, or without its decision event: refused.
     await expect(
       logins.console!`select bulkhead_approval_vote('ap_claimsproven', ${crypto.randomUUID()}, 'console:x')`,

@@ -89,7 +89,10 @@ beforeAll(async () => {
   invoice = open!.number;
   await activate(EXAMPLES);
   const logger = createLogger({ level: process.env.TEST_LOG ? 'error' : 'silent' });
-  replicas = [await startTestServer(adminServer, { db, logger }), await startTestServer(adminServer, { db, logger })];
+  replicas = [
+    await startTestServer(adminServer, { db, logger }),
+    await startTestServer(adminServer, { db, logger }),
+  ];
   const token = await issueTestToken(db.sql, adminServer, { owner: 'Ada', label: 'assistant' });
   clients = await Promise.all(replicas.map((r) => connectTestClient(r.url, token)));
   executor = startApprovalExecutor(adminServer, {
@@ -137,6 +140,7 @@ describe('the shipped examples, enforced', () => {
     const r = await credit(clients[1]!, 50_000);
     const s = r.structured as { status: string; approval_id: string };
     expect(s.status).toBe('pending_approval');
+    made.five = s.approval_id;
     const filed = (await getApproval(db.sql, s.approval_id))!;
     expect(filed).toMatchObject({
       requiredApprovals: 1,
@@ -197,7 +201,10 @@ describe('the shipped examples, enforced', () => {
         const before = await page.locator('#quorum').textContent();
         await page.getByRole('button', { name: 'Approve and run' }).click();
         await page.getByRole('status').waitFor();
-        const after = { notice: await page.getByRole('status').textContent(), quorum: await page.locator('#quorum').textContent() };
+        const after = {
+          notice: await page.getByRole('status').textContent(),
+          quorum: await page.locator('#quorum').textContent(),
+        };
         const policy = await page.locator('dt:text-is("Policy") + dd').textContent();
         await context.close();
         return { before, after, policy };
@@ -221,7 +228,10 @@ describe('the shipped examples, enforced', () => {
     const file = (policy: string[], version: string) =>
       admin`insert into bulkhead_approvals (id, server, tool, arguments, arguments_redacted, arguments_hash, preview,
           expires_at, request_id, approved_by_policy, status, decided_by, decided_arguments_hash, policy_ids, policy_version)
-        values (${`ap_forged${randomUUID().replace(/[^a-z2-9]/g, '').slice(0, 3).padEnd(3, 'a')}`}, 'admin',
+        values (${`ap_forged${randomUUID()
+          .replace(/[^a-z2-9]/g, '')
+          .slice(0, 3)
+          .padEnd(3, 'a')}`}, 'admin',
           'issue_credit_note', '{}', '{}', ${createHash('sha256').update('{}').digest('hex')}, 'x',
           now() + interval '1 hour', 'r', true, 'approved', ${`policy:${policy[0]}`},
           ${createHash('sha256').update('{}').digest('hex')}, ${policy}, ${version})`.then(
@@ -233,14 +243,14 @@ describe('the shipped examples, enforced', () => {
       /does not let a call run without a person/,
     );
     expect(await file(['credit notes up to 50 run'], 'a'.repeat(64))).toMatch(/names the active policy set/);
-    expect(await file(['no such policy'], active!.version)).toMatch(/does not let a call run without a person/);
+    expect(await file(['no such policy'], active!.version)).toMatch(
+      /does not let a call run without a person/,
+    );
   });
 
   it('the 11th credit note of a day is refused with the quota’s sentence, counted across two replicas', async () => {
     // Three made above; seven more, alternating replicas and concurrently, then the 11th.
-    const results = await Promise.all(
-      Array.from({ length: 7 }, (_, i) => credit(clients[i % 2]!, 100 + i)),
-    );
+    const results = await Promise.all(Array.from({ length: 7 }, (_, i) => credit(clients[i % 2]!, 100 + i)));
     for (const r of results) expect(r.isError, r.text).toBe(false);
     const eleventh = await credit(clients[1]!, 150);
     expect(eleventh.isError).toBe(true);
@@ -266,9 +276,13 @@ it('bulkhead approvers add --group gives a hand-issued approver the groups a pol
   expect(run.code, run.stderr).toBe(0);
   const issued = JSON.parse(run.stdout) as { id: string; groups: string[] };
   expect(issued.groups).toEqual(['finance', 'audit']);
-  const [row] = await db.sql<{ groups: string[] }[]>`select groups from bulkhead_tokens where id = ${issued.id}`;
+  const [row] = await db.sql<
+    { groups: string[] }[]
+  >`select groups from bulkhead_tokens where id = ${issued.id}`;
   expect(row!.groups).toEqual(['finance', 'audit']);
-  const bad = await runCli(['approvers', 'add', '--person', 'Erin', '--group', 'a,b'], { DATABASE_URL: db.url });
+  const bad = await runCli(['approvers', 'add', '--person', 'Erin', '--group', 'a,b'], {
+    DATABASE_URL: db.url,
+  });
   expect(bad.code).not.toBe(0);
   expect(bad.stderr).toContain('--group "a,b": a group name of 1 to 100 characters, without commas');
 });
@@ -288,6 +302,11 @@ describe('bulkhead policy explain', () => {
       policies: [{ id: 'credit notes up to 50 run', text: expect.stringContaining('amount_cents <= 5000') }],
       quorum: null,
     });
+    expect(await explain(made.five!)).toMatchObject({
+      outcome: 'executed',
+      quorum: { required: 1, groups: ['finance'], approved_by: ['console:Bob'] },
+      policies: [{ id: 'credit notes up to 1000 need one person from finance' }],
+    });
     expect(await explain(made.four!)).toMatchObject({
       outcome: 'executed',
       quorum: { required: 2, groups: ['finance'], approved_by: ['console:Bob', 'console:Carol'] },
@@ -300,7 +319,9 @@ describe('bulkhead policy explain', () => {
       kind: 'call',
       outcome: 'refused',
       reason: expect.stringContaining('already issued ten credit notes today'),
-      policies: [{ id: 'at most ten credit notes a day per client', text: expect.stringContaining('forbid') }],
+      policies: [
+        { id: 'at most ten credit notes a day per client', text: expect.stringContaining('forbid') },
+      ],
     });
     const text = await runCli(['policy', 'explain', made.four!], { DATABASE_URL: db.url });
     expect(text.stdout).toContain(
@@ -333,7 +354,9 @@ it('a silence over 4 h at night is refused with the policy’s sentence; 2 h at 
       });
     const long = await silence('6h');
     expect(long.isError).toBe(true);
-    expect(long.text).toContain('Silences longer than 4 hours are created only on weekdays from 08:00 to 18:00');
+    expect(long.text).toContain(
+      'Silences longer than 4 hours are created only on weekdays from 08:00 to 18:00',
+    );
     const short = await silence('2h');
     expect(short.isError, short.text).toBe(false);
     expect((short.structured as { status: string }).status).toBe('pending_approval');
@@ -342,6 +365,21 @@ it('a silence over 4 h at night is refused with the policy’s sentence; 2 h at 
     expect(event).toMatchObject({
       outcome: 'forbidden',
       result_summary: { policy: ['long silences only in business hours'] },
+    });
+    const [refusal] = await db.sql<{ id: string }[]>`
+      select id::text from audit_events where tool = 'create_silence' and outcome = 'forbidden'`;
+    const explained = await runCli(['policy', 'explain', refusal!.id, '--json'], { DATABASE_URL: db.url });
+    expect(JSON.parse(explained.stdout)).toMatchObject({
+      kind: 'call',
+      tool: 'create_silence',
+      outcome: 'refused',
+      reason: expect.stringContaining('Silences longer than 4 hours'),
+      policies: [
+        {
+          id: 'long silences only in business hours',
+          text: expect.stringContaining('context.facts.minutes > 240'),
+        },
+      ],
     });
   } finally {
     await client.close();
@@ -378,3 +416,32 @@ function decideByHand(approvalId: string, who: TestApprover): Promise<string> {
       .catch((err: Error) => err.message),
   );
 }
+
+it('a policy may weigh the caller’s groups: its person’s from the IdP, or those given to its token', async () => {
+  await activate(`@id("reads run")
+permit(principal, action, resource) when { !context.gated };
+
+@id("credit notes only by finance's clients")
+@approvals("1")
+permit(principal in Bulkhead::Group::"finance", action == Admin::Action::"issue_credit_note", resource);
+`);
+  // A replica started now reads the set at its first call.
+  const replica = await startTestServer(adminServer, { db });
+  const token = await issueTestToken(db.sql, adminServer, { label: 'billing bot' });
+  const client = await connectTestClient(replica.url, token);
+  try {
+    const refused = await credit(client, 1000);
+    expect(refused.isError).toBe(true);
+    expect(refused.text).toBe(
+      'No policy lets this client call issue_credit_note; nothing was done. An operator can say which policy would cover it.',
+    );
+    const [row] = await db.sql<{ id: string }[]>`select id from bulkhead_tokens where label = 'billing bot'`;
+    await db.sql`update bulkhead_tokens set groups = '{finance}' where id = ${row!.id}`;
+    const filed = await credit(client, 1000);
+    expect(filed.isError, filed.text).toBe(false);
+    expect((filed.structured as { status: string }).status).toBe('pending_approval');
+  } finally {
+    await client.close();
+    await replica.close();
+  }
+});

@@ -84,6 +84,17 @@ begin
 end $$;
 revoke all on function bulkhead_policy_usage_today(text, text, boolean) from public;
 
+-- The groups of the caller a policy weighs (`principal in Bulkhead::Group::"…"`): the IdP groups of the
+-- token's person, and those given to the token itself. Only for a live token of the calling server.
+create function bulkhead_token_groups(p_token_id text) returns text[]
+language sql stable security definer set search_path = pg_catalog, public, pg_temp as $$
+  select coalesce(p.groups, '{}') || t.groups
+  from public.bulkhead_tokens t left join public.bulkhead_persons p on p.id = t.person_id and p.deactivated_at is null
+  where t.id = p_token_id and t.server = public.bulkhead_deployable_of(public.bulkhead_caller())
+    and t.revoked_at is null and (t.expires_at is null or t.expires_at > now())
+$$;
+revoke all on function bulkhead_token_groups(text) from public;
+
 -- Whether `p_id` is a permit of `p_text` that asks for no approval (Cedar text, as the CLI validated it):
 -- the annotations between its @id and its effect name no @approvals of 1 or more.
 create function bulkhead_policy_runs(p_text text, p_id text) returns boolean

@@ -186,6 +186,9 @@ async function applyPrivilegesOnce(sql: Sql, specs: readonly RoleSpec[]): Promis
           await tx`grant execute on function bulkhead_active_policy() to ${r}`;
         if (functions.has('bulkhead_fenced_customer(text)'))
           await tx`grant execute on function bulkhead_fenced_customer(text) to ${r}`;
+        // The groups of a caller's token, for policies that weigh them (0073): live tokens of its own only.
+        if (functions.has('bulkhead_token_groups(text)'))
+          await tx`grant execute on function bulkhead_token_groups(text) to ${r}`;
       }
       if (spec.kind === 'mcp' && spec.gated) {
         const own = 'server = (select bulkhead_current_deployable())';

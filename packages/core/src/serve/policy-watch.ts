@@ -31,7 +31,12 @@ async function stateOf(row: { version: string; text: string } | undefined): Prom
   const text = row?.text ?? DEFAULT_POLICY;
   // Validated against every server's tools when it was proposed and approved; here only parsed.
   const set = await loadPolicySet(text, null);
-  return { set, active: row !== undefined, countsUsage: readsUsage(text) };
+  return {
+    set,
+    active: row !== undefined,
+    countsUsage: readsUsage(text),
+    readsGroups: /Bulkhead\s*::\s*Group/.test(text),
+  };
 }
 
 /** Follows the active policy set for `server`'s calls. */

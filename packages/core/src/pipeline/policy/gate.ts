@@ -15,6 +15,8 @@ export type PolicyState =
       active: boolean;
       /** Whether a policy reads `context.usage`: only then does a call count. */
       countsUsage: boolean;
+      /** Whether a policy names a group of the caller's: only then are the token's groups read. */
+      readsGroups: boolean;
     }
   | { broken: string };
 
@@ -53,6 +55,11 @@ export async function askPolicy(
       select bulkhead_policy_usage_today(${access.tokenId}, ${tool.name}, false) as n`;
     usageToday = row!.n;
   }
+  let groups: string[] = [];
+  if (state.readsGroups) {
+    const [row] = await q<{ groups: string[] | null }[]>`select bulkhead_token_groups(${access.tokenId}) as groups`;
+    groups = row?.groups ?? [];
+  }
   const args = (call.args ?? {}) as Record<string, unknown>;
   const outcome = decide(state.set, {
     server: call.server,
@@ -64,8 +71,7 @@ export async function askPolicy(
       tokenId: access.tokenId,
       owner: access.owner ?? null,
       scopes: access.scopes,
-      // The caller's groups are not known to a server yet (its token check does not return them).
-      groups: [],
+      groups,
     },
     usageToday,
     now: new Date(),
