@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { decide, decideRemembered, DEFAULT_POLICY, loadPolicySet } from '@bulkhead/core';
 import { issueTestToken } from '@bulkhead/core/testing';
 import { createSql, roleSpecs } from '@bulkhead/db';
 import { ensureEmbedded } from '@bulkhead/db/embedded';
@@ -501,6 +502,7 @@ async function main() {
         load: median(of(v).map((r) => r.cpuUsPerCall.load)),
       },
     });
+    const policyUs = await policyMicros(values.short ? 2_000 : 50_000);
     const bareS = summary('bare');
     const customerS = summary('customer');
     const noAuditS = summary('no-audit');
@@ -531,6 +533,7 @@ async function main() {
         peakRssMb: [rss.customer, rss.replica],
       },
       audit: { processes: 2, seconds: auditSeconds, eventsPerSecond: auditEventsPerSecond },
+      policyMicros: policyUs,
       errors:
         runs.reduce((n, r) => n + r.errors + r.non2xx, 0) + r1.errors + r1.non2xx + r2.errors + r2.non2xx,
     };
@@ -555,6 +558,7 @@ async function main() {
         `ratio tracing on / off: ${report.tracingOnOff} (${spans.toLocaleString('en-US')} spans received by the local OTLP receiver)`,
         `two replicas: ${report.replicas.callsPerSecond.toLocaleString('en-US')} calls/s, p99 ${report.replicas.p99} ms; backends waiting on a lock: ${waiting} of ${busy} busy samples (${(report.replicas.lockShare * 100).toFixed(2)} %)`,
         `audit path, two processes: ${auditEventsPerSecond.toLocaleString('en-US')} events/s (target ≥ 5,000)`,
+        `policy: ${policyUs.evaluation} µs an evaluation of the default set by the Cedar engine; ${policyUs.call} µs a call (every call of the customer server asks it; the engine once per distinct request and minute)`,
         `audited ok events of the customer runs: ${report.auditedOk.toLocaleString('en-US')}; errors and non-2xx answers: ${report.errors}`,
         `written to ${file}`,
         '',
@@ -566,6 +570,36 @@ async function main() {
     await stopEmbedded?.();
     if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The cost of the policy as every call pays it: the default set (what the customer server runs under)
+ * asked about get_account_balance, `n` times in this process after a warm-up — by the Cedar engine
+ * each time (µs an evaluation), and as a call asks it (µs a call: the engine's answer remembered).
+ */
+async function policyMicros(n: number): Promise<{ evaluation: number; call: number }> {
+  const set = await loadPolicySet(DEFAULT_POLICY, null);
+  const tool = customerServer.catalog.byName.get('get_account_balance')!;
+  const request = () => ({
+      server: 'customer',
+      tool: tool.name,
+      args: {},
+      gated: false,
+      readOnly: true,
+      principal: { tokenId: 'tok_bench', owner: null, scopes: [tool.scope], groups: [] },
+      usageToday: 0,
+      now: new Date(),
+    });
+  const micros = (ask: () => unknown) => {
+    for (let i = 0; i < Math.min(n, 2_000); i++) ask();
+    const started = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) ask();
+    return Number((Number(process.hrtime.bigint() - started) / 1000 / n).toFixed(1));
+  };
+  return {
+    evaluation: micros(() => decide(set, request())),
+    call: micros(() => decideRemembered(set, request())),
+  };
 }
 
 await main();

@@ -116,6 +116,7 @@ export { mentionsOutboxKey } from './approvals/outbox.ts';
 export {
   cedarSchema,
   decide,
+  decideRemembered,
   DEFAULT_POLICY,
   loadPolicySet,
   notPermitted,

@@ -48,8 +48,23 @@ const WEEKDAYS = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'];
 /** One formatter a time zone: making one costs far more than using it. */
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
+/** The last minute read per time zone: every call of a minute asks for the same one. */
+const lastMinute = new Map<
+  string,
+  { minute: number; time: { hour: number; minute: number; weekday: number } }
+>();
+
 /** Hour, minute and weekday (1 = Monday) of `now` in `timeZone`. */
 export function timeOf(now: Date, timeZone = 'UTC'): { hour: number; minute: number; weekday: number } {
+  const minute = Math.floor(now.getTime() / 60_000);
+  const last = lastMinute.get(timeZone);
+  if (last?.minute === minute) return last.time;
+  const time = readTime(now, timeZone);
+  lastMinute.set(timeZone, { minute, time });
+  return time;
+}
+
+function readTime(now: Date, timeZone: string): { hour: number; minute: number; weekday: number } {
   let format = formatters.get(timeZone);
   if (!format) {
     format = new Intl.DateTimeFormat('en-GB', {

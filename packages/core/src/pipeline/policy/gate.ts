@@ -4,7 +4,7 @@ import type { Sql } from '@bulkhead/db';
 import type { Access } from '../call/access.ts';
 import type { TransactionSql } from '../database/guarded-sql.ts';
 import type { AnyTool } from '../tool-definition/define-tool.ts';
-import { decide, type PolicyOutcome } from './decide.ts';
+import { decide, timeOf, type PolicyOutcome, type PolicyRequest } from './decide.ts';
 import type { PolicySet } from './policy-set.ts';
 
 /** The set a server's calls are decided by now, or why there is none it may use. */
@@ -42,11 +42,25 @@ export const POLICY_UNREADABLE =
  */
 export async function askPolicy(
   gate: PolicyGate,
-  call: { server: string; tool: AnyTool; args: unknown; access: Access; q: Sql | TransactionSql; counting: boolean },
+  call: {
+    server: string;
+    tool: AnyTool;
+    args: unknown;
+    access: Access;
+    q: Sql | TransactionSql;
+    counting: boolean;
+  },
 ): Promise<CallVerdict> {
   const state = await gate.state();
   if ('broken' in state)
-    return { kind: 'refuse', reason: POLICY_UNREADABLE, policies: [], errors: [state.broken], version: null, active: true };
+    return {
+      kind: 'refuse',
+      reason: POLICY_UNREADABLE,
+      policies: [],
+      errors: [state.broken],
+      version: null,
+      active: true,
+    };
   const { tool, access, q } = call;
   const counting = call.counting && state.countsUsage;
   let usageToday = 0;
@@ -57,11 +71,13 @@ export async function askPolicy(
   }
   let groups: string[] = [];
   if (state.readsGroups) {
-    const [row] = await q<{ groups: string[] | null }[]>`select bulkhead_token_groups(${access.tokenId}) as groups`;
+    const [row] = await q<
+      { groups: string[] | null }[]
+    >`select bulkhead_token_groups(${access.tokenId}) as groups`;
     groups = row?.groups ?? [];
   }
   const args = (call.args ?? {}) as Record<string, unknown>;
-  const outcome = decide(state.set, {
+  const request: PolicyRequest = {
     server: call.server,
     tool: tool.name,
     args,
@@ -77,10 +93,55 @@ export async function askPolicy(
     now: new Date(),
     timeZone: gate.timeZone,
     facts: tool.policyFacts?.of(args),
-  });
+  };
+  const outcome = decideRemembered(state.set, request);
   if (counting && outcome.kind !== 'refuse')
     await q`select bulkhead_policy_usage_today(${access.tokenId}, ${tool.name}, true)`;
   return { ...outcome, version: state.set.version, active: state.active };
+}
+
+/** Most answers one set remembers; past it, it starts afresh. */
+const MEMO_ENTRIES = 4096;
+/** A request whose key is longer (long arguments) is asked every time rather than remembered. */
+const MEMO_KEY_CHARS = 2048;
+const memos = new WeakMap<PolicySet, Map<string, PolicyOutcome>>();
+
+/**
+ * The set's answer to `r`. Cedar decides from exactly what it is given, so the same request to the same
+ * set gets the same answer: the engine (whose every question costs tens of microseconds of JSON across
+ * the WebAssembly boundary) is asked once per distinct request — the tool, its arguments and facts,
+ * the caller (token, owner, scopes, groups), today's count and the minute of the day — and its answer
+ * is remembered for the set's life.
+ */
+export function decideRemembered(set: PolicySet, r: PolicyRequest): PolicyOutcome {
+  const t = timeOf(r.now, r.timeZone);
+  const p = r.principal;
+  const key = JSON.stringify([
+    r.server,
+    r.tool,
+    r.gated,
+    r.readOnly,
+    r.args,
+    r.facts ?? null,
+    t.hour,
+    t.minute,
+    t.weekday,
+    r.usageToday,
+    p.tokenId,
+    p.owner,
+    p.scopes,
+    p.groups,
+  ]);
+  if (key.length > MEMO_KEY_CHARS) return decide(set, r);
+  let memo = memos.get(set);
+  if (!memo) memos.set(set, (memo = new Map()));
+  let outcome = memo.get(key);
+  if (!outcome) {
+    if (memo.size >= MEMO_ENTRIES) memo.clear();
+    outcome = decide(set, r);
+    memo.set(key, outcome);
+  }
+  return outcome;
 }
 
 /** What a call's audit event keeps of its verdict: the deciding policies and the set's version. */
