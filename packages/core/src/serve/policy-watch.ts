@@ -77,6 +77,8 @@ export function watchPolicy(sql: Sql, logger: Logger, options: PolicyWatchOption
     },
   );
   listening.catch(() => {});
+  // Read now, so that the first call finds the set at hand.
+  void refresh();
   const timer = setInterval(() => {
     if (!closed) void refresh();
   }, options.refreshMs ?? 5000);

@@ -79,6 +79,9 @@ export async function runCall<A>(
     if (pid !== undefined && !run.committing) kit.sql`select pg_cancel_backend(${pid})`.catch(() => {});
   };
   req.signal?.addEventListener('abort', stop, { once: true });
+  // The policy set is at hand before the call takes its connection (read at start, and kept current
+  // apart from calls): a call never waits for a second connection while it holds one.
+  if (kit.policy) await kit.policy.state();
   try {
     // The proof goes only where the database fences on a customer: other calls keep sharing read lanes.
     const proof = req.access.customerId === null ? undefined : req.access.proof;
