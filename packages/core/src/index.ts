@@ -140,6 +140,7 @@ export {
 } from './pipeline/mcp-upstream/connection.ts';
 export {
   pinnedAnnotations,
+  pinnedPreview,
   pinnedTool,
   servedName,
   type PinnedToolOptions,
