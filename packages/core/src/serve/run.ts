@@ -178,6 +178,7 @@ export async function runServer(def: ServerDefinition, { env, stdio, ...run }: R
         auditFullResults: env.BULKHEAD_AUDIT_FULL_RESULTS,
         upstreams,
         mcpUpstreams,
+        ...(run.mcpKnownTools ? { mcpKnownTools: run.mcpKnownTools } : {}),
         ...approvalUrls(env),
       });
       closers.push(() => handle.close());

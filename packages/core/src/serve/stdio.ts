@@ -14,6 +14,7 @@ import { createTokenVerifier } from './tokens.ts';
 import { createToolSwitches } from './tool-switches.ts';
 import type { Upstreams } from '../pipeline/upstream/upstreams.ts';
 import type { McpUpstreams } from '../pipeline/mcp-upstream/upstreams.ts';
+import { createPinWatch, withWithheld, type PinWatch } from '../pipeline/mcp-upstream/pin-watch.ts';
 import { withUrlsShown } from '../pipeline/observability/shown-url.ts';
 
 /** What serving over stdio needs; the token comes from `BULKHEAD_TOKEN`. */
@@ -28,8 +29,10 @@ export interface StdioOptions {
   consoleUrl?: string | undefined;
   /** The upstreams the server declares (`bulkhead.upstreams`). */
   upstreams?: Upstreams;
-  /** The upstream MCP servers the server declares (`bulkhead.mcpUpstream`). */
+  /** The upstream MCP servers the server declares (`bulkhead.mcpUpstream`): connected at start, their pins watched. */
   mcpUpstreams?: McpUpstreams;
+  /** Per upstream MCP server, its tools not chosen when it was pinned (`pins.json`'s `others`): any other is new. */
+  mcpKnownTools?: Record<string, readonly string[]>;
 }
 
 /** The token given to a stdio server was refused: the server must not start. */
@@ -49,6 +52,24 @@ const REASONS: Record<string, string> = {
   revoked: 'has been revoked',
 };
 
+/** The watch of the pins of a server in front of upstream MCP servers (none without them). */
+function watchPins(
+  def: ServerDefinition,
+  options: StdioOptions,
+  audit: ReturnType<typeof createAuditWriter>,
+): PinWatch | undefined {
+  if (!options.mcpUpstreams?.byName.size) return undefined;
+  return createPinWatch({
+    server: def.name,
+    tools: def.catalog.tools,
+    upstreams: options.mcpUpstreams,
+    sql: options.sql,
+    audit,
+    logger: options.logger,
+    ...(options.mcpKnownTools ? { known: options.mcpKnownTools } : {}),
+  });
+}
+
 /**
  * Serves a definition on this process's stdin/stdout for local clients. The
  * token is checked once at start with the same rules as HTTP; logs must go to
@@ -67,16 +88,20 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
       `BULKHEAD_TOKEN ${REASONS[verdict.reason] ?? 'was refused'}; this server is ${def.name}`,
     );
   const switches = createToolSwitches(options.sql, def.name);
+  const audit = createAuditWriter(options.sql);
+  // As over HTTP: an upstream tool whose definition drifted from its pin is withheld until accepted.
+  const pins = watchPins(def, options, audit);
   const kit: CallKit<ApprovalRecord> = {
     server: def.name,
     catalog: def.catalog,
     sql: options.sql,
     logger: options.logger,
-    audit: createAuditWriter(options.sql),
+    audit,
     auditFullResults: options.auditFullResults ?? false,
     ...(options.upstreams ? { upstreams: options.upstreams } : {}),
     ...(options.mcpUpstreams ? { mcpUpstreams: options.mcpUpstreams } : {}),
-    switchedOff: switches,
+    ...(pins ? { pins } : {}),
+    switchedOff: pins ? withWithheld(switches, pins) : switches,
     ...approvalsFor(def, options),
   };
   // The connection lives on; the token is checked again on every request, so revocation and expiry hold here too.
@@ -102,11 +127,11 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
     );
   };
   // Each message is a request of its own: it gets its own id and audit owner as its handler takes it.
-  const audit = () => createRequestAudit(kit.audit, randomUUID(), { server: def.name });
+  const requestAudit = () => createRequestAudit(kit.audit, randomUUID(), { server: def.name });
   // The instances the factory made (the connection's, and a discarded `server/discover` probe's) are
   // told when a tool is switched off or on; the SDK delivers it as the connection's era wants it.
   const instances = new Set<Server>();
-  switches.onChange(() => {
+  const toolsChanged = () => {
     for (const server of instances)
       // A probe instance never connected refuses to send: it is dropped.
       Promise.resolve()
@@ -115,10 +140,13 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
           options.logger.debug({ err }, 'tools/list_changed not delivered');
           instances.delete(server);
         });
-  });
+  };
+  switches.onChange(toolsChanged);
+  pins?.onChange(toolsChanged);
+  options.mcpUpstreams?.start();
   const handle = serveSdkStdio(
     () => {
-      const server = buildMcpServer(def, kit, { access: current, audit });
+      const server = buildMcpServer(def, kit, { access: current, audit: requestAudit });
       instances.add(server);
       return server;
     },
@@ -126,6 +154,7 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
   );
   return {
     close: async () => {
+      await pins?.close();
       await switches.close();
       await handle.close();
     },
