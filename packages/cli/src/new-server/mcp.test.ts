@@ -1,9 +1,12 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { mcpUpstreamManifestSchema } from '@bulkhead/deployables';
 import { expect, it } from 'vitest';
 import { repoRoot } from '../root.ts';
 import { runCli } from '../run-cli.ts';
+import { mcpManifest } from './mcp.ts';
+import { exampleArgs } from './mcp-templates.ts';
 
 const fromCore = createRequire(new URL('../../../core/package.json', import.meta.url));
 const MEMORY = join(
@@ -84,4 +87,35 @@ it('--tool refuses a folder that exists before it starts the upstream, and needs
   expect(alone.stderr).toContain(
     '--tool chooses from an MCP server: give it with --from-mcp <command or URL>',
   );
+});
+
+it('declares the upstream by its command, or its URL and the variable its header comes from, never a value', () => {
+  const http = mcpManifest('https://files.example.com/mcp', 'Authorization=FILES_TOKEN', 'files');
+  const stdio = mcpManifest('npx -y @modelcontextprotocol/server-filesystem /srv/shared', undefined, 'files');
+  expect([http, stdio]).toEqual([
+    {
+      name: 'files',
+      url: 'https://files.example.com/mcp',
+      header: { name: 'Authorization', env: 'FILES_TOKEN' },
+    },
+    { name: 'files', command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/srv/shared'] },
+  ]);
+  // The server reads them through the manifest's one schema.
+  expect([http, stdio].map((m) => mcpUpstreamManifestSchema.safeParse(m).success)).toEqual([true, true]);
+});
+
+it('calls each pinned tool in its test with the required arguments and those with a default, in schema order', () => {
+  const args = exampleArgs({
+    type: 'object',
+    properties: {
+      path: { type: 'string' },
+      head: { type: 'number' },
+      mode: { enum: ['lines', 'bytes'] },
+      tail: { type: 'integer', default: 5 },
+      follow: { type: 'boolean' },
+      depth: { type: ['integer', 'null'], minimum: 2 },
+    },
+    required: ['path', 'mode', 'follow', 'depth'],
+  });
+  expect(args).toEqual({ path: 'example', mode: 'lines', tail: 5, follow: false, depth: 2 });
 });
