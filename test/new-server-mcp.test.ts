@@ -9,7 +9,8 @@ import { copyRepository, outputOf, type RepoCopy } from './repo-copy.ts';
 // The issue's "done when" for `--from-mcp`: in a copy of this repository, a server in front of
 // @modelcontextprotocol/server-everything (over stdio, one read tool and one it does not mark read-only)
 // installs, typechecks, lints and passes its own tests at once: the read forwarded to the real upstream
-// through a real MCP client over HTTP, the other gated, waiting for a person. Slow by nature (an install,
+// through a real MCP client over HTTP, the other gated, waiting for a person; and the cross-server tests
+// take it in, its probe answered by the real upstream. Slow by nature (an install,
 // a typecheck, the upstream started by each test file): a few minutes.
 
 const NAME = 'everything-front';
@@ -78,18 +79,41 @@ it('bulkhead new server --from-mcp … --tool …: installed, typechecked, linte
   const prettier = await run('pnpm', ['exec', 'prettier', '--check', '--ignore-unknown', ...changed]);
   expect(prettier.code, outputOf(prettier)).toBe(0);
 
-  const tests = await run('pnpm', ['vitest', 'run', '--reporter=verbose', `servers/${NAME}`], {
-    DATABASE_URL: process.env.BULKHEAD_TEST_ADMIN_URL,
-  });
+  // Its own tests, and the cross-server ones that find it by its manifest (token matrix with its probe
+  // through the real upstream, roles, README figures), on this run's PostgreSQL.
+  const tests = await run(
+    'pnpm',
+    [
+      'vitest',
+      'run',
+      '--reporter=verbose',
+      `servers/${NAME}`,
+      'test/manifests.test.ts',
+      'test/tokens.test.ts',
+      'test/roles.test.ts',
+      'test/readme-figures.test.ts',
+    ],
+    { DATABASE_URL: process.env.BULKHEAD_TEST_ADMIN_URL },
+  );
   expect(tests.code, outputOf(tests)).toBe(0);
-  expect(tests.stdout).toMatch(/Test Files +3 passed \(3\)/);
-  expect(tests.stdout).toMatch(/Tests +6 passed \(6\)/);
+  expect(tests.stdout).toMatch(/Test Files +7 passed \(7\)/);
+  expect(tests.stdout).toContain(
+    `✓ test/tokens.test.ts > the token matrix on '${NAME}' > accepts its own token`,
+  );
   expect(tests.stdout).toContain(
     `✓ servers/${NAME}/src/tools/echo.test.ts > echo > is forwarded to the upstream at once, and what comes back is marked untrusted`,
   );
   expect(tests.stdout).toContain(
     `✓ servers/${NAME}/src/tools/toggle-simulated-logging.test.ts > toggle_simulated_logging > files a request for approval and sends nothing to the upstream before a person approves`,
   );
+
+  // `bulkhead pins update` reads the pin file as written and, the upstream unchanged, writes it back byte for byte.
+  const pinsPath = join(dir, 'servers', NAME, 'pins.json');
+  const pinned = await readFile(pinsPath, 'utf8');
+  const update = await run('pnpm', ['bulkhead', 'pins', 'update', NAME]);
+  expect(update.code, outputOf(update)).toBe(0);
+  expect(update.stdout).toContain(`already pins what the ${NAME} server lists; nothing changed.`);
+  expect(await readFile(pinsPath, 'utf8')).toBe(pinned);
 
   // The deployment checks that need no container engine: the compose file and every Kubernetes overlay.
   const compose = await run('pnpm', ['exec', 'tsx', 'infra/ci/check-compose.ts']);
