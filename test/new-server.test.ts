@@ -1,12 +1,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmod, copyFile, lstat, mkdir, mkdtemp, readFile, readlink, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { discoverDeployables } from '@bulkhead/deployables';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, expect, it } from 'vitest';
 import { extractAlertmanagerSpec } from './alertmanager-spec.ts';
 import { freeOffset, root } from './helpers.ts';
+import { childEnv, copyRepository, outputOf, type RepoCopy } from './repo-copy.ts';
 
 // The issue's "done when": in a copy of this repository, `bulkhead new server billing-reports` gives a
 // server that installs, typechecks, lints and passes its tests (and the cross-server matrix) at once,
@@ -23,94 +23,20 @@ const ALERTS = 'alerts';
 /** The Alertmanager operations drafted as tools: two reads, a POST and a DELETE (both gated). */
 const ALERT_OPERATIONS = ['getAlerts', 'getSilences', 'postSilences', 'deleteSilence'];
 let copy = '';
+let repo: RepoCopy | undefined;
 let started: ChildProcess | undefined;
 
 afterAll(async () => {
   if (started?.exitCode === null) process.kill(-started.pid!, 'SIGKILL');
-  if (!copy) return;
-  // As root, the embedded cluster of `pnpm start` lives outside the copy, linked as .bulkhead/pg.
-  const pg = join(copy, '.bulkhead', 'pg');
-  if ((await lstat(pg).catch(() => undefined))?.isSymbolicLink())
-    await rm(await readlink(pg), { recursive: true, force: true });
-  await rm(copy, { recursive: true, force: true });
+  await repo?.remove();
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs a command in the copy with a bounded time, the test runner's variables left out. */
-function run(
-  command: string,
-  args: string[],
-  env: Record<string, string | undefined> = {},
-  timeoutMs = 180_000,
-) {
-  return new Promise<Run>((resolve, reject) => {
-    const child = spawn(command, args, { cwd: copy, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-function childEnv(extra: Record<string, string | undefined>): Record<string, string> {
-  const env: Record<string, string | undefined> = {
-    ...process.env,
-    CI: 'true',
-    LOG_LEVEL: 'warn',
-    NO_COLOR: '1',
-    FORCE_COLOR: undefined,
-    ...extra,
-  };
-  for (const key of Object.keys(env))
-    if (/^VITEST|^TINYPOOL/.test(key) || env[key] === undefined) delete env[key];
-  delete env.NODE_ENV;
-  return env as Record<string, string>;
-}
-
-/** The repository as `git ls-files` has it (tracked, and new files not ignored), without node_modules. */
-async function copyRepository(): Promise<void> {
-  copy = await mkdtemp(join(tmpdir(), 'bulkhead-new-server-'));
-  // Open to the postgres user, so that the embedded PostgreSQL of `pnpm start` runs from the copy itself
-  // (as root, a private clone's binaries and cluster go to /var/lib/bulkhead, shared with other clones).
-  await chmod(copy, 0o755);
-  const listed = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
-    cwd: root,
-    encoding: 'utf8',
-  });
-  const files = listed.stdout.split('\0').filter(Boolean);
-  for (const file of files) {
-    const from = join(root, file);
-    const info = await stat(from).catch(() => undefined);
-    if (!info?.isFile()) continue; // deleted in the worktree, not yet committed
-    await mkdir(dirname(join(copy, file)), { recursive: true });
-    await copyFile(from, join(copy, file));
-    await chmod(join(copy, file), info.mode);
-  }
-  const git = (...args: string[]) =>
-    spawnSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.invalid', ...args], {
-      cwd: copy,
-      encoding: 'utf8',
-    });
-  git('init', '-q');
-  git('add', '-A');
-  expect(git('commit', '-qm', 'the repository before bulkhead new server').status).toBe(0);
-}
-
-const outputOf = (r: Run) => `${r.stdout}\n${r.stderr}`.slice(-4000);
+const run = (...args: Parameters<RepoCopy['run']>) => repo!.run(...args);
 
 it('bulkhead new server billing-reports: installed, typechecked, linted, tested, served, and nothing else changed', async () => {
-  await copyRepository();
+  repo = await copyRepository('bulkhead-new-server-');
+  copy = repo.dir;
   const install = await run('pnpm', ['install', '--prefer-offline', '--frozen-lockfile']);
   expect(install.code, outputOf(install)).toBe(0);
 

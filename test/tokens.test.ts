@@ -45,7 +45,14 @@ beforeAll(async () => {
     // A server over another system gets it (real, or its own stand-in), so that its probe answers.
     const up = await startTestUpstreams(s.manifest);
     reached.push(up);
-    running.set(s.def.name, await startTestServer(s.def, { db, upstreams: up.upstreams }));
+    running.set(
+      s.def.name,
+      await startTestServer(s.def, {
+        db,
+        upstreams: up.upstreams,
+        ...(up.mcpUpstreams ? { mcpUpstreams: up.mcpUpstreams } : {}),
+      }),
+    );
     own.set(s.def.name, await issueTestToken(db.sql, s.def, { customerId: s.customerId }));
   }
 }, 60_000);

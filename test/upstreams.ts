@@ -1,6 +1,14 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createUpstreams, resolveUpstreams, type Upstreams } from '@bulkhead/core';
+import {
+  createLogger,
+  createMcpUpstreams,
+  createUpstreams,
+  resolveMcpUpstream,
+  resolveUpstreams,
+  type McpUpstreams,
+  type Upstreams,
+} from '@bulkhead/core';
 import type { McpServerManifest } from './servers.ts';
 
 /** The systems a server reaches, as its tests start them: the variables naming them, and the kit's clients. */
@@ -9,6 +17,8 @@ export interface TestUpstreams {
   env: Record<string, string>;
   /** For a server started in this process (`startTestServer(def, { db, upstreams })`); undefined without upstreams. */
   upstreams: Upstreams | undefined;
+  /** The MCP server it stands in front of (`bulkhead.mcpUpstream`), started or reached as its manifest says; undefined without one. */
+  mcpUpstreams: McpUpstreams | undefined;
   close(): Promise<void>;
 }
 
@@ -23,7 +33,9 @@ interface ServerTestUpstreams {
  * upstreams needs nothing.
  */
 export async function startTestUpstreams(server: McpServerManifest): Promise<TestUpstreams> {
-  if (server.upstreams.length === 0) return { env: {}, upstreams: undefined, close: async () => {} };
+  const mcpUpstreams = testMcpUpstreams(server);
+  if (server.upstreams.length === 0)
+    return { env: {}, upstreams: undefined, mcpUpstreams, close: async () => await mcpUpstreams?.close() };
   const file = join(server.dir, 'src', 'testing', 'upstreams.ts');
   const module = (await import(pathToFileURL(file).href).catch((err: Error) => {
     throw new Error(
@@ -39,9 +51,20 @@ export async function startTestUpstreams(server: McpServerManifest): Promise<Tes
   return {
     env: started.env,
     upstreams,
+    mcpUpstreams,
     close: async () => {
+      await mcpUpstreams?.close();
       await upstreams.close();
       await started.close();
     },
   };
+}
+
+/**
+ * The MCP server `server` stands in front of, as its manifest declares it (a command run from its folder,
+ * or a URL with its header's value from this process's environment); undefined without one.
+ */
+function testMcpUpstreams(server: McpServerManifest): McpUpstreams | undefined {
+  const config = resolveMcpUpstream(server.manifest.mcpUpstream, process.env, server.dir);
+  return config ? createMcpUpstreams([config], createLogger({ level: 'silent' })) : undefined;
 }

@@ -65,6 +65,20 @@ export function upstreamOf(
   return { config, pinsPath: join(server.dir, spec.pins ?? 'pins.json') };
 }
 
+/** The tools `--tool` names, in the order given (each once); a name the upstream does not list is refused with those it does. */
+export function chosenTools(live: readonly PinnedTool[], names: readonly string[]): PinnedTool[] {
+  const chosen: PinnedTool[] = [];
+  for (const name of names) {
+    const tool = live.find((t) => t.name === name);
+    if (!tool)
+      throw new UsageError(
+        `--tool: the upstream lists no tool "${name}"; its tools: ${live.map((t) => t.name).join(', ')}`,
+      );
+    if (!chosen.includes(tool)) chosen.push(tool);
+  }
+  return chosen;
+}
+
 /** What `pins update` changed: tools whose pin was rewritten, and pinned tools the upstream no longer lists. */
 export interface PinsUpdate {
   file: PinFile;
@@ -83,13 +97,7 @@ export function updatedPins(
   add: readonly string[] = [],
 ): PinsUpdate {
   const byName = new Map(live.map((t) => [t.name, t]));
-  for (const name of add) {
-    const tool = byName.get(name);
-    if (!tool)
-      throw new UsageError(
-        `--tool: the upstream lists no tool "${name}"; its tools: ${[...byName.keys()].join(', ')}`,
-      );
-  }
+  chosenTools(live, add);
   const adding = add.filter((n) => !current.tools.some((t) => t.name === n));
   const changed: PinsUpdate['changed'] = [];
   const missing: string[] = [];

@@ -142,6 +142,7 @@ export {
 } from './pipeline/mcp-upstream/connection.ts';
 export {
   pinnedAnnotations,
+  pinnedPreview,
   pinnedTool,
   servedName,
   type PinnedToolOptions,

@@ -11,7 +11,8 @@ import { serverReadme } from '../figures.ts';
 import { CliError, UsageError } from '../io.ts';
 import { ComposeShapeError, composeWithServer, k8sOverlay } from '../new-server/deployment.ts';
 import { loadDraft } from '../new-server/draft.ts';
-import { listMcpTools, mcpListing, mcpSource } from '../new-server/mcp.ts';
+import { draftMcp, listMcpTools, mcpListing, mcpSource } from '../new-server/mcp.ts';
+import { mcpTools, type McpDraft } from '../new-server/mcp-templates.ts';
 import { listOperations, loadApiDocument, type ApiDocument } from '../new-server/openapi.ts';
 import type { Drafted, ToolPlan } from '../new-server/openapi-tools.ts';
 import { COMPOSE, MAX_NAME, OVERLAYS, planServer } from '../new-server/plan.ts';
@@ -23,6 +24,7 @@ const help = `Usage: bulkhead new server <name> [--port <n>] [--customer-bound] 
        bulkhead new server [<name>] --from-openapi <file or URL> [--json]
        bulkhead new server <name> --from-openapi <file or URL> --operation <operationId>... [options]
        bulkhead new server [<name>] --from-mcp <command or URL> [--header <Name>=<VARIABLE>] [--json]
+       bulkhead new server <name> --from-mcp <command or URL> [--header <Name>=<VARIABLE>] --tool <upstream tool>... [options]
 
 Scaffolds a new bounded MCP server in servers/<name>/ that passes typecheck, lint
 and its tests at once, and adds the deployment entries this repository keeps:
@@ -84,10 +86,23 @@ Options:
                          Lists its tools with their annotations, whether Bulkhead
                          would gate each (not marked read-only) and the tool linter's
                          findings, and writes nothing
+  --tool <upstream tool> repeatable, with --from-mcp: serve this tool of the upstream,
+                         as it names it, instead of the example tool. Each is pinned
+                         in pins.json (name, title, description, input and output
+                         schema, annotations as the upstream gave them, and a hash;
+                         \`bulkhead pins update\` rewrites it), served under its
+                         snake_case name, and tested in src/tools/ against the real
+                         upstream. One the upstream does not mark read-only is gated
+                         (scope <name>:write; a person approves each call), the others
+                         read (<name>:read). The manifest's bulkhead.mcpUpstream names
+                         the command and its arguments, or the URL and --header's
+                         variable; never a credential
   --header <Name>=<VARIABLE>
                          with a --from-mcp URL: a header sent with the value of that
-                         environment variable (e.g. Authorization=FILES_TOKEN)
-  --json                 print { name, port, customer_bound, files } as JSON; with
+                         environment variable (e.g. Authorization=FILES_TOKEN); with
+                         --tool, the manifest reads the header's value from it
+  --json                 print { name, port, customer_bound, files } as JSON (and
+                         tools, with --operation or --tool); with
                          --from-openapi alone, [{ operationId, method, path, summary }];
                          with --from-mcp, [{ name, title, description, annotations,
                          gated, findings }]
@@ -97,17 +112,24 @@ Examples:
   bulkhead new server alerts --from-openapi alertmanager.json
   bulkhead new server alerts --from-openapi alertmanager.json \\
     --operation getAlerts --operation getSilences --operation deleteSilence
+  bulkhead new server --from-mcp "npx -y @modelcontextprotocol/server-everything"
+  bulkhead new server everything-front \\
+    --from-mcp "npx -y @modelcontextprotocol/server-everything" \\
+    --tool echo --tool toggle-simulated-logging
 
 Exit code: 0 created (or operations listed), 1 refused (folder or port taken, the
-compose file not as expected, a document that cannot be read; nothing is written
-then), 2 usage error (an unknown operationId among them).`;
+compose file not as expected, a document or upstream that cannot be read; nothing
+is written then), 2 usage error (an unknown operationId or upstream tool among them).`;
 
 /**
  * Builds the new server's definition from the files about to be written, in a scratch copy that
  * resolves the kit from the CLI's own dependencies (the new package is not installed yet), and
- * returns its README with the measured figures, exactly as `pnpm figures` writes them.
+ * returns its files with the README's measured figures, exactly as `pnpm figures` writes them. A
+ * server of its own tools must lint clean; one in front of an MCP server lists the findings on the
+ * upstream's text in its server test, for its author to answer in pins.json.
  */
-async function measuredReadme(server: NewServer, files: Record<string, string>): Promise<string> {
+async function measuredFiles(server: NewServer): Promise<Record<string, string>> {
+  let files = serverFiles(server);
   // From the repository, not from this file: the CLI also runs bundled (packages/cli/dist).
   const cli = join(repoRoot, 'packages', 'cli');
   const scratch = join(
@@ -120,9 +142,12 @@ async function measuredReadme(server: NewServer, files: Record<string, string>):
   try {
     const def = await loadDraft(files, scratch);
     const { findings } = lintServer(def);
-    if (findings.length)
+    if (server.mcp) {
+      server.mcp.findings = findings.map((f) => `${f.tool} ${f.rule} ${f.path}`);
+      files = serverFiles(server);
+    } else if (findings.length)
       throw new CliError(`the new server does not lint clean: ${findings.map((f) => f.message).join('; ')}`);
-    return serverReadme(def, files['README.md']!);
+    return { ...files, 'README.md': serverReadme(def, files['README.md']!) };
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
@@ -219,9 +244,7 @@ function nextSteps(server: NewServer, dir: string, url: string, io: { out(line: 
 /** The server's own files under `dir`, and its entries in the compose file and the Kubernetes overlays (where they exist). */
 async function newFiles(server: NewServer, dir: string, overlay: string): Promise<Map<string, string>> {
   const files = new Map<string, string>();
-  const own = serverFiles(server);
-  own['README.md'] = await measuredReadme(server, own);
-  for (const [path, text] of Object.entries(own)) files.set(`${dir}/${path}`, text);
+  for (const [path, text] of Object.entries(await measuredFiles(server))) files.set(`${dir}/${path}`, text);
   const composeFile = join(repoRoot, COMPOSE);
   if (existsSync(composeFile)) {
     try {
@@ -280,6 +303,41 @@ function exampleNextSteps(
   );
 }
 
+/** What a server in front of an MCP server leaves to its author, and the next steps. */
+function mcpNextSteps(
+  server: NewServer,
+  draft: McpDraft,
+  dir: string,
+  url: string,
+  io: { out(line: string): void },
+): void {
+  const tools = mcpTools(draft);
+  io.out('');
+  io.out(`Pinned in ${dir}/pins.json (review it as code; bulkhead pins update ${server.name} rewrites it):`);
+  for (const t of tools)
+    io.out(
+      `  ${t.name}  ${t.gated ? 'gated, a person approves each call' : 'read'}  (the upstream's ${t.pin.name}, sha256 ${t.pin.sha256.slice(0, 12)})`,
+    );
+  io.out('');
+  io.out('Still to decide:');
+  if (draft.findings.length)
+    io.out(
+      `  The linter's ${draft.findings.length} finding${draft.findings.length === 1 ? '' : 's'} on the upstream's text (src/server.test.ts lists them): answer each with the tool's served.description in pins.json.`,
+    );
+  io.out(
+    "  Each tool's test calls it with arguments made from its schema (src/tools/<tool>.test.ts): change them if the upstream refuses them.",
+  );
+  if (draft.upstream.header?.env)
+    io.out(`  ${draft.upstream.header.env}: set it wherever the server runs, its tests too.`);
+  io.out('');
+  io.out('Next:');
+  io.out('  pnpm install                          link the new package (pnpm-lock.yaml gains it)');
+  io.out(
+    `${`  pnpm vitest run ${dir}`.padEnd(40)}its tests: lint, budgets, scopes, each tool through the real upstream`,
+  );
+  io.out(`  pnpm start                            serves it at ${url}`);
+}
+
 const serverCommand: Command = {
   name: 'server',
   summary: 'scaffold a new bounded MCP server and its deployment entries',
@@ -296,6 +354,7 @@ const serverCommand: Command = {
         operation: { type: 'string', multiple: true },
         'from-mcp': { type: 'string' },
         header: { type: 'string' },
+        tool: { type: 'string', multiple: true },
         json: { type: 'boolean', default: false },
       },
       true,
@@ -303,12 +362,19 @@ const serverCommand: Command = {
     if (positionals.length > 1)
       throw new UsageError(`one name, not ${positionals.length}: ${positionals.join(' ')}`);
     const mcp = values['from-mcp'];
-    if (mcp !== undefined) {
+    const chosen = values.tool ?? [];
+    if (chosen.length && mcp === undefined)
+      throw new UsageError('--tool chooses from an MCP server: give it with --from-mcp <command or URL>');
+    if (mcp !== undefined && !chosen.length) {
       // The listing mode: the upstream's tools, what Bulkhead would make of each; nothing is written.
       const rows = await listMcpTools(mcpSource(mcp, values.header, env.passthrough));
       io.out(values.json ? JSON.stringify(rows) : mcpListing(mcp, rows).join('\n'));
       return 0;
     }
+    if (mcp !== undefined && (values['from-openapi'] !== undefined || values.upstream !== undefined))
+      throw new UsageError(
+        '--from-mcp takes neither --from-openapi nor --upstream: its upstream is the MCP server',
+      );
     const source = values['from-openapi'];
     const operations = values.operation ?? [];
     if (operations.length && source === undefined)
@@ -323,7 +389,13 @@ const serverCommand: Command = {
         return 0;
       }
     }
-    const { server, drafted, dir, overlay } = planServer(values, positionals[0], api, operations);
+    let pinned: McpDraft | undefined;
+    if (mcp !== undefined) {
+      // Refused before the upstream is started: a name or folder that cannot be used.
+      planServer(values, positionals[0], undefined, []);
+      pinned = await draftMcp(mcp, values.header, env.passthrough, positionals[0]!, chosen);
+    }
+    const { server, drafted, dir, overlay } = planServer(values, positionals[0], api, operations, pinned);
     const files = await newFiles(server, dir, overlay);
     for (const [path, text] of await formatted(files)) {
       await mkdir(dirname(join(repoRoot, path)), { recursive: true });
@@ -339,6 +411,7 @@ const serverCommand: Command = {
           customer_bound: server.customerBound,
           files: written,
           ...(drafted ? { tools: drafted.openapi.tools.map((t) => t.name) } : {}),
+          ...(server.mcp ? { tools: mcpTools(server.mcp).map((t) => t.name) } : {}),
         }),
       );
       return 0;
@@ -346,7 +419,8 @@ const serverCommand: Command = {
     created(server, dir, written, io);
     // Where `pnpm start` will serve it: the manifest port plus the offset a second stack runs with.
     const url = defaultUrl({ kind: 'mcp', port: server.port }, env.BULKHEAD_PORT_OFFSET);
-    if (drafted) {
+    if (server.mcp) mcpNextSteps(server, server.mcp, dir, url, io);
+    else if (drafted) {
       stillToDecide(drafted, server, io);
       nextSteps(server, dir, url, io);
     } else exampleNextSteps(server, dir, url, io);

@@ -93,6 +93,33 @@ describe('bulkhead new server: the compose service of a server with an upstream'
     ]);
   });
 
+  it('requires the header variable of an upstream MCP server over HTTP, and nothing for one over stdio', () => {
+    const pins = { upstream: 'files', tools: [], others: [] };
+    const overHttp: NewServer = {
+      ...plain,
+      name: 'files-front',
+      mcp: {
+        upstream: {
+          name: 'files-front',
+          url: 'https://files.example.com/mcp',
+          header: { name: 'Authorization', env: 'FILES_TOKEN' },
+        },
+        pins,
+        findings: [],
+      },
+    };
+    const env = environmentOf(composeWithServer(composeWithout('files-front'), overHttp), 'files-front');
+    expect(env.FILES_TOKEN).toBe(
+      "${FILES_TOKEN:?set FILES_TOKEN to the value of the upstream MCP server's Authorization header}",
+    );
+    const overStdio: NewServer = {
+      ...overHttp,
+      mcp: { upstream: { name: 'files-front', command: 'npx', args: ['files'] }, pins, findings: [] },
+    };
+    const stdio = environmentOf(composeWithServer(composeWithout('files-front'), overStdio), 'files-front');
+    expect(Object.keys(stdio)).not.toContain('FILES_TOKEN');
+  });
+
   it.skipIf(!existsSync(opsManifest))(
     "the committed ops service is the one it writes from ops's manifest",
     () => {

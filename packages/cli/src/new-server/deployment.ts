@@ -91,6 +91,16 @@ function composeUpstreamLines(upstreams: UpstreamDeployment[]): string[] {
   ]);
 }
 
+/** The compose environment lines of an upstream MCP server's header variable (`--from-mcp <URL> --header`), if any. */
+function composeMcpLines(server: NewServer): string[] {
+  const header = server.mcp?.upstream.header;
+  if (!header?.env) return [];
+  return [
+    `      # ${server.mcp!.upstream.name}: the MCP server it stands in front of (bulkhead.mcpUpstream in its package.json).`,
+    `      ${header.env}: \${${header.env}:?set ${header.env} to the value of the upstream MCP server's ${header.name} header}`,
+  ];
+}
+
 /**
  * compose.yaml with the new server's service, its login role in `setup` and its password secret, and
  * its upstreams' variables (`upstreams`: its manifest's, by default those the templates write).
@@ -137,6 +147,7 @@ export function composeWithServer(
     `      BULKHEAD_PUBLIC_URL: http://127.0.0.1:${server.port}`,
     '      BULKHEAD_AUTHORIZATION_SERVER: http://127.0.0.1:3100',
     ...composeUpstreamLines(upstreamDeployments(upstreams)),
+    ...composeMcpLines(server),
     `    secrets: [${secret}]`,
     `    ports: ['127.0.0.1:${server.port}:${server.port}']`,
     '',

@@ -4,14 +4,15 @@ import { pathToFileURL } from 'node:url';
 import type { ServerDefinition } from '@bulkhead/core';
 
 /**
- * The definition a new server's files build, before they are written to servers/: its package.json and
- * src/ are written to `scratch` (a folder under packages/cli/node_modules, so that the kit resolves from
- * the CLI's own dependencies; the caller removes it) and its `src/server.ts` loaded through tsx, whether
- * this CLI runs from source or from its bundle.
+ * The definition a new server's files build, before they are written to servers/: its package.json,
+ * pins.json (which a server in front of an MCP server builds in) and src/ are written to `scratch` (a
+ * folder under packages/cli/node_modules, so that the kit resolves from the CLI's own dependencies; the
+ * caller removes it) and its `src/server.ts` loaded through tsx, whether this CLI runs from source or
+ * from its bundle.
  */
 export async function loadDraft(files: Record<string, string>, scratch: string): Promise<ServerDefinition> {
   for (const [path, text] of Object.entries(files)) {
-    if (path !== 'package.json' && !path.startsWith('src/')) continue;
+    if (path !== 'package.json' && path !== 'pins.json' && !path.startsWith('src/')) continue;
     await mkdir(dirname(join(scratch, path)), { recursive: true });
     await writeFile(join(scratch, path), text);
   }

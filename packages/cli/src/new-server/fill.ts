@@ -13,6 +13,9 @@ import { ts } from './openapi-tools.ts';
  */
 export const TEMPLATES = join(repoRoot, 'packages', 'cli', 'templates', 'server');
 
+/** The templates of a server in front of an upstream MCP server (`--from-mcp` with `--tool`). */
+export const MCP_TEMPLATES = join(repoRoot, 'packages', 'cli', 'templates', 'mcp-server');
+
 /** A placeholder: `__UPPER_SNAKE__`, alone in single quotes (a string), after `, ` (an argument), or bare. */
 const PLACEHOLDER = /'(__[A-Z][A-Z0-9_]*__)'|(, )?(__[A-Z][A-Z0-9_]*__)/g;
 /** An import of the stand-ins for computed code (src/stand-ins.ts), which no new server gets. */
@@ -66,13 +69,14 @@ export function fillText(
   );
 }
 
-/** The template at `path` (relative to {@link TEMPLATES}) filled in, as {@link fillText} does. */
+/** The template at `path` (relative to `root`, by default {@link TEMPLATES}) filled in, as {@link fillText} does. */
 export function fillTemplate(
   path: string,
   values: Record<string, string>,
   flags: Record<string, boolean> = {},
+  root = TEMPLATES,
 ): string {
-  const file = join(TEMPLATES, path);
+  const file = join(root, path);
   try {
     return fillText(readFileSync(file, 'utf8'), values, flags);
   } catch (err) {

@@ -3,7 +3,8 @@
 
 import { pinnedAnnotations, type McpUpstreamConfig } from '@bulkhead/core';
 import { UsageError } from '../io.ts';
-import { lintUpstream, listUpstream } from '../mcp-upstream.ts';
+import { chosenTools, lintUpstream, listUpstream } from '../mcp-upstream.ts';
+import type { McpDraft } from './mcp-templates.ts';
 
 /**
  * The upstream `source` names: a Streamable HTTP URL (its `--header Name=VARIABLE` sent with the value
@@ -82,4 +83,39 @@ export function mcpListing(source: string, rows: readonly McpToolRow[]): string[
     for (const f of r.findings) out.push(`  ${''.padEnd(width)}    lint ${f.rule} (${f.path}): ${f.message}`);
   }
   return out;
+}
+
+/**
+ * `bulkhead.mcpUpstream` of a new server named `name` for the upstream `source` names: its command and
+ * arguments, or its URL and the variable its header's value comes from (never the value itself).
+ */
+export function mcpManifest(source: string, header: string | undefined, name: string): McpDraft['upstream'] {
+  if (/^https?:\/\//i.test(source)) {
+    const m = header === undefined ? null : /^([A-Za-z0-9-]{1,64})=([A-Z_][A-Z0-9_]*)$/.exec(header);
+    return { name, url: source, ...(m ? { header: { name: m[1]!, env: m[2]! } } : {}) };
+  }
+  const [command, ...args] = source.trim().split(/\s+/);
+  return { name, command: command!, args };
+}
+
+/**
+ * The pins of the tools `names` chooses, as the upstream lists them now (the others named, so that one
+ * it lists later is known to be new), and the manifest entry that reaches it. The linter's findings are
+ * measured later, on the drafted server.
+ */
+export async function draftMcp(
+  source: string,
+  header: string | undefined,
+  env: Record<string, string | undefined>,
+  name: string,
+  names: readonly string[],
+): Promise<McpDraft> {
+  const live = await listUpstream(mcpSource(source, header, env));
+  const tools = chosenTools(live, names);
+  const others = live.map((t) => t.name).filter((n) => !tools.some((t) => t.name === n));
+  return {
+    upstream: mcpManifest(source, header, name),
+    pins: { upstream: name, tools, others },
+    findings: [],
+  };
 }

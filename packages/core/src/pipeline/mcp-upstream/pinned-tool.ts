@@ -112,6 +112,11 @@ function inputOf(pin: PinnedTool): z.ZodObject {
   }) as unknown as z.ZodObject;
 }
 
+/** What a person approves for a gated pinned tool: the tool, the upstream, every argument, and at most once. */
+export function pinnedPreview(tool: string, upstream: string, args: Record<string, unknown>): string {
+  return `Call ${quoted(tool)} on the upstream MCP server ${quoted(upstream)} with the arguments ${quoted(JSON.stringify(args), 2000)}. It is sent at most once: if its delivery fails, the outcome is reported as unknown and it is not sent again.`;
+}
+
 /**
  * A pinned upstream tool as a kit tool: listed as pinned, its arguments validated against the pinned
  * schema, then forwarded (`ctx.mcpUpstream`). A tool the upstream does not mark read-only waits for a
@@ -134,8 +139,7 @@ export function pinnedTool(pin: PinnedTool, options: PinnedToolOptions): AnyTool
     ...(gated
       ? {
           approval: {
-            preview: (args: Record<string, unknown>) =>
-              `Call ${quoted(pin.name)} on the upstream MCP server ${quoted(upstream)} with the arguments ${quoted(JSON.stringify(args), 2000)}. It is sent at most once: if its delivery fails, the outcome is reported as unknown and it is not sent again.`,
+            preview: (args: Record<string, unknown>) => pinnedPreview(pin.name, upstream, args),
           },
         }
       : {}),
