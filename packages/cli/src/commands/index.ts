@@ -63,7 +63,7 @@ export const commands: CommandEntry[] = [
   },
   {
     name: 'policy',
-    summary: 'Propose, approve, show and test who must approve what (Cedar policy).',
+    summary: 'Propose, approve, show, test and explain who must approve what (Cedar policy).',
     load: async () => (await import('./policy.ts')).policyCommand,
   },
   {
