@@ -3,7 +3,7 @@
 // is proposed, not when a call meets it.
 //
 // One namespace a server (`admin` → `Admin`, `dev-knowledge` → `DevKnowledge`), whose actions are its
-// tools, so that two servers' tools of one name (`get_ticket`) keep their own arguments; and the
+// tools, so that two servers' tools of one name keep their own arguments; and the
 // shared `Bulkhead` namespace with the principal (`Token`, in its `Group`s) and the resource
 // (`Server`). Every action's context has the same frame — `args` (the validated arguments),
 // `gated`, `read_only`, `time` and `usage` — so a policy over every action (`permit(principal,
