@@ -27,9 +27,7 @@ const SERVERS = {
   ops: opsServer,
 };
 const schema = cedarSchema(
-  Object.fromEntries(
-    Object.entries(SERVERS).map(([name, def]) => [name, policyTools(def.catalog)]),
-  ),
+  Object.fromEntries(Object.entries(SERVERS).map(([name, def]) => [name, policyTools(def.catalog)])),
 );
 const EXAMPLES = readFileSync(`${root}packages/core/src/pipeline/policy/examples.cedar`, 'utf8');
 // A Wednesday, 14:30 UTC.

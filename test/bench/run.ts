@@ -581,15 +581,15 @@ async function policyMicros(n: number): Promise<{ evaluation: number; call: numb
   const set = await loadPolicySet(DEFAULT_POLICY, null);
   const tool = customerServer.catalog.byName.get('get_account_balance')!;
   const request = () => ({
-      server: 'customer',
-      tool: tool.name,
-      args: {},
-      gated: false,
-      readOnly: true,
-      principal: { tokenId: 'tok_bench', owner: null, scopes: [tool.scope], groups: [] },
-      usageToday: 0,
-      now: new Date(),
-    });
+    server: 'customer',
+    tool: tool.name,
+    args: {},
+    gated: false,
+    readOnly: true,
+    principal: { tokenId: 'tok_bench', owner: null, scopes: [tool.scope], groups: [] },
+    usageToday: 0,
+    now: new Date(),
+  });
   const micros = (ask: () => unknown) => {
     for (let i = 0; i < Math.min(n, 2_000); i++) ask();
     const started = process.hrtime.bigint();

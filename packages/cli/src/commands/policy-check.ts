@@ -47,9 +47,7 @@ export async function serverTools(): Promise<Record<string, AnyTool[]>> {
 /** The Cedar schema of `tools`, by server. */
 export function schemaOf(tools: Record<string, AnyTool[]>): ReturnType<typeof cedarSchema> {
   return cedarSchema(
-    Object.fromEntries(
-      Object.entries(tools).map(([name, list]) => [name, policyTools(createCatalog(list))]),
-    ),
+    Object.fromEntries(Object.entries(tools).map(([name, list]) => [name, policyTools(createCatalog(list))])),
   );
 }
 

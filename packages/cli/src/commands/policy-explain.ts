@@ -26,7 +26,11 @@ interface Explanation {
 }
 
 /** The deciding policies' texts as the version that decided had them (the default set's when none). */
-async function policyTexts(sql: Sql, version: string | null, ids: string[]): Promise<Explanation['policies']> {
+async function policyTexts(
+  sql: Sql,
+  version: string | null,
+  ids: string[],
+): Promise<Explanation['policies']> {
   const [row] = version
     ? await sql<{ text: string }[]>`select text from bulkhead_policy_sets where version = ${version}`
     : [{ text: DEFAULT_POLICY }];
@@ -88,7 +92,10 @@ async function explainEvent(sql: Sql, ref: string): Promise<Explanation> {
     }[]
   >`select id::text, server, tool, at, outcome, approval_id, result_summary from audit_events
     where method = 'tools/call' and ${byId ? sql`id = ${ref}::uuid` : sql`seq = ${Number(ref)}`}`;
-  if (!e) throw new CliError(`no tool call is recorded as event ${ref} (give its id, its number, or an approval id)`);
+  if (!e)
+    throw new CliError(
+      `no tool call is recorded as event ${ref} (give its id, its number, or an approval id)`,
+    );
   if (e.approval_id) return explainApproval(sql, e.approval_id);
   const summary = e.result_summary ?? {};
   const version = summary.policy_version ?? null;
@@ -120,7 +127,8 @@ function describe(x: Explanation): string {
         `${x.quorum.groups.length ? ` from ${x.quorum.groups.join(' or ')}` : ''}; ` +
         `approved so far by ${x.quorum.approved_by.length ? x.quorum.approved_by.join(', ') : 'nobody'}`,
     );
-  if (!x.policies.length) lines.push('Deciding policies: none recorded (refused before the policy was asked)');
+  if (!x.policies.length)
+    lines.push('Deciding policies: none recorded (refused before the policy was asked)');
   for (const p of x.policies) {
     lines.push(`Deciding policy "${p.id}":`);
     lines.push(...(p.text ?? '(its text is not in the policy table)').split('\n').map((l) => `  ${l}`));

@@ -258,7 +258,9 @@ async function notAskedOf(
     );
   }
   if (approval.requiredApprovals > 1) {
-    const votes = await tx<{ person: string }[]>`select person from bulkhead_approval_votes_of(${approval.id})`;
+    const votes = await tx<
+      { person: string }[]
+    >`select person from bulkhead_approval_votes_of(${approval.id})`;
     if (voter && votes.some((v) => v.person === voter.person))
       return new ApprovalDecisionError(
         `you have already approved ${approval.id}; the company's policy asks ${approval.requiredApprovals} different people to approve it, so another person must`,

@@ -187,7 +187,13 @@ async function handle<A>(
   if (tool.approval) {
     if (!kit.approvals) throw new Error(`tool ${tool.name} is gated but this server has no approval store`);
     const task = req.task === true;
-    const gated = await kit.approvals.request({ tool, args, ctx, task, ...(verdict ? { policy: verdict } : {}) });
+    const gated = await kit.approvals.request({
+      tool,
+      args,
+      ctx,
+      task,
+      ...(verdict ? { policy: verdict } : {}),
+    });
     const result = shapeResult(
       { ...tool, output: pendingApprovalOutput },
       gated.result,

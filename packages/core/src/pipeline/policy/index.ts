@@ -2,7 +2,14 @@
 // schema made from the servers' tools), policy-set (parsing, annotations, validation), decide (one
 // question a call: run, approve or refuse), default-policy (today's gates, as policy).
 export { cedarSchema, policyTools, serverNamespace, type ListedTool } from './cedar-schema.ts';
-export { askPolicy, decideRemembered, POLICY_UNREADABLE, type CallVerdict, type PolicyGate, type PolicyState } from './gate.ts';
+export {
+  askPolicy,
+  decideRemembered,
+  POLICY_UNREADABLE,
+  type CallVerdict,
+  type PolicyGate,
+  type PolicyState,
+} from './gate.ts';
 export { DEFAULT_POLICY } from './default-policy.ts';
 export {
   decide,

@@ -109,11 +109,13 @@ export async function loadPolicySet(text: string, schema: SchemaJson<string> | n
   }
   if (!parts.policies.length) findings.push('the set has no policy: every call would be refused');
   if (findings.length) throw new PolicySetInvalid(findings);
-  const checked = schema && cedar.validate({
-    schema,
-    policies: { staticPolicies: policies },
-    validationSettings: { mode: 'strict' },
-  });
+  const checked =
+    schema &&
+    cedar.validate({
+      schema,
+      policies: { staticPolicies: policies },
+      validationSettings: { mode: 'strict' },
+    });
   if (checked?.type === 'failure') throw new PolicySetInvalid(checked.errors.map(message));
   if (checked?.validationErrors.length)
     throw new PolicySetInvalid(
