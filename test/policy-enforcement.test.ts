@@ -166,6 +166,10 @@ describe('the shipped examples, enforced', () => {
     made.four = id;
     expect(await finance.bob.decide(id, 'approve')).toMatchObject({ status: 'pending', decidedBy: null });
     await expect(finance.bob.decide(id, 'approve')).rejects.toThrow(/you have already approved/);
+    const [again] = await db.sql<{ result_summary: { reason: string } }[]>`
+      select result_summary from audit_events
+      where approval_id = ${id} and method = 'approvals/decide' and outcome = 'forbidden'`;
+    expect(again!.result_summary.reason).toBe('approved_already');
     // Bob's second token, and Bob under a zero-width space: the same person to the database.
     const bobAgain = await approverIn('Bob', ['finance']);
     expect(await decideByHand(id, bobAgain)).toMatch(/Bob has already approved/);

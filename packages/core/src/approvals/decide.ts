@@ -261,11 +261,22 @@ async function notAskedOf(
     const votes = await tx<
       { person: string }[]
     >`select person from bulkhead_approval_votes_of(${approval.id})`;
-    if (voter && votes.some((v) => v.person === voter.person))
+    if (voter && votes.some((v) => v.person === voter.person)) {
+      await audit.appendIn(
+        tx,
+        decisionEvent(
+          approval,
+          decider,
+          'forbidden',
+          { reason: 'approved_already', required: approval.requiredApprovals, policy: approval.policyIds },
+          decision.requestId,
+        ),
+      );
       return new ApprovalDecisionError(
         `you have already approved ${approval.id}; the company's policy asks ${approval.requiredApprovals} different people to approve it, so another person must`,
         'decided',
       );
+    }
   }
   return null;
 }
